@@ -1,0 +1,45 @@
+"""Access keys: creation, and the credential resolver the SigV4 verifier calls
+(`settings.SAGEPORT_CREDENTIAL_RESOLVER`)."""
+import secrets
+import string
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from controlplane.models import AccessKey, account_id_validator
+
+_ID_ALPHABET = string.ascii_uppercase + string.digits
+_SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
+
+
+def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
+    """(secret access key, account id) of an active key, or None."""
+    key = AccessKey.objects.filter(access_key_id=access_key_id, active=True).first()
+    return (key.secret_access_key, key.account_id) if key else None
+
+
+def create_access_key(account_id: str, *, default: bool = False) -> AccessKey:
+    account_id_validator(account_id)
+    return AccessKey.objects.create(
+        access_key_id="AKIA" + _random(_ID_ALPHABET, 16),
+        secret_access_key=_random(_SECRET_ALPHABET, 40),
+        account_id=account_id,
+        is_default=default,
+    )
+
+
+def ensure_default_access_key() -> AccessKey:
+    """The default key of `settings.SAGEPORT_DEFAULT_ACCOUNT_ID`, created on first use."""
+    existing = AccessKey.objects.filter(is_default=True).first()
+    if existing:
+        return existing
+    try:
+        with transaction.atomic():
+            return create_access_key(settings.SAGEPORT_DEFAULT_ACCOUNT_ID, default=True)
+    except IntegrityError:
+        # Another process created it between our read and our insert.
+        return AccessKey.objects.get(is_default=True)
+
+
+def _random(alphabet: str, length: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(length))

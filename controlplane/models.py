@@ -1,0 +1,27 @@
+from django.core.validators import RegexValidator
+from django.db import models
+
+account_id_validator = RegexValidator(r"^\d{12}$", "An account id is 12 digits.")
+
+
+class AccessKey(models.Model):
+    """An AWS-style access key pair. Requests signed with it act in its account (ARNs carry
+    the account id)."""
+
+    access_key_id = models.CharField(max_length=128, unique=True)
+    secret_access_key = models.CharField(max_length=128)
+    account_id = models.CharField(max_length=12, validators=[account_id_validator])
+    is_default = models.BooleanField(default=False)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # At most one default key, even when several processes start at once.
+            models.UniqueConstraint(
+                fields=["is_default"], condition=models.Q(is_default=True), name="one_default_access_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.access_key_id} (account {self.account_id})"

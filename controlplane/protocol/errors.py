@@ -1,0 +1,78 @@
+"""Errors that travel to the client in AWS's wire format.
+
+Every error a handler raises is a ServiceError: a code (the `__type`), an HTTP status and a
+message. Codes and statuses follow what botocore and the real service use (protocol.md §2.4,
+§3.3, §4.5). Use 5xx only for genuinely transient faults: clients retry them."""
+
+
+class ServiceError(Exception):
+    code = "InternalFailure"
+    status = 500
+
+    def __init__(self, message: str = "", *, extra: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        # Additional modeled members serialized beside `Message` (e.g. ModelError's fields).
+        self.extra = extra or {}
+
+
+class ValidationException(ServiceError):
+    code = "ValidationException"
+    status = 400
+
+
+class ResourceInUse(ServiceError):
+    code = "ResourceInUse"
+    status = 400
+
+
+class ResourceNotFound(ServiceError):
+    code = "ResourceNotFound"
+    status = 400
+
+
+class ResourceLimitExceeded(ServiceError):
+    code = "ResourceLimitExceeded"
+    status = 400
+
+
+class UnknownOperationException(ServiceError):
+    code = "UnknownOperationException"
+    status = 400
+
+
+class NotImplementedOperation(ServiceError):
+    """A real SageMaker operation that Sageport does not implement. Never a fake success."""
+
+    code = "NotImplementedException"
+    status = 501
+
+
+class SerializationException(ServiceError):
+    code = "SerializationException"
+    status = 400
+
+
+class MissingAuthenticationToken(ServiceError):
+    code = "MissingAuthenticationTokenException"
+    status = 403
+
+
+class IncompleteSignature(ServiceError):
+    code = "IncompleteSignatureException"
+    status = 403
+
+
+class UnrecognizedClient(ServiceError):
+    code = "UnrecognizedClientException"
+    status = 403
+
+
+class InvalidSignature(ServiceError):
+    code = "InvalidSignatureException"
+    status = 403
+
+
+class InternalFailure(ServiceError):
+    code = "InternalFailure"
+    status = 500

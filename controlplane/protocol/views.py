@@ -1,0 +1,78 @@
+"""The AWS JSON 1.1 endpoint: `POST` anywhere with `X-Amz-Target: <Prefix>.<Operation>`."""
+import json
+import logging
+import uuid
+
+from django.http import HttpRequest, HttpResponse
+
+from controlplane.protocol import registry
+from controlplane.protocol.authentication import authenticate
+from controlplane.protocol.errors import (
+    InternalFailure,
+    NotImplementedOperation,
+    SerializationException,
+    ServiceError,
+    UnknownOperationException,
+)
+from controlplane.protocol.serialization import error_response, json_response
+from controlplane.protocol.shapes import operation_model, service_model
+from controlplane.protocol.validation import validate_input
+
+logger = logging.getLogger(__name__)
+
+_ACCEPTED_CONTENT_TYPES = ("application/x-amz-json-1.1", "application/json", "application/x-amz-json-1.0")
+
+
+def json_protocol_view(request: HttpRequest) -> HttpResponse:
+    request_id = str(uuid.uuid4())
+    try:
+        return json_response(_dispatch(request, request_id), request_id)
+    except ServiceError as error:
+        return error_response(error, request_id)
+    except Exception:
+        # Never a traceback on the wire; the request id ties the log line to the client's error.
+        logger.exception("unhandled error in %s (request id %s)", request.headers.get("X-Amz-Target"), request_id)
+        return error_response(InternalFailure("An internal error occurred."), request_id)
+
+
+def _dispatch(request: HttpRequest, request_id: str) -> dict | None:
+    service, operation = _target(request)
+    context = authenticate(
+        request, signing_name=service_model(service.botocore_name).signing_name, request_id=request_id
+    )
+    if operation_model(service.botocore_name, operation) is None:
+        raise UnknownOperationException(f"Operation {service.target_prefix}.{operation} does not exist.")
+    handler = registry.handler_for(service.target_prefix, operation)
+    if handler is None:
+        raise NotImplementedOperation(f"Sageport does not implement {service.target_prefix}.{operation}")
+    params = validate_input(service.botocore_name, operation, _json_body(request))
+    return handler(context, params)
+
+
+def _target(request: HttpRequest) -> tuple[registry.Service, str]:
+    target = request.headers.get("X-Amz-Target", "")
+    prefix, _, operation = target.partition(".")
+    if request.method != "POST" or prefix not in registry.SERVICES or not operation:
+        raise UnknownOperationException(
+            f"Unknown operation {target!r}: send POST with X-Amz-Target set to one of "
+            f"{', '.join(registry.SERVICES)} followed by '.<Operation>'."
+        )
+    return registry.SERVICES[prefix], operation
+
+
+def _json_body(request: HttpRequest) -> dict:
+    content_type = request.content_type or ""
+    if content_type not in _ACCEPTED_CONTENT_TYPES:
+        raise SerializationException(
+            f"Unsupported Content-Type {content_type!r}; expected {', '.join(_ACCEPTED_CONTENT_TYPES)}."
+        )
+    if not request.body:
+        return {}
+    try:
+        body = json.loads(request.body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SerializationException(f"The request body is not valid JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise SerializationException("The request body must be a JSON object.")
+    return body
+

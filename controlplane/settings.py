@@ -1,0 +1,152 @@
+"""One settings module. Every value comes from an environment variable with a working default
+for the embedded stack; a bad value fails loudly at start-up rather than later."""
+import hashlib
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise RuntimeError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise RuntimeError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise RuntimeError(f"{name} must be a boolean (true/false), got {raw!r}")
+
+
+DATA_DIR = Path(os.environ.get("SAGEPORT_DATA_DIR", BASE_DIR / ".sageport")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and job workspaces live here
+
+SECRET_KEY = os.environ.get("SAGEPORT_SECRET_KEY", "sageport-embedded-development-key-change-me")
+DEBUG = _env_bool("SAGEPORT_DEBUG", False)
+ALLOWED_HOSTS = ["*"]  # SigV4 signs the Host header; any host the client used is accepted.
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "controlplane",
+    "jobs",
+    "endpoints",
+    "cloudwatch",
+    "workers",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "controlplane.urls"
+WSGI_APPLICATION = "controlplane.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'sageport.sqlite3'}",
+        conn_max_age=60,
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Several processes (API, worker, beat) share the file: wait for locks instead of failing.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+
+# --- SageMaker API -------------------------------------------------------------------------
+SAGEPORT_REGION = os.environ.get("SAGEPORT_REGION", "us-east-1")
+# The embedded stack (`manage.py runstack`) serves the API on 127.0.0.1:SAGEPORT_PORT.
+SAGEPORT_PORT = _env_int("SAGEPORT_PORT", 8080)
+SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
+SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
+SAGEPORT_CREDENTIAL_RESOLVER = "controlplane.accesskeys.resolve_access_key"
+
+# --- Celery --------------------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("SAGEPORT_REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _env_int("SAGEPORT_VISIBILITY_TIMEOUT", 600)}
+SAGEPORT_SWEEP_INTERVAL_SECONDS = _env_float("SAGEPORT_SWEEP_INTERVAL_SECONDS", 10.0)
+# How long a reconcile may hold a resource before another worker may take it over.
+SAGEPORT_LEASE_SECONDS = _env_int("SAGEPORT_LEASE_SECONDS", 60)
+# Labels every container this installation starts, so that two stacks sharing one Docker engine
+# never reap each other's containers.
+SAGEPORT_STACK_ID = os.environ.get("SAGEPORT_STACK_ID") or hashlib.sha256(str(DATA_DIR).encode()).hexdigest()[:12]
+CELERY_BEAT_SCHEDULE = {
+    "sweep": {"task": "workers.tasks.sweep", "schedule": SAGEPORT_SWEEP_INTERVAL_SECONDS},
+}
+
+# --- Storage (S3-compatible) ---------------------------------------------------------------
+SAGEPORT_S3_ENDPOINT_URL = os.environ.get("SAGEPORT_S3_ENDPOINT_URL", "http://127.0.0.1:8333")
+SAGEPORT_S3_ACCESS_KEY_ID = os.environ.get("SAGEPORT_S3_ACCESS_KEY_ID", "sageport")
+SAGEPORT_S3_SECRET_ACCESS_KEY = os.environ.get("SAGEPORT_S3_SECRET_ACCESS_KEY", "sageport-secret")
+SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
+
+# --- Training ------------------------------------------------------------------------------
+SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
+SAGEPORT_POLL_INTERVAL_SECONDS = _env_float("SAGEPORT_POLL_INTERVAL_SECONDS", 2.0)
+SAGEPORT_LOG_TAIL_LINES = _env_int("SAGEPORT_LOG_TAIL_LINES", 20)
+# Pull images that are not in the local engine (off in air-gapped tests to fail fast).
+SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("SAGEPORT_LOG_LEVEL", "INFO")},
+}

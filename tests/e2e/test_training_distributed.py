@@ -1,0 +1,80 @@
+"""Several instances: algo-1 … algo-N on their own network, sharded data, merged artifacts."""
+import json
+
+from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
+
+# Each host writes its resourceconfig and proves it can reach the other by name (with retries,
+# as SageMaker advises, since names can take a moment to resolve).
+PEER_PROBE = """
+me=$(hostname)
+cp /opt/ml/input/config/resourceconfig.json /opt/ml/model/resourceconfig-$me.json
+for peer in algo-1 algo-2; do
+  for attempt in $(seq 1 50); do
+    if ping -c 1 -W 1 $peer > /dev/null 2>&1; then echo reachable > /opt/ml/model/$me-sees-$peer; break; fi
+    sleep 0.2
+  done
+done
+ls /opt/ml/input/data/train > /opt/ml/model/files-$me
+"""
+
+
+def test_two_instances_resolve_each_other_and_their_models_merge_into_one_archive(
+    sagemaker, s3, bucket, shell_algo_image
+):
+    for index in range(4):
+        s3.put_object(Bucket=bucket, Key=f"shards/part-{index}.csv", Body=f"{index}\n".encode())
+    name = unique_name("twohosts")
+    request = shell_job(
+        name,
+        shell_algo_image,
+        bucket,
+        PEER_PROBE,
+        InputDataConfig=[
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": f"s3://{bucket}/shards/",
+                        "S3DataDistributionType": "ShardedByS3Key",
+                    }
+                },
+            }
+        ],
+    )
+    request["ResourceConfig"]["InstanceCount"] = 2
+    sagemaker.create_training_job(**request)
+
+    job = wait_for_status(sagemaker, name)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
+    for host in ("algo-1", "algo-2"):
+        config = json.loads(model[f"resourceconfig-{host}.json"])
+        assert config["current_host"] == host
+        assert config["hosts"] == ["algo-1", "algo-2"]
+        for peer in ("algo-1", "algo-2"):
+            assert model[f"{host}-sees-{peer}"] == b"reachable\n"
+    shard_1 = model["files-algo-1"].split()
+    shard_2 = model["files-algo-2"].split()
+    assert len(shard_1) == len(shard_2) == 2
+    assert sorted(shard_1 + shard_2) == [f"part-{index}.csv".encode() for index in range(4)]
+
+
+def test_one_failing_instance_stops_the_others_and_fails_the_job_with_its_reason(
+    sagemaker, bucket, shell_algo_image
+):
+    script = """
+if [ "$(hostname)" = "algo-2" ]; then echo 'algo-2 ran out of patience' > /opt/ml/output/failure; exit 1; fi
+trap 'exit 0' TERM
+while true; do sleep 0.2; done
+"""
+    name = unique_name("onefails")
+    request = shell_job(name, shell_algo_image, bucket, script)
+    request["ResourceConfig"]["InstanceCount"] = 2
+    sagemaker.create_training_job(**request)
+
+    job = wait_for_status(sagemaker, name)
+
+    assert job["TrainingJobStatus"] == "Failed"
+    assert job["FailureReason"] == "algo-2 ran out of patience"

@@ -1,0 +1,33 @@
+"""Settings for the test session: the production settings, read under a per-session environment.
+
+pytest-django loads the settings module before any conftest.py is imported, so the session's
+environment (free ports, a temporary data dir, short timings) is exported here, just before
+`controlplane.settings` reads it. The servers the fixtures start inherit this environment,
+import this module again and find it already exported, so everyone agrees on the same values."""
+import os
+import tempfile
+
+from controlplane.stack import LOOPBACK, free_port
+
+SESSION_MARKER = "SAGEPORT_TEST_SESSION"
+
+
+def export_session_environment() -> None:
+    if os.environ.get(SESSION_MARKER):
+        return
+    os.environ.update({
+        SESSION_MARKER: "1",
+        "SAGEPORT_DATA_DIR": tempfile.mkdtemp(prefix="sageport-test-"),
+        "SAGEPORT_PORT": str(free_port()),
+        "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{free_port()}",
+        "SAGEPORT_REDIS_URL": f"redis://{LOOPBACK}:{free_port()}/0",
+        "SAGEPORT_STOP_GRACE_SECONDS": "3",
+        "SAGEPORT_POLL_INTERVAL_SECONDS": "0.5",
+        "SAGEPORT_SWEEP_INTERVAL_SECONDS": "2",
+        "SAGEPORT_PULL_MISSING_IMAGES": "false",
+    })
+
+
+export_session_environment()
+
+from controlplane.settings import *  # noqa: E402,F403

@@ -1,0 +1,252 @@
+"""DockerRuntime against the real engine, with a busybox image (`/bin/sh`, no ENTRYPOINT)."""
+import time
+import uuid
+from pathlib import Path
+
+import docker
+import pytest
+
+from workers.runtime.base import (
+    ContainerSpec,
+    ContainerStartFailed,
+    Mount,
+    NoSuchImage,
+    RuntimeUnavailable,
+)
+from workers.runtime.docker import MANAGED_LABEL, DockerRuntime, create_kwargs, normalize_timestamp
+
+TEST_LABELS = {"sageport.test": "runtime"}
+
+
+@pytest.fixture
+def runtime():
+    runtime = DockerRuntime()
+    yield runtime
+    for state in runtime.find(TEST_LABELS):
+        runtime.remove(state.name)
+    for network in runtime.find_networks(TEST_LABELS):
+        runtime.remove_network(network)
+
+
+@pytest.fixture
+def entrypoint_image(busybox_image, runtime):
+    """busybox with `ENTRYPOINT ["/bin/echo", "entrypoint"]`, like an algorithm image."""
+    client = runtime.client
+    builder = client.containers.create(busybox_image, labels=TEST_LABELS)
+    tag = f"sageport-test/entrypoint:{uuid.uuid4().hex[:8]}"
+    builder.commit(*tag.split(":"), changes=['ENTRYPOINT ["/bin/echo", "entrypoint"]', "CMD []"])
+    builder.remove()
+    yield tag
+    client.images.remove(tag, force=True)
+
+
+def spec(image: str, *command: str, **overrides) -> ContainerSpec:
+    name = f"sageport-test-{uuid.uuid4().hex[:10]}"
+    return ContainerSpec(name=name, image=image, labels=TEST_LABELS, command=list(command), **overrides)
+
+
+def wait_until_exited(runtime, name, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = runtime.inspect(name)
+        if state.exited:
+            return state
+        time.sleep(0.1)
+    raise AssertionError(f"{name} still running after {timeout} s")
+
+
+def output(runtime, name) -> list[str]:
+    wait_until_exited(runtime, name)
+    return [line.message for line in runtime.logs(name)]
+
+
+def test_run_is_get_or_create_by_name(runtime, busybox_image):
+    container = spec(busybox_image, "sleep", "30")
+    first = runtime.run(container)
+    second = runtime.run(container)
+    assert first.id == second.id and second.running
+    assert second.labels == {**TEST_LABELS, MANAGED_LABEL: "true"}
+    assert [state.name for state in runtime.find(TEST_LABELS)] == [container.name]
+
+
+def test_run_starts_an_existing_container_that_was_never_started(runtime, busybox_image):
+    container = spec(busybox_image, "sleep", "30")
+    runtime.client.containers.create(**create_kwargs(container))
+    assert runtime.inspect(container.name).status == "created"
+    assert runtime.run(container).running
+
+
+def test_command_is_appended_to_the_image_entrypoint(runtime, entrypoint_image):
+    container = spec(entrypoint_image, "train")
+    runtime.run(container)
+    assert output(runtime, container.name) == ["entrypoint train"]
+
+
+def test_entrypoint_replaces_the_image_entrypoint_only_when_given(runtime, entrypoint_image):
+    container = spec(entrypoint_image, "train", entrypoint=["/bin/echo", "custom"])
+    runtime.run(container)
+    assert output(runtime, container.name) == ["custom train"]
+
+
+def test_the_container_process_is_pid_1_without_an_init(runtime, busybox_image):
+    container = spec(busybox_image, "sh", "-c", "echo $$")
+    runtime.run(container)
+    assert output(runtime, container.name) == ["1"]
+
+
+def test_read_only_mount_refuses_writes_and_writable_mount_reaches_the_host(runtime, busybox_image, tmp_path):
+    (tmp_path / "input").mkdir()
+    (tmp_path / "model").mkdir()
+    container = spec(
+        busybox_image, "sh", "-c",
+        "cat /opt/ml/input/data.txt; touch /opt/ml/input/new || echo refused; echo saved > /opt/ml/model/m",
+        mounts=(
+            Mount(str(tmp_path / "input"), "/opt/ml/input", read_only=True),
+            Mount(str(tmp_path / "model"), "/opt/ml/model"),
+        ),
+    )
+    (tmp_path / "input" / "data.txt").write_text("hello\n")
+    runtime.run(container)
+    assert output(runtime, container.name)[0::2] == ["hello", "refused"]
+    assert not (tmp_path / "input" / "new").exists()
+    assert (tmp_path / "model" / "m").read_text() == "saved\n"
+
+
+def test_network_none_leaves_only_the_loopback_interface(runtime, busybox_image):
+    container = spec(busybox_image, "sh", "-c", "ls /sys/class/net", network="none")
+    runtime.run(container)
+    assert output(runtime, container.name) == ["lo"]
+
+
+def test_containers_on_a_network_resolve_each_other_by_alias(runtime, busybox_image):
+    network = f"sageport-test-{uuid.uuid4().hex[:8]}"
+    runtime.ensure_network(network, TEST_LABELS)
+    runtime.ensure_network(network, TEST_LABELS)  # idempotent
+    assert runtime.find_networks(TEST_LABELS) == [network]
+    first = spec(
+        busybox_image, "sleep", "30", network=network, hostname="algo-1", network_aliases=("algo-1",)
+    )
+    second = spec(
+        busybox_image, "sh", "-c", "hostname; nslookup algo-1 >/dev/null && echo resolved",
+        network=network, hostname="algo-2", network_aliases=("algo-2",),
+    )
+    runtime.run(first)
+    runtime.run(second)
+    assert output(runtime, second.name) == ["algo-2", "resolved"]
+
+
+def test_sigterm_reaches_pid_1_which_can_save_before_exiting(runtime, busybox_image, tmp_path):
+    script = (
+        "trap 'echo saved > /opt/ml/model/on-term; exit 0' TERM; touch /opt/ml/model/ready; "
+        "while true; do sleep 0.1; done"
+    )
+    container = spec(busybox_image, "sh", "-c", script, mounts=(Mount(str(tmp_path), "/opt/ml/model"),))
+    runtime.run(container)
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runtime.signal(container.name, "SIGTERM")
+    state = wait_until_exited(runtime, container.name)
+    assert (state.exit_code, (tmp_path / "on-term").read_text()) == (0, "saved\n")
+    runtime.signal(container.name, "SIGTERM")  # not running any more: a no-op
+
+
+def test_exit_code_and_times_are_reported(runtime, busybox_image):
+    container = spec(busybox_image, "sh", "-c", "exit 3")
+    runtime.run(container)
+    state = wait_until_exited(runtime, container.name)
+    assert (state.status, state.exit_code, state.oom_killed) == ("exited", 3, False)
+    assert state.started_at and state.finished_at
+
+
+def test_a_container_over_its_memory_limit_is_reported_oom_killed(runtime, busybox_image):
+    # `tail` of an endless line buffers without bound.
+    container = spec(busybox_image, "tail", "/dev/zero", memory_bytes=16 * 1024 * 1024)
+    runtime.run(container)
+    state = wait_until_exited(runtime, container.name)
+    assert state.oom_killed and state.exit_code == 137
+
+
+def test_logs_keep_streams_apart_in_order_and_filter_strictly_after_since(runtime, busybox_image):
+    container = spec(busybox_image, "sh", "-c", "echo out1; sleep 0.01; echo err1 >&2; sleep 0.01; echo out2")
+    runtime.run(container)
+    wait_until_exited(runtime, container.name)
+    lines = runtime.logs(container.name)
+    assert [(line.stream, line.message) for line in lines] == [
+        ("stdout", "out1"), ("stderr", "err1"), ("stdout", "out2")
+    ]
+    after_first = runtime.logs(container.name, since=lines[0].timestamp)
+    assert [line.message for line in after_first] == ["err1", "out2"]
+    assert runtime.logs(container.name, since=lines[-1].timestamp) == []
+
+
+def test_log_timestamps_are_normalised_to_nanoseconds_in_utc():
+    assert normalize_timestamp("2024-05-01T10:00:05.1Z") == "2024-05-01T10:00:05.100000000Z"
+    assert normalize_timestamp("2024-05-01T12:00:05+02:00") == "2024-05-01T10:00:05.000000000Z"
+    assert normalize_timestamp("2024-05-01T10:00:05.1Z") > normalize_timestamp("2024-05-01T10:00:05.099Z")
+
+
+def test_published_port_lands_on_a_random_loopback_port(runtime, busybox_image):
+    container = spec(busybox_image, "sleep", "30", published_port=8080)
+    state = runtime.run(container)
+    bindings = runtime.client.api.inspect_container(container.name)["HostConfig"]["PortBindings"]
+    assert bindings["8080/tcp"][0]["HostIp"] == "127.0.0.1"
+    assert state.host_port and state.host_port > 0
+
+
+def test_gpu_ids_become_an_nvidia_device_request_and_visible_devices():
+    kwargs = create_kwargs(spec("image", "train", gpu_device_ids=("0", "2")))
+    (request,) = kwargs["device_requests"]
+    assert (request["Driver"], request["DeviceIDs"], request["Capabilities"]) == (
+        "nvidia", ["0", "2"], [["gpu"]]
+    )
+    assert kwargs["environment"]["NVIDIA_VISIBLE_DEVICES"] == "0,2"
+    assert "device_requests" not in create_kwargs(spec("image", "train"))
+
+
+def test_gpu_container_without_nvidia_runtime_fails_to_start_with_the_engine_reason(runtime, busybox_image):
+    container = spec(busybox_image, "true", gpu_device_ids=("0",))
+    with pytest.raises(ContainerStartFailed, match=f'container "{container.name}": .*nvidia'):
+        runtime.run(container)
+    requests = runtime.client.api.inspect_container(container.name)["HostConfig"]["DeviceRequests"]
+    assert requests[0]["Driver"] == "nvidia" and requests[0]["DeviceIDs"] == ["0"]
+
+
+def test_missing_image_is_reported_as_no_such_image(runtime):
+    assert not runtime.has_image("sageport-test/absent:latest")
+    with pytest.raises(NoSuchImage, match='"sageport-test/absent:latest"'):
+        runtime.run(spec("sageport-test/absent:latest", "train"))
+
+
+def test_failed_pull_names_the_image_and_the_engine_reason(runtime):
+    image = "127.0.0.1:1/sageport-test/unreachable:1"  # a registry address nothing listens on
+    with pytest.raises(NoSuchImage) as raised:
+        runtime.pull_image(image)
+    assert str(raised.value).startswith(f'Unable to pull image "{image}": ')
+    assert "connection refused" in str(raised.value)
+
+
+def test_operations_on_missing_containers_and_networks_are_harmless(runtime):
+    assert runtime.inspect("sageport-test-missing") is None
+    assert runtime.logs("sageport-test-missing") == []
+    runtime.signal("sageport-test-missing", "SIGTERM")
+    runtime.remove("sageport-test-missing")
+    runtime.remove_network("sageport-test-missing")
+
+
+def test_unreachable_engine_is_reported_as_runtime_unavailable(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
+    with pytest.raises(RuntimeUnavailable):
+        DockerRuntime().has_image("anything")
+    client = docker.DockerClient(base_url=f"unix://{tmp_path / 'no-engine.sock'}", version="1.41")
+    with pytest.raises(RuntimeUnavailable):
+        DockerRuntime(client).inspect("anything")
+
+
+def test_mount_paths_are_host_directories(tmp_path: Path):
+    mounts = (Mount(str(tmp_path), "/opt/ml/model", read_only=True),)
+    kwargs = create_kwargs(spec("image", "train", mounts=mounts))
+    (mount,) = kwargs["mounts"]
+    assert (mount["Source"], mount["Target"], mount["ReadOnly"], mount["Type"]) == (
+        str(tmp_path), "/opt/ml/model", True, "bind"
+    )

@@ -1,0 +1,96 @@
+"""File-mode staging of one training channel: S3 objects → `/opt/ml/input/data/<channel>` on a host.
+
+SageMaker's rules, kept exactly:
+- S3Prefix matches every key that starts with the prefix *string* (`data/tr` matches
+  `data/train.csv` and `data/trial/x`); a file lands at its key relative to the last `/` of the
+  prefix, so an exact object key lands under its basename.
+- ManifestFile is a JSON list `[{"prefix": "s3://b/p/"}, "rel/key1", ...]`: object
+  `prefix + rel`, placed at `rel`.
+- ShardedByS3Key gives host i (0-based) every host_count-th object of the sorted keys;
+  FullyReplicated gives every host everything."""
+import json
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from workers.storage.s3 import StorageError, download_many, get_bytes, list_keys, parse_s3_uri, s3_uri
+
+
+class ChannelError(StorageError):
+    """The channel cannot be staged as specified (unsupported source, bad manifest, unsafe key)."""
+
+
+@dataclass(frozen=True)
+class _Object:
+    bucket: str
+    key: str
+    relative_path: str  # where it lands, relative to the channel directory
+
+
+def stage_channel(channel: dict, dest: Path, host_index: int, host_count: int) -> int:
+    """Download this host's share of `channel` (a CreateTrainingJob `Channel`) into `dest`;
+    returns the number of objects staged."""
+    name = channel["ChannelName"]
+    source = _s3_data_source(channel)
+    bucket, prefix = parse_s3_uri(source["S3Uri"])
+    if source["S3DataType"] == "S3Prefix":
+        objects = _prefix_objects(bucket, prefix)
+    else:
+        objects = _manifest_objects(name, bucket, prefix)
+    if not objects:
+        raise ChannelError(
+            f"Data download failed: no S3 objects found under S3 URL '{source['S3Uri']}' "
+            f"given in input data source of channel '{name}'"
+        )
+    targets = {obj: _safe_destination(dest, obj, name) for obj in objects}  # all checked first
+    if source.get("S3DataDistributionType") == "ShardedByS3Key":
+        objects = sorted(objects, key=lambda obj: (obj.bucket, obj.key))[host_index::host_count]
+    download_many([(obj.bucket, obj.key, targets[obj]) for obj in objects])
+    return len(objects)
+
+
+def _s3_data_source(channel: dict) -> dict:
+    name = channel["ChannelName"]
+    data_source = channel.get("DataSource", {})
+    if "S3DataSource" not in data_source:
+        kinds = ", ".join(sorted(data_source)) or "no data source"
+        raise ChannelError(f"Channel '{name}': {kinds} is not supported; use S3DataSource")
+    source = data_source["S3DataSource"]
+    if source["S3DataType"] not in ("S3Prefix", "ManifestFile"):
+        raise ChannelError(
+            f"Channel '{name}': S3DataType {source['S3DataType']} is not supported; "
+            "use S3Prefix or ManifestFile"
+        )
+    return source
+
+
+def _prefix_objects(bucket: str, prefix: str) -> list[_Object]:
+    base = prefix[: prefix.rfind("/") + 1]  # SageMaker keeps the path below the prefix's last "/"
+    return [
+        _Object(bucket, key, key.removeprefix(base))
+        for key in list_keys(bucket, prefix)
+        if not key.endswith("/")  # "directory" marker objects hold no data
+    ]
+
+
+def _manifest_objects(name: str, bucket: str, key: str) -> list[_Object]:
+    raw = get_bytes(bucket, key)
+    try:
+        header, *entries = json.loads(raw)
+        if not all(isinstance(entry, str) for entry in entries):
+            raise TypeError("every entry after the prefix must be a string")
+        prefix_bucket, prefix = parse_s3_uri(header["prefix"])
+    except (ValueError, TypeError, KeyError, StorageError) as error:
+        raise ChannelError(
+            f"Channel '{name}': {s3_uri(bucket, key)} is not a valid manifest file: {error}"
+        ) from None
+    return [_Object(prefix_bucket, prefix + entry, entry) for entry in entries if not entry.endswith("/")]
+
+
+def _safe_destination(dest: Path, obj: _Object, channel_name: str) -> Path:
+    relative = PurePosixPath(obj.relative_path)
+    if not obj.relative_path or relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise ChannelError(
+            f"Refusing to stage S3 key '{obj.key}' of channel '{channel_name}': "
+            f"it would be written outside /opt/ml/input/data/{channel_name}"
+        )
+    return dest.joinpath(*relative.parts)

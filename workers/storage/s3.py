@@ -1,0 +1,154 @@
+"""The only code that talks S3: one shared client and the few transfers the workers need.
+
+Every failure becomes a `StorageError` whose message names the S3 location and the service's
+error code (`Could not read s3://b/k: NoSuchBucket`), fit to become a job's FailureReason."""
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, EndpointConnectionError
+from django.conf import settings
+
+# Enough connections for the transfer pools below; many small objects are latency-bound, so a
+# pool of single-request get/put is 2-4x faster than one managed transfer per object.
+_POOL_CONNECTIONS = 16
+_TRANSFER_THREADS = 8
+_CHUNK_BYTES = 1024 * 1024
+# Above this size a single PUT is replaced by a managed multipart upload (and S3 caps a single
+# PUT at 5 GiB anyway).
+_MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024
+_TRANSIENT_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "500", "503"}
+
+
+class StorageError(Exception):
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient  # the store was unreachable or overloaded: worth a retry
+
+
+_client = None
+_client_lock = threading.Lock()
+
+
+def get_client():
+    """The process-wide S3 client (thread-safe once built), configured from settings."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = boto3.session.Session().client(
+                "s3",
+                endpoint_url=settings.SAGEPORT_S3_ENDPOINT_URL or None,
+                aws_access_key_id=settings.SAGEPORT_S3_ACCESS_KEY_ID,
+                aws_secret_access_key=settings.SAGEPORT_S3_SECRET_ACCESS_KEY,
+                region_name=settings.SAGEPORT_S3_REGION,
+                config=Config(
+                    s3={"addressing_style": "path"},
+                    max_pool_connections=_POOL_CONNECTIONS,
+                    retries={"mode": "standard", "max_attempts": 3},
+                ),
+            )
+        return _client
+
+
+def s3_uri(bucket: str, key: str) -> str:
+    return f"s3://{bucket}/{key}"
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    """(bucket, key) of `s3://bucket/key` or of the path-style `https://host/bucket/key`."""
+    parts = urlsplit(uri)
+    if parts.scheme == "s3":
+        bucket, key = parts.netloc, parts.path.removeprefix("/")
+    elif parts.scheme in ("http", "https") and parts.netloc:
+        bucket, _, key = parts.path.removeprefix("/").partition("/")
+    else:
+        bucket = key = ""
+    if not bucket or parts.query or parts.fragment:
+        raise StorageError(f"Invalid S3 URI {uri!r}: expected s3://bucket/key")
+    return bucket, key
+
+
+@contextmanager
+def _s3_errors(action: str, location: str) -> Iterator[None]:
+    try:
+        yield
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code") or "Unknown"
+        transient = code in _TRANSIENT_CODES
+        raise StorageError(f"Could not {action} {location}: {code}", transient=transient) from None
+    except (EndpointConnectionError, ConnectionError) as error:
+        raise StorageError(f"Could not {action} {location}: {error}", transient=True) from None
+    except BotoCoreError as error:
+        raise StorageError(f"Could not {action} {location}: {error}") from None
+
+
+def list_keys(bucket: str, prefix: str) -> list[str]:
+    """Every key starting with `prefix` (a plain string prefix, not a directory), sorted."""
+    keys: list[str] = []
+    with _s3_errors("list", s3_uri(bucket, prefix)):
+        for page in get_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys.extend(item["Key"] for item in page.get("Contents", ()))
+    return sorted(keys)
+
+
+def get_bytes(bucket: str, key: str) -> bytes:
+    with _s3_errors("read", s3_uri(bucket, key)):
+        return get_client().get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def put_bytes(bucket: str, key: str, data: bytes) -> None:
+    with _s3_errors("write", s3_uri(bucket, key)):
+        get_client().put_object(Bucket=bucket, Key=key, Body=data)
+
+
+def download_many(items: list[tuple[str, str, Path]]) -> None:
+    """Download each (bucket, key, destination file) concurrently; parents are created."""
+    _in_pool(_download_one, items)
+
+
+def upload_file(path: Path, bucket: str, key: str) -> None:
+    with _s3_errors("write", s3_uri(bucket, key)):
+        if path.stat().st_size > _MULTIPART_THRESHOLD_BYTES:
+            config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=4)
+            get_client().upload_file(str(path), bucket, key, Config=config)
+        else:
+            with path.open("rb") as body:
+                get_client().put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def upload_tree(root: Path, bucket: str, prefix: str) -> int:
+    """Upload every file under `root` to `prefix` + its path relative to `root`; returns the count."""
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    files = sorted(path for path in root.rglob("*") if path.is_file() and not path.is_symlink())
+    _in_pool(upload_file, [(path, bucket, prefix + path.relative_to(root).as_posix()) for path in files])
+    return len(files)
+
+
+def _download_one(bucket: str, key: str, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with _s3_errors("read", s3_uri(bucket, key)):
+        body = get_client().get_object(Bucket=bucket, Key=key)["Body"]
+        with destination.open("wb") as file:
+            for chunk in body.iter_chunks(_CHUNK_BYTES):
+                file.write(chunk)
+
+
+def _in_pool(function, argument_tuples: list[tuple]) -> None:
+    """Run `function(*arguments)` for each tuple on a thread pool; the first error is raised."""
+    if not argument_tuples:
+        return
+    with ThreadPoolExecutor(max_workers=min(_TRANSFER_THREADS, len(argument_tuples))) as pool:
+        futures = [pool.submit(function, *arguments) for arguments in argument_tuples]
+        try:
+            for future in futures:
+                future.result()
+        finally:
+            for future in futures:
+                future.cancel()

@@ -1,0 +1,255 @@
+"""The training-job reconciler.
+
+Level-triggered, one short step at a time: load the job, return if it is terminal, observe its
+containers (found by label), do one idempotent step, write the status that follows. The step
+functions return when the job wants its next look (seconds), or None when it needs none. A
+worker killed anywhere in here loses nothing: the next reconcile observes and carries on."""
+import logging
+import shutil
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from jobs import transitions as t
+from jobs.models import TrainingJob
+from workers import artifacts, container_logs, leases, workspace
+from workers import training_containers as containers
+from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage, RuntimeUnavailable
+from workers.runtime.docker import get_runtime
+from workers.storage.channels import ChannelError, stage_channel
+from workers.storage.s3 import StorageError
+
+log = logging.getLogger(__name__)
+
+AT_ONCE = 0.0
+# A message that arrives this much before the job's next check is a duplicate of a live chain.
+EARLY_TOLERANCE = timedelta(seconds=0.25)
+RETRY_AFTER_ERROR_SECONDS = 5.0
+
+States = dict[str, ContainerState | None]
+
+
+def reconcile(job_id: int) -> float | None:
+    job = TrainingJob.objects.filter(pk=job_id).first()
+    if job is None or job.is_terminal:
+        return None
+    if job.next_check_at and job.next_check_at > timezone.now() + EARLY_TOLERANCE:
+        return None
+    token = leases.claim(TrainingJob, job_id)
+    if token is None:
+        return None  # another worker holds it and will schedule the next look
+    delay = RETRY_AFTER_ERROR_SECONDS
+    try:
+        job.refresh_from_db()
+        delay = None if job.is_terminal else STEPS[t.state_of(job)](job, token)
+    except RuntimeUnavailable as exc:
+        log.warning("training job %s: container engine unavailable (%s); retrying", job.training_job_name, exc)
+    except Exception:
+        log.exception("training job %s: reconcile step failed; retrying", job.training_job_name)
+    finally:
+        leases.release(TrainingJob, job_id, token, delay)
+    return delay
+
+
+def _poll() -> float:
+    return settings.SAGEPORT_POLL_INTERVAL_SECONDS
+
+
+def _start(job: TrainingJob, token: str) -> float | None:
+    workspace.prepare(job)
+    try:
+        with leases.kept_alive(TrainingJob, job.pk, token):
+            _ensure_image(job.request["AlgorithmSpecification"]["TrainingImage"])
+    except NoSuchImage as exc:
+        return _fail_before_training(job, f"ClientError: {exc}")
+    t.transition(job, t.DOWNLOADING, training_start_time=timezone.now())
+    return AT_ONCE
+
+
+def _ensure_image(image: str) -> None:
+    runtime = get_runtime()
+    if runtime.has_image(image):
+        return  # a local image is used as it is, never re-pulled
+    if not settings.SAGEPORT_PULL_MISSING_IMAGES:
+        raise NoSuchImage(
+            f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
+            "(SAGEPORT_PULL_MISSING_IMAGES=false)."
+        )
+    runtime.pull_image(image)
+
+
+def _download(job: TrainingJob, token: str) -> float | None:
+    try:
+        with leases.kept_alive(TrainingJob, job.pk, token):
+            _stage_channels(job)
+    except (ChannelError, StorageError) as exc:
+        return _fail_before_training(job, f"ClientError: {exc}")
+    t.transition(job, t.TRAINING)
+    return AT_ONCE
+
+
+def _stage_channels(job: TrainingJob) -> None:
+    hosts = containers.hosts(job)
+    for index, host in enumerate(hosts):
+        for channel in job.request.get("InputDataConfig", []):
+            destination = workspace.host_workspace(job, host).channel_dir(channel["ChannelName"])
+            shutil.rmtree(destination, ignore_errors=True)  # a half-staged channel from a crash
+            destination.mkdir(parents=True)
+            stage_channel(channel, destination, index, len(hosts))
+
+
+def _fail_before_training(job: TrainingJob, reason: str) -> float | None:
+    if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
+        return AT_ONCE  # it moved (e.g. a stop request): look again
+    workspace.remove(job)
+    return None
+
+
+def _train(job: TrainingJob, token: str) -> float | None:
+    states = _observe(job)
+    _collect_logs(job, states)
+    if job.outcome:  # a container failed: the others are being stopped
+        return _after_drain(job, states, t.UPLOADING)
+    if _runtime_exceeded(job):
+        t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
+        return AT_ONCE
+    failure = _start_missing(job, states) or _first_failure(job, states)
+    if failure:
+        _decide(job, outcome="Failed", failure_reason=failure[:1024])
+        return _after_drain(job, states, t.UPLOADING)
+    if all(state.exited for state in states.values()):
+        t.transition(job, t.UPLOADING, outcome="Completed")
+        return AT_ONCE
+    return _poll()
+
+
+def _runtime_exceeded(job: TrainingJob) -> bool:
+    limit = timedelta(seconds=job.request["StoppingCondition"]["MaxRuntimeInSeconds"])
+    return job.training_start_time is not None and timezone.now() - job.training_start_time > limit
+
+
+def _start_missing(job: TrainingJob, states: States) -> str | None:
+    """Start the containers that do not exist yet; a reason when the engine refuses one."""
+    missing = [host for host, state in states.items() if state is None]
+    if not missing:
+        return None
+    runtime = get_runtime()
+    if containers.needs_network(job):
+        runtime.ensure_network(
+            containers.network_name(job), containers.job_labels(job), internal=job.request["EnableNetworkIsolation"]
+        )
+    for host in missing:
+        try:
+            states[host] = runtime.run(containers.spec_for(job, host))
+        except (ContainerStartFailed, NoSuchImage) as exc:
+            return f"ClientError: could not start the container for {host}: {exc}"
+    return None
+
+
+def _first_failure(job: TrainingJob, states: States) -> str | None:
+    failed = [(state.finished_at or "", host, state) for host, state in states.items() if _failed(state)]
+    if not failed:
+        return None
+    _, host, state = min(failed)
+    return containers.failure_reason(job, host, state)
+
+
+def _failed(state: ContainerState | None) -> bool:
+    return state is not None and state.exited and state.exit_code != 0
+
+
+def _stop(job: TrainingJob, token: str) -> float | None:
+    states = _observe(job)
+    _collect_logs(job, states)
+    if not _drained(job, states):
+        return _poll()
+    final = {"Failed": t.FAILED, "MaxRuntimeExceeded": t.MAX_RUNTIME_EXCEEDED}.get(job.outcome, t.STOPPED)
+    return _finish(job, token, final)
+
+
+def _upload(job: TrainingJob, token: str) -> float | None:
+    return _finish(job, token, t.COMPLETED if job.outcome == "Completed" else t.FAILED)
+
+
+def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> float:
+    if _drained(job, states):
+        t.transition(job, target)
+        return AT_ONCE
+    return _poll()
+
+
+def _drained(job: TrainingJob, states: States) -> bool:
+    """SIGTERM every running container once, SIGKILL after the grace period; True when none runs."""
+    runtime = get_runtime()
+    running = [state for state in states.values() if state is not None and state.running]
+    for state in states.values():
+        if state is not None and state.status == "created":
+            runtime.remove(state.name)  # created but never started: nothing to stop
+    if not running:
+        return True
+    now = timezone.now()
+    if job.stop_signalled_at is None:
+        for state in running:
+            runtime.signal(state.name, "SIGTERM")
+        _decide(job, stop_signalled_at=now)
+    elif now - job.stop_signalled_at >= timedelta(seconds=settings.SAGEPORT_STOP_GRACE_SECONDS):
+        for state in running:
+            runtime.signal(state.name, "SIGKILL")
+    return False
+
+
+def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | None:
+    """Upload the artifacts (once), write the terminal status, then remove what the job used."""
+    fields = {"training_end_time": timezone.now()}
+    if job.artifacts_uploaded_at is None:
+        _collect_logs(job, _observe(job))
+        try:
+            with leases.kept_alive(TrainingJob, job.pk, token):
+                artifacts.upload(job, containers.hosts(job))
+            TrainingJob.objects.filter(pk=job.pk).update(artifacts_uploaded_at=timezone.now())
+        except StorageError as exc:
+            final = t.FAILED
+            fields["failure_reason"] = f"ClientError: could not upload the training artifacts: {exc}"[:1024]
+    if not t.transition(job, final, **fields):
+        return AT_ONCE
+    _remove_resources(job)
+    return None
+
+
+def _remove_resources(job: TrainingJob) -> None:
+    runtime = get_runtime()
+    for state in runtime.find(containers.job_labels(job)):
+        runtime.remove(state.name)
+    runtime.remove_network(containers.network_name(job))
+    workspace.remove(job)
+
+
+def _observe(job: TrainingJob) -> States:
+    found = {state.labels.get("sageport.host"): state for state in get_runtime().find(containers.job_labels(job))}
+    return {host: found.get(host) for host in containers.hosts(job)}
+
+
+def _collect_logs(job: TrainingJob, states: States) -> None:
+    runtime = get_runtime()
+    for host, state in states.items():
+        if state is not None:
+            container_logs.collect(runtime, state.name, container_logs.training_stream(job, host))
+
+
+def _decide(job: TrainingJob, **fields) -> None:
+    """Record a decision that is not a status change, only if the job is still where we saw it."""
+    TrainingJob.objects.filter(
+        pk=job.pk, training_job_status=job.training_job_status, secondary_status=job.secondary_status
+    ).update(**fields)
+    for name, value in fields.items():
+        setattr(job, name, value)
+
+
+STEPS = {
+    t.STARTING: _start,
+    t.DOWNLOADING: _download,
+    t.TRAINING: _train,
+    t.UPLOADING: _upload,
+    t.STOPPING_STATE: _stop,
+}

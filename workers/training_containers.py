@@ -1,0 +1,102 @@
+"""What a training job's containers look like to the engine, and what their ending means."""
+import os
+
+from django.conf import settings
+
+from cloudwatch import store
+from jobs.models import TrainingJob
+from workers import container_logs, instance_types, workspace
+from workers.runtime.base import ContainerSpec, ContainerState
+
+ROLE = "train"
+FAILURE_REASON_LIMIT = 1024
+
+
+def container_name(job: TrainingJob, host: str) -> str:
+    return f"sageport-train-{job.pk}-{host}"
+
+
+def network_name(job: TrainingJob) -> str:
+    return network_name_for(job.pk)
+
+
+def network_name_for(job_id: int) -> str:
+    return f"sageport-train-{job_id}"
+
+
+def job_labels(job: TrainingJob) -> dict[str, str]:
+    return {"sageport.resource": job.training_job_arn, "sageport.role": ROLE, **stack_labels()}
+
+
+def stack_labels() -> dict[str, str]:
+    return {"sageport.stack": settings.SAGEPORT_STACK_ID}
+
+
+def needs_network(job: TrainingJob) -> bool:
+    """A lone isolated container gets no network at all; otherwise the job has its own network
+    (internal when isolated, so peers still reach each other but nothing else)."""
+    return not (job.request["EnableNetworkIsolation"] and instance_count(job) == 1)
+
+
+def instance_count(job: TrainingJob) -> int:
+    return job.request["ResourceConfig"]["InstanceCount"]
+
+
+def hosts(job: TrainingJob) -> list[str]:
+    return workspace.host_names(instance_count(job))
+
+
+def _host_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
+    """`docker run IMAGE train`; ContainerEntrypoint/ContainerArguments override, as in SageMaker."""
+    entrypoint = algorithm.get("ContainerEntrypoint")
+    arguments = algorithm.get("ContainerArguments")
+    if arguments is not None:
+        return entrypoint, arguments
+    return entrypoint, ([] if entrypoint else ["train"])
+
+
+def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
+    algorithm = job.request["AlgorithmSpecification"]
+    entrypoint, command = _command(algorithm)
+    nano_cpus, memory_bytes = instance_types.container_limits(
+        job.request["ResourceConfig"]["InstanceType"], os.cpu_count() or 1, _host_memory_bytes()
+    )
+    environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
+    environment.update(job.request.get("Environment", {}))
+    return ContainerSpec(
+        name=container_name(job, host),
+        image=algorithm["TrainingImage"],
+        labels={**job_labels(job), "sageport.host": host},
+        command=command,
+        entrypoint=entrypoint,
+        environment=environment,
+        mounts=workspace.host_workspace(job, host).mounts(),
+        network=network_name(job) if needs_network(job) else "none",
+        hostname=host,
+        network_aliases=(host,) if needs_network(job) else (),
+        nano_cpus=nano_cpus,
+        memory_bytes=memory_bytes,
+    )
+
+
+def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
+    """The failure file's first 1024 characters; otherwise the exit code and the log tail."""
+    described = workspace.host_workspace(job, host).failure_description(FAILURE_REASON_LIMIT)
+    if described:
+        return described
+    if state.oom_killed:
+        head = (
+            f"OutOfMemoryError: the algorithm on {host} was killed for exceeding the memory of "
+            f"{job.request['ResourceConfig']['InstanceType']} (exit code {state.exit_code})."
+        )
+    else:
+        head = f"AlgorithmError: the algorithm on {host} exited with exit code {state.exit_code}."
+    tail = "\n".join(store.tail(container_logs.training_stream(job, host), settings.SAGEPORT_LOG_TAIL_LINES))
+    if not tail:
+        return head
+    room = FAILURE_REASON_LIMIT - len(head) - len(" Last output:\n")
+    return f"{head} Last output:\n{tail[-room:]}" if room > 0 else head[:FAILURE_REASON_LIMIT]

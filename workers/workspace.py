@@ -1,0 +1,130 @@
+"""The host side of a training container's /opt/ml tree.
+
+Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data}`. `input` is
+bind-mounted read-only, `model` and `output` read-write; the platform writes the config files
+before the container starts, exactly as SageMaker documents them."""
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from jobs.models import TrainingJob
+from workers.runtime.base import Mount
+
+NETWORK_INTERFACE_NAME = "eth0"
+INSTANCE_GROUP_NAME = "homogeneousCluster"
+
+
+def host_names(instance_count: int) -> list[str]:
+    """SageMaker's host names, sorted as resourceconfig.json lists them."""
+    return sorted(f"algo-{index}" for index in range(1, instance_count + 1))
+
+
+@dataclass(frozen=True)
+class HostWorkspace:
+    root: Path
+
+    @property
+    def input_dir(self) -> Path:
+        return self.root / "input"
+
+    @property
+    def config_dir(self) -> Path:
+        return self.root / "input" / "config"
+
+    def channel_dir(self, channel_name: str) -> Path:
+        return self.root / "input" / "data" / channel_name
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "model"
+
+    @property
+    def output_dir(self) -> Path:
+        return self.root / "output"
+
+    @property
+    def output_data_dir(self) -> Path:
+        return self.root / "output" / "data"
+
+    @property
+    def failure_file(self) -> Path:
+        return self.root / "output" / "failure"
+
+    def mounts(self) -> tuple[Mount, ...]:
+        return (
+            Mount(str(self.input_dir), "/opt/ml/input", read_only=True),
+            Mount(str(self.model_dir), "/opt/ml/model"),
+            Mount(str(self.output_dir), "/opt/ml/output"),
+        )
+
+    def failure_description(self, limit: int = 1024) -> str:
+        """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any."""
+        try:
+            with open(self.failure_file, encoding="utf-8", errors="replace") as handle:
+                return handle.read(limit).strip()
+        except (FileNotFoundError, IsADirectoryError):
+            return ""
+
+
+def job_root(job: TrainingJob) -> Path:
+    return Path(settings.DATA_DIR) / "jobs" / f"{job.pk}-{job.training_job_name}"
+
+
+def host_workspace(job: TrainingJob, host: str) -> HostWorkspace:
+    return HostWorkspace(job_root(job) / host)
+
+
+def prepare(job: TrainingJob) -> None:
+    """Create every host's tree and write its config files (idempotent: rewrites them)."""
+    hosts = host_names(job.request["ResourceConfig"]["InstanceCount"])
+    for host in hosts:
+        workspace = host_workspace(job, host)
+        for directory in (workspace.config_dir, workspace.model_dir, workspace.output_data_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        _write_json(workspace.config_dir / "hyperparameters.json", job.request.get("HyperParameters", {}))
+        _write_json(workspace.config_dir / "inputdataconfig.json", input_data_config(job.request))
+        _write_json(workspace.config_dir / "resourceconfig.json", resource_config(job.request, host, hosts))
+
+
+def input_data_config(request: dict) -> dict:
+    """Only the keys that apply to each channel, as SageMaker writes them."""
+    config = {}
+    for channel in request.get("InputDataConfig", []):
+        source = channel["DataSource"]["S3DataSource"]
+        entry = {}
+        if "ContentType" in channel:
+            entry["ContentType"] = channel["ContentType"]
+        entry["TrainingInputMode"] = channel["InputMode"]
+        entry["S3DistributionType"] = source["S3DataDistributionType"]
+        entry["RecordWrapperType"] = channel["RecordWrapperType"]
+        if channel.get("CompressionType", "None") != "None":
+            entry["CompressionType"] = channel["CompressionType"]
+        config[channel["ChannelName"]] = entry
+    return config
+
+
+def resource_config(request: dict, current_host: str, hosts: list[str]) -> dict:
+    instance_type = request["ResourceConfig"]["InstanceType"]
+    return {
+        "current_host": current_host,
+        "current_instance_type": instance_type,
+        "current_group_name": INSTANCE_GROUP_NAME,
+        "hosts": hosts,
+        "instance_groups": [
+            {"instance_group_name": INSTANCE_GROUP_NAME, "instance_type": instance_type, "hosts": hosts}
+        ],
+        "network_interface_name": NETWORK_INTERFACE_NAME,
+    }
+
+
+def remove(job: TrainingJob) -> None:
+    shutil.rmtree(job_root(job), ignore_errors=True)
+
+
+def _write_json(path: Path, value) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(value))
+    temporary.replace(path)
