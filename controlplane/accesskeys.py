@@ -1,5 +1,6 @@
 """Access keys: creation, and the credential resolver the SigV4 verifier calls
 (`settings.SAGEPORT_CREDENTIAL_RESOLVER`)."""
+
 import secrets
 import string
 

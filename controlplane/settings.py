@@ -103,6 +103,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
+# InvokeEndpoint bodies may be 6 MiB; larger ones get a ValidationError from the runtime API.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 7 * 1024 * 1024
 STATIC_ROOT = DATA_DIR / "static"
 
 # --- SageMaker API -------------------------------------------------------------------------
@@ -149,4 +151,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("SAGEPORT_LOG_LEVEL", "INFO")},
+    # Client errors (4xx) are answers, not incidents: the protocol layer logs real failures.
+    "loggers": {"django.request": {"level": "ERROR"}},
 }

@@ -174,7 +174,7 @@ def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
 def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
     s3_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
     s3_dir = data_dir / "s3"
-    # weed writes its logs and unix sockets to $TMPDIR (and one socket to /tmp unless told).
+    # weed writes its logs to $TMPDIR; its unix sockets go to /tmp whatever $TMPDIR says.
     weed_tmp = s3_dir / "tmp"
     weed_tmp.mkdir(parents=True, exist_ok=True)
     # `weed mini` also runs a master, a volume server, a filer and an admin server, each with an
@@ -197,7 +197,7 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
         drop_env_prefixes=("AWS_", "S3_"),
         env={"TMPDIR": str(weed_tmp)},
         ports=(s3_port,),
-        # Two gRPC sockets ignore $TMPDIR.
+        # weed removes its other sockets when it stops, but not these two.
         leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
                         for kind in ("s3", "admin")),
     )

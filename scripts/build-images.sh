@@ -48,8 +48,12 @@ build_python() {
         rm -f "$tarball"
     fi
     log "building $PYTHON_TAG"
-    docker build --quiet --build-arg "BASE=$PYTHON_BASE_TAG" -t "$PYTHON_TAG" \
-        -f images/python/Dockerfile examples/linear_regression >/dev/null
+    local output  # shown only on failure: the legacy builder warns on every run
+    if ! output=$(docker build --quiet --build-arg "BASE=$PYTHON_BASE_TAG" -t "$PYTHON_TAG" \
+            -f images/python/Dockerfile examples/linear_regression 2>&1); then
+        echo "$output" >&2
+        exit 1
+    fi
     echo "$PYTHON_TAG"
 }
 

@@ -4,11 +4,12 @@ The session's environment (free ports, a temporary data dir, short timings) is e
 tests/settings.py before Django reads its settings. Every server runs under one `Supervisor`
 and is stopped at the end of the session, together with any container or network the session
 left behind."""
-import os
+import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from django.conf import settings
 
 from controlplane.stack import (
+    LOOPBACK,
     PROJECT_DIR,
     Supervisor,
     api_spec,
@@ -42,14 +44,20 @@ class RedisService:
     url: str
 
 
-@pytest.fixture(scope="session")
-def supervisor():
+@pytest.fixture(scope="session", autouse=True)
+def session_data_dir() -> Iterator[Path]:
+    """The session's data dir (settings.DATA_DIR), removed with what it holds at the end."""
     data_dir = Path(settings.DATA_DIR)
-    supervisor = Supervisor(log_dir=data_dir / "logs")
+    yield data_dir
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def supervisor(session_data_dir):
+    supervisor = Supervisor(log_dir=session_data_dir / "logs")
     yield supervisor
     supervisor.stop_all()
-    _remove_docker_objects_left_by_this_session(data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
+    _remove_docker_objects_left_by_this_session(session_data_dir)
 
 
 @pytest.fixture(scope="session")
@@ -86,6 +94,84 @@ def python_image() -> str:
     return _build_example_image("python")
 
 
+@dataclass(frozen=True)
+class LiveStack:
+    """The API, a Celery worker and Celery beat on the session's Redis and SeaweedFS."""
+
+    endpoint_url: str
+    s3_endpoint_url: str
+    access_key_id: str
+    secret_access_key: str
+    account_id: str
+    region: str
+    data_dir: Path
+    supervisor: Supervisor = field(repr=False)
+
+    def client(self, service_name: str, **kwargs):
+        """A boto3 client for "sagemaker", "sagemaker-runtime", "logs" or "s3" on this stack,
+        signed with the default access key unless the keyword arguments say otherwise."""
+        options = {
+            "endpoint_url": self.s3_endpoint_url if service_name == "s3" else self.endpoint_url,
+            "aws_access_key_id": self.access_key_id,
+            "aws_secret_access_key": self.secret_access_key,
+            "region_name": self.region,
+            **kwargs,
+        }
+        return boto3.client(service_name, **options)
+
+    def kill_worker(self) -> None:
+        """SIGKILL the Celery worker and its pool processes, as a crash of the machine would."""
+        self.supervisor.kill("worker")
+
+    def start_worker(self) -> None:
+        self.supervisor.start(worker_spec(self.data_dir))
+
+    def create_access_key(self, account_id: str) -> tuple[str, str]:
+        output = _manage("createaccesskey", "--account-id", account_id)
+        access_key_id, secret_access_key, _account_id = output.split()
+        return access_key_id, secret_access_key
+
+
+@pytest.fixture(scope="session")
+def stack(supervisor, s3_service, redis_service) -> LiveStack:
+    data_dir = Path(settings.DATA_DIR)
+    endpoint_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
+    # In a child process: pytest-django points this process's connection at the test database,
+    # while the live stack uses the session's own SQLite file.
+    _manage("runstack", "--prepare-only")
+    user_env = read_env_file(data_dir / "env")
+    for spec in (api_spec(data_dir, settings.SAGEPORT_PORT), worker_spec(data_dir), beat_spec(data_dir)):
+        supervisor.start(spec)
+    return LiveStack(
+        endpoint_url=endpoint_url,
+        s3_endpoint_url=s3_service.endpoint_url,
+        access_key_id=user_env["AWS_ACCESS_KEY_ID"],
+        secret_access_key=user_env["AWS_SECRET_ACCESS_KEY"],
+        account_id=settings.SAGEPORT_DEFAULT_ACCOUNT_ID,
+        region=user_env["AWS_DEFAULT_REGION"],
+        data_dir=data_dir,
+        supervisor=supervisor,
+    )
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """The variables of an `export NAME=value` file, as a shell sourcing it would see them."""
+    variables = {}
+    for line in path.read_text().splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["export"]:
+            name, _, value = words[1].partition("=")
+            variables[name] = value
+    return variables
+
+
+def _manage(*args: str) -> str:
+    completed = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=PROJECT_DIR, check=True, stdout=subprocess.PIPE, text=True
+    )
+    return completed.stdout
+
+
 def _build_example_image(name: str) -> str:
     """Build (or find in the local engine) one example image; return its tag."""
     completed = subprocess.run(
@@ -116,9 +202,11 @@ def _remove_docker_objects_left_by_this_session(data_dir: Path) -> None:
 
 def _created_during_session(created: str) -> bool:
     # The engine reports RFC 3339 with nanoseconds; seconds are precise enough here.
-    return datetime.fromisoformat(created[:19]).replace(tzinfo=UTC) >= SESSION_STARTED_AT.replace(microsecond=0)
+    created_at = datetime.fromisoformat(created[:19]).replace(tzinfo=UTC)
+    return created_at >= SESSION_STARTED_AT.replace(microsecond=0)
 
 
 def _mounts_only_under(container, data_dir: Path) -> bool:
-    sources = [mount.get("Source", "") for mount in container.attrs.get("Mounts", []) if mount.get("Type") == "bind"]
+    mounts = container.attrs.get("Mounts", [])
+    sources = [mount.get("Source", "") for mount in mounts if mount.get("Type") == "bind"]
     return all(Path(source).is_relative_to(data_dir) for source in sources)

@@ -6,6 +6,8 @@ environment (free ports, a temporary data dir, short timings) is exported here, 
 import this module again and find it already exported, so everyone agrees on the same values."""
 import os
 import tempfile
+import uuid
+from pathlib import Path
 
 from controlplane.stack import LOOPBACK, free_port
 
@@ -17,7 +19,8 @@ def export_session_environment() -> None:
         return
     os.environ.update({
         SESSION_MARKER: "1",
-        "SAGEPORT_DATA_DIR": tempfile.mkdtemp(prefix="sageport-test-"),
+        # Created by the first server that needs it; tests/conftest.py removes it at the end.
+        "SAGEPORT_DATA_DIR": str(Path(tempfile.gettempdir()) / f"sageport-test-{uuid.uuid4().hex[:12]}"),
         "SAGEPORT_PORT": str(free_port()),
         "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{free_port()}",
         "SAGEPORT_REDIS_URL": f"redis://{LOOPBACK}:{free_port()}/0",

@@ -15,7 +15,7 @@ from jobs import transitions as t
 from jobs.models import TrainingJob
 from workers import artifacts, container_logs, leases, workspace
 from workers import training_containers as containers
-from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage, RuntimeUnavailable
+from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage, RuntimeError_
 from workers.runtime.docker import get_runtime
 from workers.storage.channels import ChannelError, stage_channel
 from workers.storage.s3 import StorageError
@@ -43,8 +43,8 @@ def reconcile(job_id: int) -> float | None:
     try:
         job.refresh_from_db()
         delay = None if job.is_terminal else STEPS[t.state_of(job)](job, token)
-    except RuntimeUnavailable as exc:
-        log.warning("training job %s: container engine unavailable (%s); retrying", job.training_job_name, exc)
+    except RuntimeError_ as exc:  # engine unreachable or refusing for now: try again shortly
+        log.warning("training job %s: container engine error (%s); retrying", job.training_job_name, exc)
     except Exception:
         log.exception("training job %s: reconcile step failed; retrying", job.training_job_name)
     finally:
@@ -114,7 +114,12 @@ def _train(job: TrainingJob, token: str) -> float | None:
     if _runtime_exceeded(job):
         t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
         return AT_ONCE
-    failure = _start_missing(job, states) or _first_failure(job, states)
+    if any(state is None for state in states.values()):
+        failure = _start_missing(job, states)
+        if failure is None:
+            return _poll()  # judge the new containers on the next look, with their output collected
+    else:
+        failure = _first_failure(job, states)
     if failure:
         _decide(job, outcome="Failed", failure_reason=failure[:1024])
         return _after_drain(job, states, t.UPLOADING)
@@ -132,8 +137,6 @@ def _runtime_exceeded(job: TrainingJob) -> bool:
 def _start_missing(job: TrainingJob, states: States) -> str | None:
     """Start the containers that do not exist yet; a reason when the engine refuses one."""
     missing = [host for host, state in states.items() if state is None]
-    if not missing:
-        return None
     runtime = get_runtime()
     if containers.needs_network(job):
         runtime.ensure_network(

@@ -5,26 +5,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='AccessKey',
+            name="AccessKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('access_key_id', models.CharField(max_length=128, unique=True)),
-                ('secret_access_key', models.CharField(max_length=128)),
-                ('account_id', models.CharField(max_length=12, validators=[django.core.validators.RegexValidator('^\\d{12}$', 'An account id is 12 digits.')])),
-                ('is_default', models.BooleanField(default=False)),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("access_key_id", models.CharField(max_length=128, unique=True)),
+                ("secret_access_key", models.CharField(max_length=128)),
+                (
+                    "account_id",
+                    models.CharField(
+                        max_length=12,
+                        validators=[
+                            django.core.validators.RegexValidator("^\\d{12}$", "An account id is 12 digits.")
+                        ],
+                    ),
+                ),
+                ("is_default", models.BooleanField(default=False)),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('is_default',), name='one_default_access_key')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_default", True)),
+                        fields=("is_default",),
+                        name="one_default_access_key",
+                    )
+                ],
             },
         ),
     ]

@@ -1,4 +1,5 @@
 """Amazon Resource Names (protocol.md §9)."""
+
 import re
 from dataclasses import dataclass
 

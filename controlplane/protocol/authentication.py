@@ -1,5 +1,6 @@
 """SigV4 authentication of a Django request: the entry point both APIs (JSON 1.1 and the
 runtime REST API) call before anything else."""
+
 from dataclasses import replace
 from datetime import timedelta
 

@@ -4,10 +4,11 @@ The models carry Java regular expressions (the services are written in Java). Py
 reads most of them unchanged; this module rewrites the constructs it cannot read:
 `\\p{..}` classes, `\\z`, UTF-16 surrogate pairs, a quantified `$`, and `-` after a class
 shorthand inside `[...]`. The real service applies patterns as full matches."""
+
 import re
 import sys
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 # POSIX classes in Java are ASCII-only unless UNICODE_CHARACTER_CLASS is set (it is not).
 _POSIX_CLASSES = {
@@ -30,7 +31,7 @@ _SURROGATE_PAIR = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", r
 _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_pattern(java_pattern: str) -> re.Pattern:
     """Compile a model pattern; match it with `fullmatch`."""
     return re.compile(translate(java_pattern))

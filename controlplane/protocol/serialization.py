@@ -1,4 +1,5 @@
 """Responses in AWS's JSON wire formats (protocol.md §2.2, §2.3, §3.3, §9)."""
+
 import json
 from datetime import UTC, datetime
 

@@ -1,11 +1,12 @@
 """botocore's service models, loaded once per process: they are the schema of every request."""
-from functools import lru_cache
+
+from functools import cache, lru_cache
 
 import botocore.session
 from botocore.model import OperationModel, ServiceModel
 
 
-@lru_cache(maxsize=None)
+@cache
 def service_model(botocore_name: str) -> ServiceModel:
     # One botocore session for the process: loading a model parses a multi-megabyte JSON file.
     return _session().get_service_model(botocore_name)

@@ -2,6 +2,7 @@
 
 The signature is recomputed with botocore's own SigV4 signer, told exactly which headers the
 client signed, over the raw request target and body as they came off the wire."""
+
 import hmac
 import re
 from collections.abc import Callable, Mapping
@@ -114,14 +115,18 @@ def _request_timestamp(headers: Mapping[str, str]) -> str:
         try:
             datetime.strptime(amz_date, SIGV4_TIMESTAMP)
         except ValueError:
-            raise IncompleteSignature(f"X-Amz-Date must be in the form yyyyMMddTHHmmssZ, got {amz_date!r}.")
+            raise IncompleteSignature(
+                f"X-Amz-Date must be in the form yyyyMMddTHHmmssZ, got {amz_date!r}."
+            ) from None
         return amz_date
     if headers.get("date"):
         try:
             return parsedate_to_datetime(headers["date"]).astimezone(UTC).strftime(SIGV4_TIMESTAMP)
         except (TypeError, ValueError):
-            raise IncompleteSignature(f"Date header is not an HTTP date: {headers['date']!r}.")
-    raise IncompleteSignature("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
+            raise IncompleteSignature(f"Date header is not an HTTP date: {headers['date']!r}.") from None
+    raise IncompleteSignature(
+        "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header."
+    )
 
 
 def _check_scope(authorization: Authorization, amz_date: str, signing_name: str) -> None:
@@ -139,7 +144,8 @@ def _check_skew(amz_date: str, now: datetime, max_skew: timedelta) -> None:
     minutes = f"{max_skew.total_seconds() / 60:g} min."
     if signed_at < now - max_skew:
         raise InvalidSignature(
-            f"Signature expired: {amz_date} is now earlier than {_stamp(now - max_skew)} ({_stamp(now)} - {minutes})"
+            f"Signature expired: {amz_date} is now earlier than {_stamp(now - max_skew)} "
+            f"({_stamp(now)} - {minutes})"
         )
     if signed_at > now + max_skew:
         raise InvalidSignature(
@@ -152,7 +158,9 @@ def _stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime(SIGV4_TIMESTAMP)
 
 
-def compute_signature(request: SignedRequest, authorization: Authorization, amz_date: str, secret: str) -> str:
+def compute_signature(
+    request: SignedRequest, authorization: Authorization, amz_date: str, secret: str
+) -> str:
     signer, aws_request = _botocore_signer(request, authorization, amz_date, secret)
     string_to_sign = signer.string_to_sign(aws_request, signer.canonical_request(aws_request))
     return signer.signature(string_to_sign, aws_request)
@@ -179,15 +187,19 @@ class _ReceivedHeadersSigner(SigV4Auth):
 def _botocore_signer(
     request: SignedRequest, authorization: Authorization, amz_date: str, secret: str
 ) -> tuple[SigV4Auth, AWSRequest]:
-    signed = HTTPHeaders.from_dict({name: request.headers.get(name, "") for name in authorization.signed_headers})
+    signed = HTTPHeaders.from_dict(
+        {name: request.headers.get(name, "") for name in authorization.signed_headers}
+    )
     signer = _ReceivedHeadersSigner(
         Credentials(authorization.access_key_id, secret), authorization.service, authorization.region, signed
     )
     # An `http` URL makes botocore hash the payload (as clients do over http and https alike)
     # unless a signed x-amz-content-sha256 header says otherwise.
     aws_request = AWSRequest(
-        method=request.method, url="http://sageport" + _origin_form(request.raw_target),
-        headers=dict(signed.items()), data=request.body,
+        method=request.method,
+        url="http://sageport" + _origin_form(request.raw_target),
+        headers=dict(signed.items()),
+        data=request.body,
     )
     aws_request.context["timestamp"] = amz_date
     return signer, aws_request

@@ -8,6 +8,7 @@ one ValidationException, as AWS does:
     constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; ...
 
 Member paths are lowerCamel and dotted; list items are `<list>.<n>.member` (1-based)."""
+
 import math
 from datetime import UTC, datetime
 
@@ -101,7 +102,9 @@ def _reject_unknown_members(value: dict, known, shape_name: str, path: str, prob
     for name in value:
         if name not in known:
             problems.append(
-                _problem(value[name], _member_path(path, name), f"Member is not defined in shape {shape_name}")
+                _problem(
+                    value[name], _member_path(path, name), f"Member is not defined in shape {shape_name}"
+                )
             )
 
 
@@ -114,7 +117,9 @@ def _list(shape: Shape, value: object, path: str, problems: list[str]) -> object
         # AWS reports scalar items' violations once, on the list: "Member must satisfy constraint: [...]".
         cleaned, violations = _scalars(shape.member, value)
         if violations:
-            problems.append(_problem(value, path, f"Member must satisfy constraint: [{', '.join(violations)}]"))
+            problems.append(
+                _problem(value, path, f"Member must satisfy constraint: [{', '.join(violations)}]")
+            )
         return cleaned
     return [
         _value(shape.member, item, f"{path}.{index}.member", problems)
@@ -129,7 +134,9 @@ def _map(shape: Shape, value: object, path: str, problems: list[str]) -> object:
     problems.extend(_problem(value, path, violation) for violation in _size_violations(shape, len(value)))
     _, key_violations = _scalars(shape.key, list(value))
     if key_violations:
-        problems.append(_problem(value, path, f"Map keys must satisfy constraint: [{', '.join(key_violations)}]"))
+        problems.append(
+            _problem(value, path, f"Map keys must satisfy constraint: [{', '.join(key_violations)}]")
+        )
     if not _is_scalar(shape.value):
         return {key: _value(shape.value, item, f"{path}.{key}", problems) for key, item in value.items()}
     cleaned_values, value_violations = _scalars(shape.value, list(value.values()))

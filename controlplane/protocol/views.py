@@ -1,4 +1,5 @@
 """The AWS JSON 1.1 endpoint: `POST` anywhere with `X-Amz-Target: <Prefix>.<Operation>`."""
+
 import json
 import logging
 import uuid
@@ -31,7 +32,9 @@ def json_protocol_view(request: HttpRequest) -> HttpResponse:
         return error_response(error, request_id)
     except Exception:
         # Never a traceback on the wire; the request id ties the log line to the client's error.
-        logger.exception("unhandled error in %s (request id %s)", request.headers.get("X-Amz-Target"), request_id)
+        logger.exception(
+            "unhandled error in %s (request id %s)", request.headers.get("X-Amz-Target"), request_id
+        )
         return error_response(InternalFailure("An internal error occurred."), request_id)
 
 
@@ -75,4 +78,3 @@ def _json_body(request: HttpRequest) -> dict:
     if not isinstance(body, dict):
         raise SerializationException("The request body must be a JSON object.")
     return body
-

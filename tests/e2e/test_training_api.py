@@ -119,7 +119,8 @@ def test_tags_are_added_listed_and_deleted_by_arn(sagemaker, bucket, shell_algo_
         {"Key": "env", "Value": "dev"},
         {"Key": "team", "Value": "vision"},
     ]
-    sagemaker.delete_tags(ResourceArn=arn.upper().replace("ARN:AWS:SAGEMAKER", "arn:aws:sagemaker"), TagKeys=["env"])
+    differently_cased = arn.replace(f"/{name}", f"/{name.upper()}")
+    sagemaker.delete_tags(ResourceArn=differently_cased, TagKeys=["env"])
     assert sagemaker.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "team", "Value": "vision"}]
 
     reserved = error_of(sagemaker.add_tags, ResourceArn=arn, Tags=[{"Key": "aws:owner", "Value": "x"}])

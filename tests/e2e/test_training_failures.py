@@ -1,4 +1,6 @@
 """Training jobs that fail: what FailureReason says, and that artifacts are still uploaded."""
+import json
+
 from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
 
 
@@ -47,8 +49,9 @@ def test_image_missing_from_the_engine_fails_with_a_clear_reason(sagemaker, buck
 
 
 def test_s3_key_that_would_escape_the_channel_directory_is_refused(sagemaker, s3, bucket, shell_algo_image):
-    s3.put_object(Bucket=bucket, Key="evil/ok.csv", Body=b"fine")
-    s3.put_object(Bucket=bucket, Key="evil/../../escape.csv", Body=b"bad")
+    manifest = [{"prefix": f"s3://{bucket}/data/"}, "ok.csv", "../../escape.csv"]
+    s3.put_object(Bucket=bucket, Key="data/ok.csv", Body=b"fine")
+    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps(manifest).encode())
     name = unique_name("escape")
     request = shell_job(
         name,
@@ -58,7 +61,9 @@ def test_s3_key_that_would_escape_the_channel_directory_is_refused(sagemaker, s3
         InputDataConfig=[
             {
                 "ChannelName": "train",
-                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/evil/"}},
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "ManifestFile", "S3Uri": f"s3://{bucket}/manifest.json"}
+                },
             }
         ],
     )
@@ -67,7 +72,7 @@ def test_s3_key_that_would_escape_the_channel_directory_is_refused(sagemaker, s3
     job = wait_for_status(sagemaker, name)
 
     assert job["TrainingJobStatus"] == "Failed"
-    assert "escape.csv" in job["FailureReason"] and "outside" in job["FailureReason"]
+    assert "../../escape.csv" in job["FailureReason"] and "outside" in job["FailureReason"]
     assert [step["Status"] for step in job["SecondaryStatusTransitions"]] == ["Starting", "Downloading", "Failed"]
 
 

@@ -78,13 +78,13 @@ class DockerRuntime:
 
     # --- networks -------------------------------------------------------------------------
 
-    def ensure_network(self, name: str, labels: dict[str, str]) -> None:
+    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
         with _engine_errors():
             if self._network(name) is not None:
                 return
             try:
                 self.client.networks.create(
-                    name, driver="bridge", internal=False, labels={**labels, MANAGED_LABEL: "true"}
+                    name, driver="bridge", internal=internal, labels={**labels, MANAGED_LABEL: "true"}
                 )
             except APIError as error:
                 if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine

@@ -64,12 +64,22 @@ def _s3_data_source(channel: dict) -> dict:
 
 
 def _prefix_objects(bucket: str, prefix: str) -> list[_Object]:
-    base = prefix[: prefix.rfind("/") + 1]  # SageMaker keeps the path below the prefix's last "/"
     return [
-        _Object(bucket, key, key.removeprefix(base))
+        _Object(bucket, key, _relative_to_prefix(key, prefix))
         for key in list_keys(bucket, prefix)
         if not key.endswith("/")  # "directory" marker objects hold no data
     ]
+
+
+def _relative_to_prefix(key: str, prefix: str) -> str:
+    """Where SageMaker puts a key under the channel directory. A prefix naming a "directory"
+    (`data/train` or `data/train/`) keeps the path below it, so `data/train/a.csv` lands at
+    `a.csv`; a prefix ending mid-name (`data/tr`) or naming one object keeps the path below its
+    last "/" (`train.csv`)."""
+    directory = prefix.rstrip("/") + "/"
+    if key.startswith(directory):
+        return key[len(directory):]
+    return key[prefix.rfind("/") + 1:]
 
 
 def _manifest_objects(name: str, bucket: str, key: str) -> list[_Object]:

@@ -1,4 +1,5 @@
 """`manage.py runstack`: the whole embedded stack in the foreground, stopped by Ctrl-C."""
+
 import time
 from pathlib import Path
 
@@ -27,14 +28,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--prepare-only", action="store_true",
+            "--prepare-only",
+            action="store_true",
             help="Migrate the database, create the default access key and write <data>/env, then exit.",
         )
 
     def handle(self, *args, prepare_only: bool, **options):
         data_dir = Path(settings.DATA_DIR)
         api_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
-        env_file = prepare_data_dir(data_dir, api_url, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION)
+        env_file = prepare_data_dir(
+            data_dir, api_url, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
+        )
         if prepare_only:
             return
         specs = [
@@ -50,9 +54,8 @@ class Command(BaseCommand):
                 self._start_all(supervisor, specs)
                 self._print_banner(supervisor, specs, data_dir, env_file)
                 name, status = supervisor.wait_for_exit()
-                raise CommandError(
-                    f"{name} exited with status {status}, so the stack is stopping.\n{supervisor.log_tail(name)}"
-                )
+                tail = supervisor.log_tail(name)
+                raise CommandError(f"{name} exited with status {status}, so the stack is stopping.\n{tail}")
             except StopRequested:
                 self.stdout.write("Stopping...")
             except ServiceFailed as error:
@@ -66,7 +69,11 @@ class Command(BaseCommand):
             self.stdout.write(f"  starting {spec.name:<10}", ending="")
             self.stdout.flush()
             started = time.monotonic()
-            supervisor.start(spec)
+            try:
+                supervisor.start(spec)
+            except ServiceFailed:
+                self.stdout.write(self.style.ERROR("failed"))
+                raise
             self.stdout.write(f"ready in {time.monotonic() - started:.1f}s")
 
     def _print_banner(self, supervisor: Supervisor, specs, data_dir: Path, env_file: Path) -> None:

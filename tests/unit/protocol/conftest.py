@@ -1,5 +1,6 @@
 """Real botocore clients talking to the Django app in-process: requests are serialized and
 signed by botocore itself, then replayed through Django's test client."""
+
 from urllib.parse import urlsplit
 
 import boto3
@@ -69,7 +70,9 @@ def access_key(db):
 def make_client(access_key):
     """make_client(service="sagemaker", **options) -> (boto3 client, DjangoTransport)."""
 
-    def make(service="sagemaker", *, endpoint_url=ENDPOINT_URL, secret=None, key_id=None, raw_uri=True, **config):
+    def make(
+        service="sagemaker", *, endpoint_url=ENDPOINT_URL, secret=None, key_id=None, raw_uri=True, **config
+    ):
         client = boto3.client(
             service,
             endpoint_url=endpoint_url,
@@ -94,11 +97,15 @@ def handlers(monkeypatch):
 
 @pytest.fixture
 def signed_post(access_key):
-    """signed_post(target, body, content_type=...) -> Django response, for bodies botocore would never send."""
+    """signed_post(target, body, content_type=...) -> Django response.
+    For bodies and content types that botocore would never send."""
 
     def post(target: str, body: bytes, content_type: str = "application/x-amz-json-1.1"):
         request = AWSRequest(
-            "POST", ENDPOINT_URL + "/", headers={"X-Amz-Target": target, "Content-Type": content_type}, data=body
+            "POST",
+            ENDPOINT_URL + "/",
+            headers={"X-Amz-Target": target, "Content-Type": content_type},
+            data=body,
         )
         credentials = Credentials(access_key.access_key_id, access_key.secret_access_key)
         SigV4Auth(credentials, "sagemaker", REGION).add_auth(request)

@@ -1,4 +1,5 @@
 """SigV4 on the wire (protocol.md §4.5): every request is authenticated, errors are 403s."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,16 +26,24 @@ def error_of(call) -> tuple[str, int, str]:
     with pytest.raises(ClientError) as raised:
         call()
     response = raised.value.response
-    return response["Error"]["Code"], response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Message"]
+    return (
+        response["Error"]["Code"],
+        response["ResponseMetadata"]["HTTPStatusCode"],
+        response["Error"]["Message"],
+    )
 
 
-def test_signed_request_reaches_handler_with_account_region_and_key(make_client, access_key, describe_endpoint):
+def test_signed_request_reaches_handler_with_account_region_and_key(
+    make_client, access_key, describe_endpoint
+):
     client, _ = make_client()
 
     assert client.describe_endpoint(EndpointName="e1")["EndpointName"] == "e1"
     [context] = describe_endpoint
     assert (context.account_id, context.region, context.access_key_id) == (
-        "210987654321", REGION, access_key.access_key_id,
+        "210987654321",
+        REGION,
+        access_key.access_key_id,
     )
 
 
@@ -64,7 +73,9 @@ def test_missing_authorization_is_rejected_with_missing_authentication_token(mak
     client, _ = make_client(signature_version=UNSIGNED)
 
     assert error_of(lambda: client.describe_endpoint(EndpointName="e1")) == (
-        "MissingAuthenticationTokenException", 403, "Missing Authentication Token",
+        "MissingAuthenticationTokenException",
+        403,
+        "Missing Authentication Token",
     )
 
 
@@ -84,7 +95,9 @@ def test_unknown_access_key_is_rejected_with_unrecognized_client(make_client, de
     client, _ = make_client(key_id="AKIAUNKNOWNUNKNOWN00")
 
     assert error_of(lambda: client.describe_endpoint(EndpointName="e1")) == (
-        "UnrecognizedClientException", 403, "The security token included in the request is invalid.",
+        "UnrecognizedClientException",
+        403,
+        "The security token included in the request is invalid.",
     )
 
 
@@ -93,7 +106,10 @@ def test_inactive_access_key_is_rejected_with_unrecognized_client(make_client, a
     access_key.save()
     client, _ = make_client()
 
-    assert error_of(lambda: client.describe_endpoint(EndpointName="e1"))[:2] == ("UnrecognizedClientException", 403)
+    assert error_of(lambda: client.describe_endpoint(EndpointName="e1"))[:2] == (
+        "UnrecognizedClientException",
+        403,
+    )
 
 
 def test_wrong_secret_is_rejected_with_invalid_signature(make_client, describe_endpoint):
@@ -101,10 +117,14 @@ def test_wrong_secret_is_rejected_with_invalid_signature(make_client, describe_e
 
     code, status, message = error_of(lambda: client.describe_endpoint(EndpointName="e1"))
     assert (code, status) == ("InvalidSignatureException", 403)
-    assert message.startswith("The request signature we calculated does not match the signature you provided.")
+    assert message.startswith(
+        "The request signature we calculated does not match the signature you provided."
+    )
 
 
-def test_clock_skew_beyond_the_window_is_rejected_as_expired(make_client, describe_endpoint, monkeypatch, settings):
+def test_clock_skew_beyond_the_window_is_rejected_as_expired(
+    make_client, describe_endpoint, monkeypatch, settings
+):
     settings.SAGEPORT_SIGV4_MAX_SKEW_SECONDS = 300
     twenty_minutes_ago = datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=20)
     monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: twenty_minutes_ago)

@@ -1,4 +1,5 @@
 """The JSON 1.1 endpoint: dispatch on X-Amz-Target, response and error formats (protocol.md §2)."""
+
 import json
 import uuid
 from datetime import UTC, datetime
@@ -6,23 +7,30 @@ from email.utils import parsedate_to_datetime
 
 import pytest
 from botocore.exceptions import ClientError
+from django.test import Client
 
 from controlplane.protocol.errors import ResourceNotFound
 
 
 def test_success_response_carries_aws_headers_and_epoch_timestamps(make_client, handlers):
     created = datetime(2024, 1, 15, 12, 0, 0, 123456, tzinfo=UTC)
-    handlers("DescribeEndpoint")(lambda ctx, params: {
-        "EndpointName": "e1", "CreationTime": created, "FailureReason": None,
-        "ProductionVariants": [{"VariantName": "v1", "CurrentInstanceCount": None}],
-    })
+    handlers("DescribeEndpoint")(
+        lambda ctx, params: {
+            "EndpointName": "e1",
+            "CreationTime": created,
+            "FailureReason": None,
+            "ProductionVariants": [{"VariantName": "v1", "CurrentInstanceCount": None}],
+        }
+    )
     client, transport = make_client()
 
     described = client.describe_endpoint(EndpointName="e1")
 
     response = transport.responses[0]
     assert json.loads(response.content) == {
-        "EndpointName": "e1", "CreationTime": 1705320000.123, "ProductionVariants": [{"VariantName": "v1"}],
+        "EndpointName": "e1",
+        "CreationTime": 1705320000.123,
+        "ProductionVariants": [{"VariantName": "v1"}],
     }
     assert response["Content-Type"] == "application/x-amz-json-1.1"
     assert response["Content-Length"] == str(len(response.content))
@@ -61,7 +69,10 @@ def test_service_error_becomes_modeled_exception_with_type_message_and_header(ma
     response = transport.responses[0]
     assert response.status_code == 400
     assert response["X-Amzn-ErrorType"] == "ResourceNotFound"
-    assert json.loads(response.content) == {"__type": "ResourceNotFound", "Message": "Requested resource not found."}
+    assert json.loads(response.content) == {
+        "__type": "ResourceNotFound",
+        "Message": "Requested resource not found.",
+    }
 
 
 def test_unknown_operation_is_rejected_with_unknown_operation_exception(make_client):
@@ -91,7 +102,8 @@ def test_unimplemented_operation_answers_501_naming_it(make_client, handlers):
         client.list_notebook_instances()
     error = raised.value.response["Error"]
     assert (error["Code"], error["Message"]) == (
-        "NotImplementedException", "Sageport does not implement SageMaker.ListNotebookInstances",
+        "NotImplementedException",
+        "Sageport does not implement SageMaker.ListNotebookInstances",
     )
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
 
@@ -104,8 +116,8 @@ def test_constraint_violations_botocore_does_not_check_answer_validation_excepti
         client.describe_training_job(TrainingJobName="a_b")
     assert raised.value.response["Error"] == {
         "Code": "ValidationException",
-        "Message": "1 validation error detected: Value 'a_b' at 'trainingJobName' failed to satisfy constraint: "
-        "Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
+        "Message": "1 validation error detected: Value 'a_b' at 'trainingJobName' failed to satisfy "
+        "constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
     }
 
 
@@ -148,3 +160,7 @@ def test_unexpected_handler_failure_is_an_internal_failure_without_traceback(sig
     assert (response.status_code, body["__type"]) == (500, "InternalFailure")
     assert "secret internals" not in response.content.decode()
     assert response["x-amzn-RequestId"] in caplog.text
+
+
+def test_admin_is_served_beside_the_protocol_endpoint(db):
+    assert Client().get("/admin/login/").status_code == 200

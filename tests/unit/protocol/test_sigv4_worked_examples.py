@@ -1,4 +1,5 @@
 """protocol.md §4.3: requests captured from boto3 at a fixed clock reproduce their signatures."""
+
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -20,8 +21,12 @@ class _Empty:
 def capture(service, call, *, endpoint_url="http://127.0.0.1:5005", region="us-east-1", **credentials):
     """Return the request boto3 would send for `call(client)`, signed at CAPTURE_TIME."""
     client = boto3.client(
-        service, endpoint_url=endpoint_url, region_name=region,
-        aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET, **credentials,
+        service,
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=KEY_ID,
+        aws_secret_access_key=SECRET,
+        **credentials,
     )
     sent = []
 
@@ -33,8 +38,10 @@ def capture(service, call, *, endpoint_url="http://127.0.0.1:5005", region="us-e
     call(client)
     prepared = sent[0]
     path = prepared.url.split("5005", 1)[1]
-    headers = {name.lower(): value.decode() if isinstance(value, bytes) else value
-               for name, value in prepared.headers.items()}
+    headers = {
+        name.lower(): value.decode() if isinstance(value, bytes) else value
+        for name, value in prepared.headers.items()
+    }
     headers["host"] = "127.0.0.1:5005"  # urllib3 adds Host on the wire
     return sigv4.SignedRequest(prepared.method, path, headers, prepared.body or b"")
 
@@ -69,14 +76,24 @@ def test_describe_endpoint_capture_reproduces_canonical_request_and_signature():
     assert authorization.signature == expected
     assert sigv4.compute_signature(request, authorization, "20240115T120000Z", SECRET) == expected
     context = verify(request)
-    assert (context.account_id, context.region, context.access_key_id) == ("123456789012", "us-east-1", KEY_ID)
+    assert (context.account_id, context.region, context.access_key_id) == (
+        "123456789012",
+        "us-east-1",
+        KEY_ID,
+    )
 
 
 def test_invoke_endpoint_capture_collapses_header_whitespace_and_reproduces_signature():
-    request = capture("sagemaker-runtime", lambda rt: rt.invoke_endpoint(
-        EndpointName="my-endpoint", Body=b"1,2,3", ContentType="text/csv",
-        Accept="application/json", CustomAttributes="a  b   c",
-    ))
+    request = capture(
+        "sagemaker-runtime",
+        lambda rt: rt.invoke_endpoint(
+            EndpointName="my-endpoint",
+            Body=b"1,2,3",
+            ContentType="text/csv",
+            Accept="application/json",
+            CustomAttributes="a  b   c",
+        ),
+    )
     authorization = sigv4.parse_authorization(request.headers["authorization"])
 
     assert sigv4.canonical_request(request, authorization, "20240115T120000Z") == (
@@ -93,14 +110,21 @@ def test_invoke_endpoint_capture_collapses_header_whitespace_and_reproduces_sign
 
 def test_prefixed_endpoint_with_session_token_reproduces_signature():
     request = capture(
-        "sagemaker", lambda sm: sm.list_models(),
-        endpoint_url="http://127.0.0.1:5005/prefix/", region="eu-west-1", aws_session_token="TOKEN123",
+        "sagemaker",
+        lambda sm: sm.list_models(),
+        endpoint_url="http://127.0.0.1:5005/prefix/",
+        region="eu-west-1",
+        aws_session_token="TOKEN123",
     )
     authorization = sigv4.parse_authorization(request.headers["authorization"])
 
     assert request.raw_target == "/prefix/"
     assert authorization.signed_headers == (
-        "content-type", "host", "x-amz-date", "x-amz-security-token", "x-amz-target",
+        "content-type",
+        "host",
+        "x-amz-date",
+        "x-amz-security-token",
+        "x-amz-target",
     )
     assert authorization.signature == "0f704edfc064dcc9273b640a7b22a694ca063fc060d15ae44589c0d3e6f00cd0"
     assert verify(request).region == "eu-west-1"
@@ -115,7 +139,9 @@ def test_unsigned_headers_added_after_signing_do_not_affect_verification():
 
 def test_a_changed_body_is_rejected_with_invalid_signature():
     request = capture("sagemaker", lambda sm: sm.describe_endpoint(EndpointName="my-endpoint"))
-    tampered = sigv4.SignedRequest(request.method, request.raw_target, request.headers, b'{"EndpointName": "x"}')
+    tampered = sigv4.SignedRequest(
+        request.method, request.raw_target, request.headers, b'{"EndpointName": "x"}'
+    )
 
     with pytest.raises(sigv4.InvalidSignature, match="does not match"):
         verify(tampered)
@@ -124,7 +150,9 @@ def test_a_changed_body_is_rejected_with_invalid_signature():
 def test_credentials_scoped_to_another_service_are_rejected():
     request = capture("sagemaker", lambda sm: sm.describe_endpoint(EndpointName="my-endpoint"))
 
-    with pytest.raises(sigv4.InvalidSignature, match="Credential should be scoped to correct service: 'logs'"):
+    with pytest.raises(
+        sigv4.InvalidSignature, match="Credential should be scoped to correct service: 'logs'"
+    ):
         verify(request, signing_name="logs")
 
 
@@ -134,7 +162,8 @@ def test_signatures_older_than_the_skew_window_are_expired():
     with pytest.raises(sigv4.InvalidSignature) as raised:
         verify(request, now=CAPTURE_TIME.replace(tzinfo=UTC) + timedelta(minutes=16))
     assert raised.value.message == (
-        "Signature expired: 20240115T120000Z is now earlier than 20240115T120100Z (20240115T121600Z - 15 min.)"
+        "Signature expired: 20240115T120000Z is now earlier than 20240115T120100Z "
+        "(20240115T121600Z - 15 min.)"
     )
 
 

@@ -1,4 +1,5 @@
 """Input validation against botocore shapes, in AWS's ValidationException wording."""
+
 import copy
 from datetime import UTC, datetime
 
@@ -16,7 +17,10 @@ TRAINING_JOB = {
     "AlgorithmSpecification": {"TrainingImage": "algo:latest", "TrainingInputMode": "File"},
     "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
     "InputDataConfig": [
-        {"ChannelName": "train", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/train"}}}
+        {
+            "ChannelName": "train",
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/train"}},
+        }
     ],
     "OutputDataConfig": {"S3OutputPath": "s3://b/output"},
     "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
@@ -82,8 +86,8 @@ def test_numeric_range_violation_names_nested_member_path():
     params = training_job()
     params["ResourceConfig"]["InstanceCount"] = -1
     assert validation_message("sagemaker", "CreateTrainingJob", params) == (
-        "1 validation error detected: Value '-1' at 'resourceConfig.instanceCount' failed to satisfy constraint: "
-        "Member must have value greater than or equal to 0"
+        "1 validation error detected: Value '-1' at 'resourceConfig.instanceCount' failed to satisfy "
+        "constraint: Member must have value greater than or equal to 0"
     )
 
 
@@ -98,7 +102,9 @@ def test_list_items_are_addressed_as_one_based_members():
 
 
 def test_map_value_violations_are_reported_on_the_map():
-    message = validation_message("sagemaker", "CreateTrainingJob", training_job(HyperParameters={"lr": "x" * 2501}))
+    message = validation_message(
+        "sagemaker", "CreateTrainingJob", training_job(HyperParameters={"lr": "x" * 2501})
+    )
     assert message.endswith(
         "at 'hyperParameters' failed to satisfy constraint: "
         "Map value must satisfy constraint: [Member must have length less than or equal to 2500]"
@@ -116,7 +122,9 @@ def test_wrong_json_types_are_reported_per_member():
 
 def test_booleans_are_not_integers():
     message = validation_message("sagemaker", "ListTrainingJobs", {"MaxResults": True})
-    assert "Value 'true' at 'maxResults' failed to satisfy constraint: Member must be of type integer" in message
+    assert (
+        "Value 'true' at 'maxResults' failed to satisfy constraint: Member must be of type integer" in message
+    )
 
 
 def test_unknown_members_are_rejected():
@@ -149,7 +157,7 @@ def test_every_model_pattern_compiles(service):
     [
         (r"[\p{L}\p{Z}\p{N}_.:/=+\-@]*", "Étiquette 12 :=", "tab\there"),
         (r"\A\S[\p{Print}]*\z", "a b~", "a\n"),
-        (r"[\u0020-\uD7FF\uE000-\uFFFD\uD800\uDC00-\uDBFF\uDFFF\t]*", "ok \U0001F600", "\x01"),
+        (r"[\u0020-\uD7FF\uE000-\uFFFD\uD800\uDC00-\uDBFF\uDFFF\t]*", "ok \U0001f600", "\x01"),
         (r"[\w-_]*", "a-b_c", "a b"),
         (r"([\p{L}\p{Z}\p{N}_.:\/=+\-@]*)${1,128}", "key", "key!"),
     ],
@@ -158,3 +166,12 @@ def test_java_pattern_constructs_keep_their_meaning(java_pattern, accepted, reje
     pattern = compile_pattern(java_pattern)
     assert pattern.fullmatch(accepted)
     assert not pattern.fullmatch(rejected)
+
+
+def test_scalar_list_item_violations_are_reported_once_on_the_list():
+    vpc = {"SecurityGroupIds": ["sg-1", "sg_2"], "Subnets": ["subnet-1"]}
+    assert validation_message("sagemaker", "CreateTrainingJob", training_job(VpcConfig=vpc)) == (
+        "1 validation error detected: Value '[sg-1, sg_2]' at 'vpcConfig.securityGroupIds' failed to satisfy "
+        "constraint: Member must satisfy constraint: "
+        "[Member must satisfy regular expression pattern: ^[-0-9a-zA-Z]+]"
+    )

@@ -1,4 +1,5 @@
 """DockerRuntime against the real engine, with a busybox image (`/bin/sh`, no ENTRYPOINT)."""
+
 import time
 import uuid
 from pathlib import Path
@@ -98,7 +99,9 @@ def test_read_only_mount_refuses_writes_and_writable_mount_reaches_the_host(runt
     (tmp_path / "input").mkdir()
     (tmp_path / "model").mkdir()
     container = spec(
-        busybox_image, "sh", "-c",
+        busybox_image,
+        "sh",
+        "-c",
         "cat /opt/ml/input/data.txt; touch /opt/ml/input/new || echo refused; echo saved > /opt/ml/model/m",
         mounts=(
             Mount(str(tmp_path / "input"), "/opt/ml/input", read_only=True),
@@ -107,7 +110,10 @@ def test_read_only_mount_refuses_writes_and_writable_mount_reaches_the_host(runt
     )
     (tmp_path / "input" / "data.txt").write_text("hello\n")
     runtime.run(container)
-    assert output(runtime, container.name)[0::2] == ["hello", "refused"]
+    wait_until_exited(runtime, container.name)
+    lines = runtime.logs(container.name)
+    assert [line.message for line in lines if line.stream == "stdout"] == ["hello", "refused"]
+    assert "Read-only file system" in " ".join(line.message for line in lines if line.stream == "stderr")
     assert not (tmp_path / "input" / "new").exists()
     assert (tmp_path / "model" / "m").read_text() == "saved\n"
 
@@ -127,12 +133,23 @@ def test_containers_on_a_network_resolve_each_other_by_alias(runtime, busybox_im
         busybox_image, "sleep", "30", network=network, hostname="algo-1", network_aliases=("algo-1",)
     )
     second = spec(
-        busybox_image, "sh", "-c", "hostname; nslookup algo-1 >/dev/null && echo resolved",
-        network=network, hostname="algo-2", network_aliases=("algo-2",),
+        busybox_image,
+        "sh",
+        "-c",
+        "hostname; nslookup algo-1 >/dev/null && echo resolved",
+        network=network,
+        hostname="algo-2",
+        network_aliases=("algo-2",),
     )
     runtime.run(first)
     runtime.run(second)
     assert output(runtime, second.name) == ["algo-2", "resolved"]
+
+
+def test_internal_network_is_created_internal_so_peers_reach_only_each_other(runtime):
+    network = f"sageport-test-{uuid.uuid4().hex[:8]}"
+    runtime.ensure_network(network, TEST_LABELS, internal=True)
+    assert runtime.client.networks.get(network).attrs["Internal"] is True
 
 
 def test_sigterm_reaches_pid_1_which_can_save_before_exiting(runtime, busybox_image, tmp_path):
@@ -173,7 +190,9 @@ def test_logs_keep_streams_apart_in_order_and_filter_strictly_after_since(runtim
     wait_until_exited(runtime, container.name)
     lines = runtime.logs(container.name)
     assert [(line.stream, line.message) for line in lines] == [
-        ("stdout", "out1"), ("stderr", "err1"), ("stdout", "out2")
+        ("stdout", "out1"),
+        ("stderr", "err1"),
+        ("stdout", "out2"),
     ]
     after_first = runtime.logs(container.name, since=lines[0].timestamp)
     assert [line.message for line in after_first] == ["err1", "out2"]
@@ -198,7 +217,9 @@ def test_gpu_ids_become_an_nvidia_device_request_and_visible_devices():
     kwargs = create_kwargs(spec("image", "train", gpu_device_ids=("0", "2")))
     (request,) = kwargs["device_requests"]
     assert (request["Driver"], request["DeviceIDs"], request["Capabilities"]) == (
-        "nvidia", ["0", "2"], [["gpu"]]
+        "nvidia",
+        ["0", "2"],
+        [["gpu"]],
     )
     assert kwargs["environment"]["NVIDIA_VISIBLE_DEVICES"] == "0,2"
     assert "device_requests" not in create_kwargs(spec("image", "train"))
@@ -248,5 +269,8 @@ def test_mount_paths_are_host_directories(tmp_path: Path):
     kwargs = create_kwargs(spec("image", "train", mounts=mounts))
     (mount,) = kwargs["mounts"]
     assert (mount["Source"], mount["Target"], mount["ReadOnly"], mount["Type"]) == (
-        str(tmp_path), "/opt/ml/model", True, "bind"
+        str(tmp_path),
+        "/opt/ml/model",
+        True,
+        "bind",
     )

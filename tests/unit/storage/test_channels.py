@@ -29,6 +29,12 @@ def test_prefix_stages_keys_relative_to_the_prefix_skipping_directory_markers(da
     assert staged(tmp_path) == {"a.csv": "data/train/a.csv", "sub/b.csv": "data/train/sub/b.csv"}
 
 
+def test_directory_prefix_without_trailing_slash_stages_the_files_directly_under_the_channel(dataset, tmp_path):
+    # The SageMaker Python SDK's upload_data returns such URIs; scripts read the files directly.
+    assert stage_channel(channel(f"s3://{dataset}/data/train"), tmp_path, 0, 1) == 2
+    assert staged(tmp_path) == {"a.csv": "data/train/a.csv", "sub/b.csv": "data/train/sub/b.csv"}
+
+
 def test_prefix_ending_mid_name_keeps_paths_below_its_last_slash(dataset, tmp_path):
     assert stage_channel(channel(f"s3://{dataset}/data/tr"), tmp_path, 0, 1) == 3
     assert sorted(staged(tmp_path)) == ["train/a.csv", "train/sub/b.csv", "trial.csv"]

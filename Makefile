@@ -1,0 +1,29 @@
+# Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
+VENV := .venv
+
+.PHONY: bootstrap run up down images test lint
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+## run: the whole stack in the foreground on 127.0.0.1 (Ctrl-C stops it)
+run: bootstrap
+	$(VENV)/bin/python manage.py runstack
+
+## up / down: the same stack in the background
+up: bootstrap
+	@scripts/up.sh
+
+down:
+	@scripts/down.sh
+
+## images: the example images, built locally (no registry)
+images: bootstrap
+	@scripts/build-images.sh >/dev/null
+
+## test: the whole test suite; it starts and stops its own services on free ports
+test: bootstrap images
+	$(VENV)/bin/pytest
+
+lint: bootstrap
+	$(VENV)/bin/ruff check .

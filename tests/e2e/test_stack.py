@@ -1,0 +1,60 @@
+"""The live stack as a user meets it: started by the fixture, described by `<data>/env`."""
+import uuid
+
+import boto3
+
+from controlplane.celery import app as celery_app
+from tests.conftest import read_env_file
+
+USER_ENDPOINT_VARIABLES = (
+    "AWS_ENDPOINT_URL_SAGEMAKER",
+    "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
+    "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS",
+)
+
+
+def test_env_file_points_aws_clients_at_the_stack(stack):
+    variables = read_env_file(stack.data_dir / "env")
+
+    assert variables["AWS_ACCESS_KEY_ID"] == stack.access_key_id
+    assert variables["AWS_SECRET_ACCESS_KEY"] == stack.secret_access_key
+    assert variables["AWS_DEFAULT_REGION"] == stack.region
+    assert {variables[name] for name in USER_ENDPOINT_VARIABLES} == {stack.endpoint_url}
+    assert variables["AWS_ENDPOINT_URL_S3"] == stack.s3_endpoint_url
+    assert variables["AWS_EC2_METADATA_DISABLED"] == "true"
+
+
+def test_a_client_configured_only_by_the_env_file_reaches_the_api(stack, monkeypatch):
+    for name, value in read_env_file(stack.data_dir / "env").items():
+        monkeypatch.setenv(name, value)
+
+    assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] is not None
+
+
+def test_user_and_platform_key_pairs_share_the_same_s3(stack, s3_client):
+    user_s3 = stack.client("s3")
+    bucket = f"smoke-{uuid.uuid4().hex[:12]}"
+    user_s3.create_bucket(Bucket=bucket)
+
+    user_s3.put_object(Bucket=bucket, Key="from-user", Body=b"user data")
+    s3_client.put_object(Bucket=bucket, Key="from-platform", Body=b"model")
+
+    assert s3_client.get_object(Bucket=bucket, Key="from-user")["Body"].read() == b"user data"
+    assert user_s3.get_object(Bucket=bucket, Key="from-platform")["Body"].read() == b"model"
+
+
+def test_a_killed_worker_can_be_started_again(stack):
+    stack.kill_worker()
+    assert not celery_app.control.ping(timeout=0.5)
+
+    stack.start_worker()
+
+    assert celery_app.control.ping(timeout=1)
+
+
+def test_an_access_key_created_for_another_account_is_accepted(stack):
+    access_key_id, secret = stack.create_access_key("210987654321")
+
+    other = stack.client("sagemaker", aws_access_key_id=access_key_id, aws_secret_access_key=secret)
+
+    assert other.list_training_jobs()["TrainingJobSummaries"] == []

@@ -1,0 +1,70 @@
+"""Cross-field rules of CreateTrainingJob that the botocore shape cannot express."""
+
+import pytest
+
+from controlplane.protocol.errors import ValidationException
+from jobs.requests import check_create_request, with_defaults
+
+
+def request(**overrides) -> dict:
+    base = {
+        "TrainingJobName": "j",
+        "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
+        "RoleArn": "arn:aws:iam::123456789012:role/r",
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+    }
+    base.update(overrides)
+    return base
+
+
+def problems_of(params: dict) -> str:
+    with pytest.raises(ValidationException) as caught:
+        check_create_request(params)
+    return caught.value.message
+
+
+def test_a_complete_request_passes():
+    check_create_request(request())
+
+
+def test_unknown_instance_type_is_refused():
+    params = request(ResourceConfig={"InstanceType": "ml.zz9.huge", "InstanceCount": 1})
+    assert "ml.zz9.huge" in problems_of(params)
+
+
+def test_duplicate_channel_names_and_non_s3_output_are_all_reported():
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}
+    params = request(
+        InputDataConfig=[{"ChannelName": "train", "DataSource": source}] * 2,
+        OutputDataConfig={"S3OutputPath": "https://example.invalid/out"},
+    )
+    message = problems_of(params)
+    assert "repeated: train" in message and "S3OutputPath" in message
+
+
+def test_invalid_metric_regex_is_refused_at_create_time():
+    algorithm = {
+        "TrainingImage": "img",
+        "TrainingInputMode": "File",
+        "MetricDefinitions": [{"Name": "loss", "Regex": "loss=("}],
+    }
+    assert "loss" in problems_of(request(AlgorithmSpecification=algorithm))
+
+
+def test_features_not_carried_out_are_refused_rather_than_ignored():
+    params = request(CheckpointConfig={"S3Uri": "s3://b/ckpt"})
+    assert "CheckpointConfig is not supported" in problems_of(params)
+
+
+def test_defaults_are_filled_as_describe_shows_them():
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}
+    stored = with_defaults(request(InputDataConfig=[{"ChannelName": "train", "DataSource": source}], Tags=[]))
+    assert "Tags" not in stored
+    assert stored["StoppingCondition"] == {"MaxRuntimeInSeconds": 86400}
+    assert stored["OutputDataConfig"]["CompressionType"] == "GZIP"
+    assert stored["InputDataConfig"][0]["InputMode"] == "File"
+    assert (
+        stored["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3DataDistributionType"]
+        == "FullyReplicated"
+    )
