@@ -1,6 +1,8 @@
 """A training job that succeeds: the container contract and the artifacts, end to end."""
 import json
 
+import pytest
+
 from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
 
 # Copies what the platform gave the container into the model directory.
@@ -151,5 +153,7 @@ def test_python_example_trains_a_real_model_from_s3_data(sagemaker, s3, bucket, 
     job = wait_for_status(sagemaker, name, timeout=180)
 
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
-    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
-    assert any(member.endswith(".json") for member in model), sorted(model)
+    model = json.loads(read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")["model.json"])
+    assert model["rows"] == 20
+    assert model["coefficients"] == [pytest.approx(2.0)]
+    assert model["intercept"] == pytest.approx(1.0)

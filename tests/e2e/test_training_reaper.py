@@ -1,0 +1,46 @@
+"""Containers and networks that no live training job owns are removed by the sweeper."""
+import time
+import uuid
+
+import docker
+from django.conf import settings
+
+
+def test_orphan_training_containers_and_networks_are_removed(stack, busybox_image):
+    client = docker.from_env()
+    suffix = uuid.uuid4().hex[:8]
+    labels = {
+        "sageport.managed": "true",
+        "sageport.role": "train",
+        "sageport.stack": settings.SAGEPORT_STACK_ID,
+        "sageport.resource": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/gone-{suffix}",
+    }
+    network = client.networks.create(f"sageport-train-orphan-{suffix}", labels=labels)
+    container = client.containers.run(
+        busybox_image, ["sleep", "300"], name=f"sageport-train-orphan-{suffix}", labels=labels, detach=True
+    )
+    foreign = client.containers.run(
+        busybox_image,
+        ["sleep", "300"],
+        name=f"other-stack-{suffix}",
+        labels={**labels, "sageport.stack": "another-installation"},
+        detach=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while _exists(client.containers, container.id) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+        assert not _exists(client.containers, container.id)
+        assert not _exists(client.networks, network.id)
+        assert _exists(client.containers, foreign.id), "another installation's containers are not ours to reap"
+    finally:
+        foreign.remove(force=True)
+
+
+def _exists(collection, object_id: str) -> bool:
+    try:
+        collection.get(object_id)
+    except docker.errors.NotFound:
+        return False
+    return True
