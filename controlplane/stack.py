@@ -98,9 +98,6 @@ class Supervisor:
         for name in reversed(list(self._children)):
             self.stop(name)
 
-    def pid(self, name: str) -> int:
-        return self._children[name][1].pid
-
     def log_path(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"
 
