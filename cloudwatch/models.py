@@ -1,4 +1,5 @@
 """Container output kept as CloudWatch-style log groups, streams and events."""
+
 from django.db import models
 
 

@@ -1,4 +1,5 @@
 """Appending to and reading from log streams."""
+
 import time
 from collections.abc import Iterable
 
@@ -18,7 +19,9 @@ def append(stream: LogStream, events: Iterable[tuple[int, str]], cursor: str) ->
     """Store `events` (timestamp ms, message) and move the source cursor in one transaction, so a
     crash between reading the source and storing never loses or doubles a line."""
     now_ms = int(time.time() * 1000)
-    rows = [LogEvent(stream=stream, timestamp_ms=ts, ingestion_time_ms=now_ms, message=msg) for ts, msg in events]
+    rows = [
+        LogEvent(stream=stream, timestamp_ms=ts, ingestion_time_ms=now_ms, message=msg) for ts, msg in events
+    ]
     with transaction.atomic():
         LogEvent.objects.bulk_create(rows)
         LogStream.objects.filter(pk=stream.pk).update(source_cursor=cursor)

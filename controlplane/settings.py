@@ -116,7 +116,7 @@ SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15
 SAGEPORT_CREDENTIAL_RESOLVER = "controlplane.accesskeys.resolve_access_key"
 
 # --- Celery --------------------------------------------------------------------------------
-CELERY_BROKER_URL = os.environ.get("SAGEPORT_REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = os.environ.get("SAGEPORT_REDIS_URL", "redis://127.0.0.1:6390/0")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -127,7 +127,9 @@ SAGEPORT_SWEEP_INTERVAL_SECONDS = _env_float("SAGEPORT_SWEEP_INTERVAL_SECONDS", 
 SAGEPORT_LEASE_SECONDS = _env_int("SAGEPORT_LEASE_SECONDS", 60)
 # Labels every container this installation starts, so that two stacks sharing one Docker engine
 # never reap each other's containers.
-SAGEPORT_STACK_ID = os.environ.get("SAGEPORT_STACK_ID") or hashlib.sha256(str(DATA_DIR).encode()).hexdigest()[:12]
+SAGEPORT_STACK_ID = (
+    os.environ.get("SAGEPORT_STACK_ID") or hashlib.sha256(str(DATA_DIR).encode()).hexdigest()[:12]
+)
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "workers.tasks.sweep", "schedule": SAGEPORT_SWEEP_INTERVAL_SECONDS},
 }

@@ -4,6 +4,7 @@ Apps declare their taggable models with `register_taggable("training-job", Train
 "training_job_arn")`; a model keeps its tags as a JSON list of {"Key", "Value"} in a `tags`
 column and carries `account_id`. ARNs are matched case-insensitively (SageMaker lower-cases the
 name inside them)."""
+
 from django.db import models, transaction
 
 from controlplane.protocol.context import RequestContext
@@ -56,7 +57,8 @@ def add_tags(ctx: RequestContext, params: dict) -> dict:
         merged.update({tag["Key"]: tag.get("Value", "") for tag in params["Tags"]})
         if len(merged) > MAX_TAGS_PER_RESOURCE:
             raise ValidationException(
-                f"A resource can have at most {MAX_TAGS_PER_RESOURCE} tags; this request would leave {len(merged)}."
+                f"A resource can have at most {MAX_TAGS_PER_RESOURCE} tags; "
+                f"this request would leave {len(merged)}."
             )
         resource.tags = [{"Key": key, "Value": value} for key, value in merged.items()]
         resource.save(update_fields=["tags"])

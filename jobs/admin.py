@@ -11,7 +11,13 @@ class TransitionInline(admin.TabularInline):
 
 @admin.register(TrainingJob)
 class TrainingJobAdmin(admin.ModelAdmin):
-    list_display = ["training_job_name", "account_id", "training_job_status", "secondary_status", "creation_time"]
+    list_display = [
+        "training_job_name",
+        "account_id",
+        "training_job_status",
+        "secondary_status",
+        "creation_time",
+    ]
     list_filter = ["training_job_status", "account_id"]
     search_fields = ["training_job_name"]
     inlines = [TransitionInline]

@@ -1,4 +1,5 @@
 """Training jobs as the database records them: the database is the truth, the worker converges."""
+
 from django.db import models
 
 
@@ -10,7 +11,9 @@ class TrainingJobStatus(models.TextChoices):
     STOPPED = "Stopped"
 
 
-TERMINAL_STATUSES = frozenset({TrainingJobStatus.COMPLETED, TrainingJobStatus.FAILED, TrainingJobStatus.STOPPED})
+TERMINAL_STATUSES = frozenset(
+    {TrainingJobStatus.COMPLETED, TrainingJobStatus.FAILED, TrainingJobStatus.STOPPED}
+)
 
 
 class TrainingJob(models.Model):

@@ -1,4 +1,5 @@
 """SageMaker training-job operations: validate (already done by the protocol layer), delegate."""
+
 from controlplane.protocol.context import RequestContext
 from controlplane.protocol.pagination import paginate
 from controlplane.protocol.registry import operation

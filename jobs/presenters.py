@@ -1,4 +1,5 @@
 """Response bodies for training jobs, built explicitly from the row (no reflection)."""
+
 from jobs.models import TrainingJob
 
 

@@ -42,7 +42,9 @@ def _algorithm_problems(spec: dict | None) -> list[str]:
         return ["AlgorithmSpecification is required: give AlgorithmSpecification.TrainingImage."]
     problems = []
     if spec.get("AlgorithmName"):
-        problems.append("AlgorithmName is not supported by Sageport: give AlgorithmSpecification.TrainingImage.")
+        problems.append(
+            "AlgorithmName is not supported by Sageport: give AlgorithmSpecification.TrainingImage."
+        )
     elif not spec.get("TrainingImage"):
         problems.append("AlgorithmSpecification.TrainingImage is required.")
     if spec.get("TrainingInputMode") == "Pipe":
@@ -64,7 +66,8 @@ def _resource_problems(resources: dict | None) -> list[str]:
     if "InstanceType" not in resources or "InstanceCount" not in resources:
         problems.append("ResourceConfig.InstanceType and ResourceConfig.InstanceCount are required.")
     elif not _known_instance_type(resources["InstanceType"]):
-        problems.append(f"ResourceConfig.InstanceType '{resources['InstanceType']}' is not a known instance type.")
+        instance_type = resources["InstanceType"]
+        problems.append(f"ResourceConfig.InstanceType '{instance_type}' is not a known instance type.")
     return problems
 
 

@@ -1,4 +1,5 @@
 """Mutations and queries of training jobs, scoped to the caller's account and region."""
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 

@@ -3,6 +3,7 @@
 Every change goes through `transition()`: a compare-and-set on the (status, secondary status)
 pair the caller last saw, so the API and the worker never overwrite each other, plus a history
 row that renders `SecondaryStatusTransitions`. Terminal states absorb: they have no way out."""
+
 from django.db import transaction
 from django.utils import timezone
 

@@ -19,6 +19,7 @@ missing_packages() {
     command -v redis-server >/dev/null || echo redis-server
     { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || echo busybox-static
     command -v mmdebstrap >/dev/null || echo mmdebstrap
+    command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
     "$PYTHON" -c 'import ensurepip' 2>/dev/null || echo python3-venv
 }
 

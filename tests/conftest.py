@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -28,10 +27,9 @@ from controlplane.stack import (
     seaweedfs_spec,
     worker_spec,
 )
+from workers.runtime.docker import STACK_LABEL
 
-MANAGED_LABEL = "sageport.managed=true"
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
-SESSION_STARTED_AT = datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ def supervisor(session_data_dir):
     supervisor = Supervisor(log_dir=session_data_dir / "logs")
     yield supervisor
     supervisor.stop_all()
-    _remove_docker_objects_left_by_this_session(session_data_dir)
+    _remove_docker_objects_left_by_this_session()
 
 
 @pytest.fixture(scope="session")
@@ -180,33 +178,15 @@ def _build_example_image(name: str) -> str:
     return completed.stdout.strip().splitlines()[-1]
 
 
-def _remove_docker_objects_left_by_this_session(data_dir: Path) -> None:
-    """Remove the Sageport containers and networks created during this session.
-
-    Other test sessions may share the engine, so a container is removed only if it was created
-    after this session started and mounts nothing outside this session's data dir."""
+def _remove_docker_objects_left_by_this_session() -> None:
+    """Remove the containers and networks this session's runtime created: they carry the
+    session's stack id (other sessions sharing the engine have their own)."""
     try:
         client = docker.from_env()
     except docker.errors.DockerException:
         return  # no engine, so nothing can have been left in it
-    for container in client.containers.list(all=True, filters={"label": MANAGED_LABEL}):
-        if _created_during_session(container.attrs["Created"]) and _mounts_only_under(container, data_dir):
-            container.remove(force=True)
-    for network in client.networks.list(filters={"label": MANAGED_LABEL}):
-        if _created_during_session(network.attrs["Created"]):
-            try:
-                network.remove()
-            except docker.errors.APIError:
-                pass  # still used by another session's containers
-
-
-def _created_during_session(created: str) -> bool:
-    # The engine reports RFC 3339 with nanoseconds; seconds are precise enough here.
-    created_at = datetime.fromisoformat(created[:19]).replace(tzinfo=UTC)
-    return created_at >= SESSION_STARTED_AT.replace(microsecond=0)
-
-
-def _mounts_only_under(container, data_dir: Path) -> bool:
-    mounts = container.attrs.get("Mounts", [])
-    sources = [mount.get("Source", "") for mount in mounts if mount.get("Type") == "bind"]
-    return all(Path(source).is_relative_to(data_dir) for source in sources)
+    selector = {"label": f"{STACK_LABEL}={settings.SAGEPORT_STACK_ID}"}
+    for container in client.containers.list(all=True, filters=selector):
+        container.remove(force=True)
+    for network in client.networks.list(filters=selector):
+        network.remove()

@@ -3,6 +3,7 @@
 All instances' model directories are merged into ONE model.tar.gz (SageMaker's contract); with
 `CompressionType: NONE` the files go uncompressed under `<job>/output/model/`. Output data goes
 to output.tar.gz beside the model."""
+
 from jobs.models import TrainingJob
 from jobs.presenters import output_base_uri
 from workers import workspace

@@ -1,4 +1,5 @@
 """Copying container output into log streams, incrementally and exactly once."""
+
 from datetime import datetime
 
 from cloudwatch import store

@@ -4,6 +4,7 @@ Duplicate messages (Redis redelivery, the sweeper, an API nudge) are harmless: a
 claim the row simply leaves. A worker killed mid-step holds its claim only until it expires; then
 the sweeper hands the resource to another worker. The row needs `lease_token`,
 `lease_expires_at` and `next_check_at` columns."""
+
 import threading
 import uuid
 from contextlib import contextmanager

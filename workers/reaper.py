@@ -3,6 +3,7 @@ terminal status and its clean-up). Only this installation's resources: they carr
 
 The engine and the disk are listed BEFORE the database is asked which jobs are live: anything
 listed belongs to a job that already existed, so a job created meanwhile is never reaped."""
+
 import shutil
 from pathlib import Path
 
@@ -10,12 +11,12 @@ from django.conf import settings
 
 from jobs.models import TERMINAL_STATUSES, TrainingJob
 from workers import training_containers as containers
-from workers.runtime.docker import get_runtime
+from workers.runtime.docker import STACK_LABEL, get_runtime
 
 
 def reap_training_orphans() -> None:
     runtime = get_runtime()
-    selector = {"sageport.role": containers.ROLE, **containers.stack_labels()}
+    selector = {"sageport.role": containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
     found_containers = runtime.find(selector)
     found_networks = runtime.find_networks(selector)
     workspaces = _workspace_dirs()

@@ -139,9 +139,8 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
     missing = [host for host, state in states.items() if state is None]
     runtime = get_runtime()
     if containers.needs_network(job):
-        runtime.ensure_network(
-            containers.network_name(job), containers.job_labels(job), internal=job.request["EnableNetworkIsolation"]
-        )
+        isolated = job.request["EnableNetworkIsolation"]
+        runtime.ensure_network(containers.network_name(job), containers.job_labels(job), internal=isolated)
     for host in missing:
         try:
             states[host] = runtime.run(containers.spec_for(job, host))
@@ -229,8 +228,9 @@ def _remove_resources(job: TrainingJob) -> None:
 
 
 def _observe(job: TrainingJob) -> States:
-    found = {state.labels.get("sageport.host"): state for state in get_runtime().find(containers.job_labels(job))}
-    return {host: found.get(host) for host in containers.hosts(job)}
+    found = get_runtime().find(containers.job_labels(job))
+    by_host = {state.labels.get("sageport.host"): state for state in found}
+    return {host: by_host.get(host) for host in containers.hosts(job)}
 
 
 def _collect_logs(job: TrainingJob, states: States) -> None:

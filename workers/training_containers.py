@@ -1,4 +1,5 @@
 """What a training job's containers look like to the engine, and what their ending means."""
+
 import os
 
 from django.conf import settings
@@ -25,11 +26,7 @@ def network_name_for(job_id: int) -> str:
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:
-    return {"sageport.resource": job.training_job_arn, "sageport.role": ROLE, **stack_labels()}
-
-
-def stack_labels() -> dict[str, str]:
-    return {"sageport.stack": settings.SAGEPORT_STACK_ID}
+    return {"sageport.resource": job.training_job_arn, "sageport.role": ROLE}
 
 
 def needs_network(job: TrainingJob) -> bool:

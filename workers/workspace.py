@@ -3,6 +3,7 @@
 Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data}`. `input` is
 bind-mounted read-only, `model` and `output` read-write; the platform writes the config files
 before the container starts, exactly as SageMaker documents them."""
+
 import json
 import shutil
 from dataclasses import dataclass

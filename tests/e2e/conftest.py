@@ -1,4 +1,5 @@
 """Fixtures for end-to-end tests: a scriptable training image, buckets and job helpers."""
+
 import subprocess
 import time
 import uuid
@@ -23,7 +24,9 @@ def shell_algo_image(busybox_image, tmp_path_factory) -> str:
     context = tmp_path_factory.mktemp("shell-algo")
     (context / "Dockerfile").write_text(SHELL_ALGO_DOCKERFILE.format(base=busybox_image))
     (context / "algo.sh").write_text(SHELL_ALGO_ENTRYPOINT)
-    subprocess.run(["docker", "build", "-q", "-t", SHELL_ALGO_TAG, str(context)], check=True, capture_output=True)
+    subprocess.run(
+        ["docker", "build", "-q", "-t", SHELL_ALGO_TAG, str(context)], check=True, capture_output=True
+    )
     return SHELL_ALGO_TAG
 
 
@@ -59,7 +62,9 @@ def wait_for_status(sagemaker, name: str, statuses=TERMINAL, timeout: float = 12
         if job["TrainingJobStatus"] in statuses or job["SecondaryStatus"] in statuses:
             return job
         if time.monotonic() > deadline:
-            raise AssertionError(f"{name} still {job['TrainingJobStatus']}/{job['SecondaryStatus']} after {timeout}s")
+            raise AssertionError(
+                f"{name} still {job['TrainingJobStatus']}/{job['SecondaryStatus']} after {timeout}s"
+            )
         time.sleep(0.3)
 
 

@@ -1,4 +1,5 @@
 """The training-job API as boto3 sees it: errors, validation, listing, tags and accounts."""
+
 import datetime
 import time
 
@@ -46,7 +47,10 @@ def test_malformed_request_lists_every_problem_and_creates_nothing(sagemaker, bu
     assert "Value 'bad_name' at 'trainingJobName' failed to satisfy constraint" in message
     assert "algorithmSpecification.trainingInputMode" in message and "enum value set" in message
     assert "'roleArn'" in message
-    names = [job["TrainingJobName"] for job in sagemaker.list_training_jobs(NameContains="bad")["TrainingJobSummaries"]]
+    names = [
+        job["TrainingJobName"]
+        for job in sagemaker.list_training_jobs(NameContains="bad")["TrainingJobSummaries"]
+    ]
     assert "bad_name" not in names
 
 
@@ -69,7 +73,9 @@ def test_describe_returns_every_required_member_and_the_request_as_given(sagemak
 
     job = sagemaker.describe_training_job(TrainingJobName=name)
 
-    required = sagemaker.meta.service_model.operation_model("DescribeTrainingJob").output_shape.required_members
+    required = sagemaker.meta.service_model.operation_model(
+        "DescribeTrainingJob"
+    ).output_shape.required_members
     assert set(required) <= set(job)
     assert job["HyperParameters"] == {"a": "1"}
     assert job["RoleArn"] == request["RoleArn"]
@@ -100,12 +106,19 @@ def test_list_training_jobs_filters_sorts_and_paginates(sagemaker, bucket, shell
     assert listed == names
     newest_first = sagemaker.list_training_jobs(NameContains=marker, CreationTimeAfter=before)
     assert [s["TrainingJobName"] for s in newest_first["TrainingJobSummaries"]] == names[::-1]
-    assert sagemaker.list_training_jobs(NameContains=marker, CreationTimeBefore=before)["TrainingJobSummaries"] == []
+    assert (
+        sagemaker.list_training_jobs(NameContains=marker, CreationTimeBefore=before)["TrainingJobSummaries"]
+        == []
+    )
     for name in names:
         wait_for_status(sagemaker, name)
-    completed = sagemaker.list_training_jobs(NameContains=marker, StatusEquals="Completed")["TrainingJobSummaries"]
+    completed = sagemaker.list_training_jobs(NameContains=marker, StatusEquals="Completed")[
+        "TrainingJobSummaries"
+    ]
     assert len(completed) == 5
-    assert sagemaker.list_training_jobs(NameContains=marker, StatusEquals="Failed")["TrainingJobSummaries"] == []
+    assert (
+        sagemaker.list_training_jobs(NameContains=marker, StatusEquals="Failed")["TrainingJobSummaries"] == []
+    )
 
 
 def test_tags_are_added_listed_and_deleted_by_arn(sagemaker, bucket, shell_algo_image):
@@ -114,7 +127,9 @@ def test_tags_are_added_listed_and_deleted_by_arn(sagemaker, bucket, shell_algo_
         **shell_job(name, shell_algo_image, bucket, "true", Tags=[{"Key": "team", "Value": "ml"}])
     )["TrainingJobArn"]
 
-    added = sagemaker.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "vision"}, {"Key": "env", "Value": "dev"}])
+    added = sagemaker.add_tags(
+        ResourceArn=arn, Tags=[{"Key": "team", "Value": "vision"}, {"Key": "env", "Value": "dev"}]
+    )
     assert sorted(added["Tags"], key=lambda tag: tag["Key"]) == [
         {"Key": "env", "Value": "dev"},
         {"Key": "team", "Value": "vision"},
@@ -141,8 +156,12 @@ def test_an_account_only_sees_its_own_training_jobs(stack, sagemaker, bucket, sh
         aws_secret_access_key=secret,
     )
 
-    assert error_of(other.describe_training_job, TrainingJobName=name)["Error"]["Code"] == "ValidationException"
-    assert name not in [s["TrainingJobName"] for s in other.list_training_jobs(NameContains=name)["TrainingJobSummaries"]]
+    assert (
+        error_of(other.describe_training_job, TrainingJobName=name)["Error"]["Code"] == "ValidationException"
+    )
+    assert name not in [
+        s["TrainingJobName"] for s in other.list_training_jobs(NameContains=name)["TrainingJobSummaries"]
+    ]
     assert error_of(other.list_tags, ResourceArn=arn)["Error"]["Code"] == "ValidationException"
     assert error_of(other.stop_training_job, TrainingJobName=name)["Error"]["Code"] == "ValidationException"
     theirs = other.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))["TrainingJobArn"]

@@ -1,4 +1,5 @@
 """Several instances: algo-1 … algo-N on their own network, sharded data, merged artifacts."""
+
 import json
 
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status

@@ -1,4 +1,5 @@
 """Training jobs that fail: what FailureReason says, and that artifacts are still uploaded."""
+
 import json
 
 from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
@@ -73,7 +74,11 @@ def test_s3_key_that_would_escape_the_channel_directory_is_refused(sagemaker, s3
 
     assert job["TrainingJobStatus"] == "Failed"
     assert "../../escape.csv" in job["FailureReason"] and "outside" in job["FailureReason"]
-    assert [step["Status"] for step in job["SecondaryStatusTransitions"]] == ["Starting", "Downloading", "Failed"]
+    assert [step["Status"] for step in job["SecondaryStatusTransitions"]] == [
+        "Starting",
+        "Downloading",
+        "Failed",
+    ]
 
 
 def test_missing_input_bucket_fails_the_job_during_download(sagemaker, bucket, shell_algo_image):
@@ -86,7 +91,9 @@ def test_missing_input_bucket_fails_the_job_during_download(sagemaker, bucket, s
         InputDataConfig=[
             {
                 "ChannelName": "train",
-                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://no-such-bucket-xyz/p/"}},
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://no-such-bucket-xyz/p/"}
+                },
             }
         ],
     )

@@ -1,4 +1,5 @@
 """Containers and networks that no live training job owns are removed by the sweeper."""
+
 import time
 import uuid
 
@@ -33,7 +34,9 @@ def test_orphan_training_containers_and_networks_are_removed(stack, busybox_imag
 
         assert not _exists(client.containers, container.id)
         assert not _exists(client.networks, network.id)
-        assert _exists(client.containers, foreign.id), "another installation's containers are not ours to reap"
+        assert _exists(client.containers, foreign.id), (
+            "another installation's containers are not ours to reap"
+        )
     finally:
         foreign.remove(force=True)
 

@@ -1,4 +1,5 @@
 """A worker killed with SIGKILL mid-job loses nothing once a worker runs again."""
+
 import time
 
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status

@@ -1,4 +1,5 @@
 """Stopping training: StopTrainingJob and MaxRuntimeInSeconds, with SageMaker's SIGTERM contract."""
+
 import time
 
 import pytest
@@ -31,7 +32,10 @@ def test_stop_training_job_uploads_artifacts_saved_on_sigterm(sagemaker, s3, buc
     wait_until_training(sagemaker, name)
 
     sagemaker.stop_training_job(TrainingJobName=name)
-    assert sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] in ("Stopping", "Stopped")
+    assert sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] in (
+        "Stopping",
+        "Stopped",
+    )
     job = wait_for_status(sagemaker, name)
 
     assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "Stopped")
@@ -59,13 +63,17 @@ def test_container_ignoring_sigterm_is_killed_after_the_grace_period(sagemaker, 
 
 def test_max_runtime_stops_the_job_with_max_runtime_exceeded(sagemaker, s3, bucket, shell_algo_image):
     name = unique_name("maxrun")
-    request = shell_job(name, shell_algo_image, bucket, SAVES_ON_SIGTERM, StoppingCondition={"MaxRuntimeInSeconds": 3})
+    request = shell_job(
+        name, shell_algo_image, bucket, SAVES_ON_SIGTERM, StoppingCondition={"MaxRuntimeInSeconds": 3}
+    )
     sagemaker.create_training_job(**request)
 
     job = wait_for_status(sagemaker, name, timeout=60)
 
     assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "MaxRuntimeExceeded")
-    assert read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz") == {"checkpoint": b"saved-on-sigterm\n"}
+    assert read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz") == {
+        "checkpoint": b"saved-on-sigterm\n"
+    }
 
 
 def test_stopping_a_finished_job_is_a_validation_error(sagemaker, bucket, shell_algo_image):

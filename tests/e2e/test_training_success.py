@@ -1,4 +1,5 @@
 """A training job that succeeds: the container contract and the artifacts, end to end."""
+
 import json
 
 import pytest
@@ -35,7 +36,9 @@ def test_completed_job_gets_the_sagemaker_container_contract_and_uploads_artifac
             {
                 "ChannelName": "train",
                 "ContentType": "text/csv",
-                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/data/train"}},
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/data/train"}
+                },
             }
         ],
     )
@@ -89,7 +92,9 @@ def test_waiter_returns_when_the_job_completes(sagemaker, bucket, shell_algo_ima
     assert sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] == "Completed"
 
 
-def test_uncompressed_output_uploads_model_files_under_the_model_prefix(sagemaker, s3, bucket, shell_algo_image):
+def test_uncompressed_output_uploads_model_files_under_the_model_prefix(
+    sagemaker, s3, bucket, shell_algo_image
+):
     name = unique_name("nocompress")
     script = "mkdir -p /opt/ml/model/sub && echo w > /opt/ml/model/weights && echo s > /opt/ml/model/sub/x"
     request = shell_job(name, shell_algo_image, bucket, script)

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import docker
 import requests
+from django.conf import settings
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.types import DeviceRequest
@@ -29,6 +30,7 @@ from workers.runtime.base import (
 )
 
 MANAGED_LABEL = "sageport.managed"
+STACK_LABEL = "sageport.stack"
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
 
@@ -84,7 +86,7 @@ class DockerRuntime:
                 return
             try:
                 self.client.networks.create(
-                    name, driver="bridge", internal=internal, labels={**labels, MANAGED_LABEL: "true"}
+                    name, driver="bridge", internal=internal, labels={**labels, **_own_labels()}
                 )
             except APIError as error:
                 if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine
@@ -210,7 +212,7 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         "name": spec.name,
         "image": spec.image,
         "command": spec.command,
-        "labels": {**spec.labels, MANAGED_LABEL: "true"},
+        "labels": {**spec.labels, **_own_labels()},
         "init": False,  # the algorithm is PID 1 and receives SIGTERM itself
         "mounts": [
             DockerMount(mount.container_path, mount.host_path, type="bind", read_only=mount.read_only)
@@ -243,6 +245,12 @@ def create_kwargs(spec: ContainerSpec) -> dict:
 
 _runtime: DockerRuntime | None = None
 _runtime_lock = threading.Lock()
+
+
+def _own_labels() -> dict[str, str]:
+    """Marks what this installation created, so that it (and only it) cleans it up: several
+    installations or test sessions may share one engine."""
+    return {MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
 
 
 def get_runtime() -> DockerRuntime:

@@ -29,7 +29,9 @@ def test_prefix_stages_keys_relative_to_the_prefix_skipping_directory_markers(da
     assert staged(tmp_path) == {"a.csv": "data/train/a.csv", "sub/b.csv": "data/train/sub/b.csv"}
 
 
-def test_directory_prefix_without_trailing_slash_stages_the_files_directly_under_the_channel(dataset, tmp_path):
+def test_directory_prefix_without_trailing_slash_stages_the_files_directly_under_the_channel(
+    dataset, tmp_path
+):
     # The SageMaker Python SDK's upload_data returns such URIs; scripts read the files directly.
     assert stage_channel(channel(f"s3://{dataset}/data/train"), tmp_path, 0, 1) == 2
     assert staged(tmp_path) == {"a.csv": "data/train/a.csv", "sub/b.csv": "data/train/sub/b.csv"}
@@ -96,8 +98,10 @@ def test_a_malformed_manifest_is_reported(bucket, tmp_path):
     "spec, message",
     [
         (channel("s3://b/p", "AugmentedManifestFile"), "S3DataType AugmentedManifestFile is not supported"),
-        ({"ChannelName": "train", "DataSource": {"FileSystemDataSource": {}}},
-         "FileSystemDataSource is not supported"),
+        (
+            {"ChannelName": "train", "DataSource": {"FileSystemDataSource": {}}},
+            "FileSystemDataSource is not supported",
+        ),
     ],
 )
 def test_unsupported_data_sources_are_refused_clearly(spec, message, tmp_path):
