@@ -1,5 +1,5 @@
-"""Container output kept as CloudWatch-style log groups, streams and events."""
-
+"""Container output kept as CloudWatch-style log groups, streams and events, and the metric
+points SageMaker would publish to CloudWatch from that output."""
 from django.db import models
 
 
@@ -11,6 +11,11 @@ class LogStream(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Where reading the source (a container's log) stopped: lines at or before it are stored.
     source_cursor = models.CharField(max_length=64, blank=True, default="")
+    # Kept by `store.append` in the transaction that adds events, so that DescribeLogStreams can
+    # report and sort on them without scanning events. Null until the first event.
+    first_event_ms = models.BigIntegerField(null=True)
+    last_event_ms = models.BigIntegerField(null=True)
+    last_ingestion_ms = models.BigIntegerField(null=True)
 
     class Meta:
         constraints = [
@@ -32,3 +37,29 @@ class LogEvent(models.Model):
     class Meta:
         ordering = ["timestamp_ms", "pk"]
         indexes = [models.Index(fields=["stream", "timestamp_ms"])]
+
+
+class MetricDatum(models.Model):
+    """One point of a metric time series, as CloudWatch keys it: namespace (e.g.
+    `/aws/sagemaker/TrainingJobs`), the resource the point belongs to (e.g. a training job's name;
+    CloudWatch's `Host` dimension is `<resource>/<host>`), the host, the metric's name."""
+
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    namespace = models.CharField(max_length=255)
+    resource_name = models.CharField(max_length=255)
+    host = models.CharField(max_length=64)
+    metric_name = models.CharField(max_length=255)
+    timestamp_ms = models.BigIntegerField()
+    value = models.FloatField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["account_id", "region", "namespace", "resource_name", "metric_name", "timestamp_ms"],
+                name="metric_series",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.resource_name}/{self.host} {self.metric_name}={self.value}"

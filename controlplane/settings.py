@@ -2,6 +2,7 @@
 for the embedded stack; a bad value fails loudly at start-up rather than later."""
 import hashlib
 import os
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -144,8 +145,39 @@ SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
 SAGEPORT_POLL_INTERVAL_SECONDS = _env_float("SAGEPORT_POLL_INTERVAL_SECONDS", 2.0)
 SAGEPORT_LOG_TAIL_LINES = _env_int("SAGEPORT_LOG_TAIL_LINES", 20)
+# Container log events older than this many days are deleted by the sweeper; 0 keeps them forever
+# (CloudWatch's "Never expire", SageMaker's default for its log groups).
+SAGEPORT_LOG_RETENTION_DAYS = _env_float("SAGEPORT_LOG_RETENTION_DAYS", 0)
+if SAGEPORT_LOG_RETENTION_DAYS < 0:
+    raise RuntimeError(
+        f"SAGEPORT_LOG_RETENTION_DAYS must be 0 (keep forever) or more, got {SAGEPORT_LOG_RETENTION_DAYS}"
+    )
+# How often a running job's checkpoint directory is scanned for files to upload or delete.
+SAGEPORT_CHECKPOINT_SCAN_SECONDS = _env_float("SAGEPORT_CHECKPOINT_SCAN_SECONDS", 5.0)
 # Pull images that are not in the local engine (off in air-gapped tests to fail fast).
 SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
+
+# --- Nodes and scheduling (workers/inventory.py, workers/scheduler.py) ----------------------
+# This worker host's node: its name, and what it offers when detection should be overridden.
+SAGEPORT_NODE_NAME = os.environ.get("SAGEPORT_NODE_NAME") or socket.gethostname()
+# GPUs: unset → detected with nvidia-smi (none without it); "0,1,2,3" → declared device ids;
+# "none" → no GPU even where nvidia-smi finds some.
+SAGEPORT_NODE_GPUS = os.environ.get("SAGEPORT_NODE_GPUS", "").strip()
+SAGEPORT_NODE_CPUS = _env_int("SAGEPORT_NODE_CPUS", 0)  # 0: os.cpu_count()
+SAGEPORT_NODE_MEMORY_MIB = _env_int("SAGEPORT_NODE_MEMORY_MIB", 0)  # 0: the host's physical memory
+SAGEPORT_NODE_HEARTBEAT_SECONDS = _env_float("SAGEPORT_NODE_HEARTBEAT_SECONDS", 10.0)
+# A node whose heartbeat is older than this is lost: its jobs fail or restart (RetryStrategy).
+SAGEPORT_NODE_LOST_AFTER_SECONDS = _env_float("SAGEPORT_NODE_LOST_AFTER_SECONDS", 60.0)
+# CPUs and memory are container limits shared between jobs; strict makes them reserved capacity.
+SAGEPORT_STRICT_CPU_MEMORY = _env_bool("SAGEPORT_STRICT_CPU_MEMORY", False)
+# How a container gets its GPUs: "device-request" (Docker DeviceRequest with the device ids plus
+# NVIDIA_VISIBLE_DEVICES; needs the NVIDIA container toolkit) or "env-only" (NVIDIA_VISIBLE_DEVICES
+# alone: for hosts whose default runtime is nvidia, and for tests on machines without GPUs).
+SAGEPORT_GPU_DEVICE_MODE = os.environ.get("SAGEPORT_GPU_DEVICE_MODE", "device-request")
+if SAGEPORT_GPU_DEVICE_MODE not in ("device-request", "env-only"):
+    raise RuntimeError(
+        f"SAGEPORT_GPU_DEVICE_MODE must be device-request or env-only, got {SAGEPORT_GPU_DEVICE_MODE!r}"
+    )
 
 LOGGING = {
     "version": 1,

@@ -39,6 +39,8 @@ class TrainingJob(models.Model):
     outcome = models.CharField(max_length=32, blank=True, default="")
     stop_signalled_at = models.DateTimeField(null=True)
     artifacts_uploaded_at = models.DateTimeField(null=True)
+    # Restarts after infrastructure faults so far; RetryStrategy.MaximumRetryAttempts bounds it.
+    restart_count = models.PositiveSmallIntegerField(default=0)
 
     # Reconcile bookkeeping: when the next look is due, and who holds the job right now.
     next_check_at = models.DateTimeField(null=True, db_index=True)

@@ -1,6 +1,8 @@
 """Response bodies for training jobs, built explicitly from the row (no reflection)."""
+from datetime import UTC, datetime
 
 from jobs.models import TrainingJob
+from workers.metrics import final_metric_data
 
 
 def output_base_uri(job: TrainingJob) -> str:
@@ -35,6 +37,7 @@ def describe_training_job(job: TrainingJob) -> dict:
         TrainingEndTime=job.training_end_time,
         TrainingTimeInSeconds=training_seconds,
         BillableTimeInSeconds=training_seconds,
+        FinalMetricDataList=_final_metric_data_list(job),
         SecondaryStatusTransitions=[
             {
                 "Status": row.status,
@@ -46,6 +49,19 @@ def describe_training_job(job: TrainingJob) -> dict:
         ],
     )
     return body
+
+
+def _final_metric_data_list(job: TrainingJob) -> list[dict] | None:
+    """The last value of each metric the job's MetricDefinitions matched; absent when none did."""
+    data = [
+        {
+            "MetricName": datum.metric_name,
+            "Value": datum.value,
+            "Timestamp": datetime.fromtimestamp(datum.timestamp_ms / 1000, UTC),
+        }
+        for datum in final_metric_data(job)
+    ]
+    return data or None
 
 
 def training_job_summary(job: TrainingJob) -> dict:

@@ -4,16 +4,18 @@ The shape validation (types, lengths, patterns, enums) has already run; these ar
 cross-field rules and the limits of what Sageport runs, each a ValidationException whose text
 says exactly what to change."""
 import re
+from pathlib import PurePosixPath
 
 from controlplane.protocol.errors import ValidationException
 from workers import instance_types
 
 DEFAULT_MAX_RUNTIME_SECONDS = 86400
+# The platform's own mounts: a checkpoint directory may not overlap them.
+_PLATFORM_PATHS = tuple(PurePosixPath(f"/opt/ml/{name}") for name in ("input", "model", "output"))
 
 # Members that change what happens inside or around the container and that Sageport does not
 # carry out yet: refusing them is honest, silently ignoring them is not.
 UNSUPPORTED_MEMBERS = {
-    "CheckpointConfig": "checkpoint synchronisation is not available yet",
     "RetryStrategy": "automatic retries are not available yet",
     "VpcConfig": "VPC placement has no meaning on a Docker host",
     "RemoteDebugConfig": "remote debugging is not available",
@@ -31,6 +33,7 @@ def check_create_request(params: dict) -> None:
     problems += _algorithm_problems(params.get("AlgorithmSpecification"))
     problems += _resource_problems(params.get("ResourceConfig"))
     problems += _channel_problems(params)
+    problems += _checkpoint_problems(params.get("CheckpointConfig"))
     if not params["OutputDataConfig"]["S3OutputPath"].startswith("s3://"):
         problems.append("OutputDataConfig.S3OutputPath must be an s3:// URI.")
     if problems:
@@ -47,8 +50,6 @@ def _algorithm_problems(spec: dict | None) -> list[str]:
         )
     elif not spec.get("TrainingImage"):
         problems.append("AlgorithmSpecification.TrainingImage is required.")
-    if spec.get("TrainingInputMode") == "Pipe":
-        problems.append("TrainingInputMode Pipe is not supported yet: use File or FastFile.")
     for definition in spec.get("MetricDefinitions", []):
         try:
             re.compile(definition["Regex"])
@@ -94,8 +95,25 @@ def _channel_problems(params: dict) -> list[str]:
             problems.append(f"Channel '{name}': S3DataType AugmentedManifestFile is not supported.")
         elif not source["S3Uri"].startswith("s3://"):
             problems.append(f"Channel '{name}': S3Uri must be an s3:// URI.")
-        if channel.get("InputMode") == "Pipe":
-            problems.append(f"Channel '{name}': InputMode Pipe is not supported yet: use File or FastFile.")
+    return problems
+
+
+def _checkpoint_problems(config: dict | None) -> list[str]:
+    if config is None:
+        return []
+    problems = []
+    if not config["S3Uri"].startswith("s3://"):
+        problems.append("CheckpointConfig.S3Uri must be an s3:// URI.")
+    local_path = config.get("LocalPath")
+    if local_path:  # empty means the default, /opt/ml/checkpoints
+        path = PurePosixPath(local_path)
+        if not path.is_absolute() or ".." in path.parts:
+            problems.append("CheckpointConfig.LocalPath must be an absolute path without '..'.")
+        elif any(path == root or path in root.parents or root in path.parents for root in _PLATFORM_PATHS):
+            problems.append(
+                "CheckpointConfig.LocalPath must not contain or lie inside /opt/ml/input, /opt/ml/model "
+                "or /opt/ml/output."
+            )
     return problems
 
 

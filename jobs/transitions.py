@@ -13,6 +13,8 @@ IN_PROGRESS = "InProgress"
 STOPPING = "Stopping"
 
 STARTING = (IN_PROGRESS, "Starting")
+PENDING = (IN_PROGRESS, "Pending")  # waiting for capacity (GPUs) on a worker node
+RESTARTING = (IN_PROGRESS, "Restarting")  # an infrastructure fault, retried per RetryStrategy
 DOWNLOADING = (IN_PROGRESS, "Downloading")
 TRAINING = (IN_PROGRESS, "Training")
 UPLOADING = (IN_PROGRESS, "Uploading")
@@ -23,10 +25,13 @@ STOPPED = ("Stopped", "Stopped")
 MAX_RUNTIME_EXCEEDED = ("Stopped", "MaxRuntimeExceeded")
 
 ALLOWED: dict[tuple[str, str], frozenset[tuple[str, str]]] = {
-    STARTING: frozenset({DOWNLOADING, FAILED, STOPPING_STATE}),
-    DOWNLOADING: frozenset({TRAINING, FAILED, STOPPING_STATE}),
-    TRAINING: frozenset({UPLOADING, STOPPING_STATE}),
-    UPLOADING: frozenset({COMPLETED, FAILED, STOPPING_STATE}),
+    STARTING: frozenset({PENDING, DOWNLOADING, FAILED, STOPPING_STATE}),
+    PENDING: frozenset({DOWNLOADING, FAILED, STOPPING_STATE}),
+    # Failed or Restarting from here on when the node or a container is lost.
+    DOWNLOADING: frozenset({TRAINING, FAILED, STOPPING_STATE, RESTARTING}),
+    TRAINING: frozenset({UPLOADING, STOPPING_STATE, FAILED, RESTARTING}),
+    UPLOADING: frozenset({COMPLETED, FAILED, STOPPING_STATE, RESTARTING}),
+    RESTARTING: frozenset({STARTING, FAILED, STOPPING_STATE}),
     # Failed when a container had already failed, or the artifacts could not be uploaded.
     STOPPING_STATE: frozenset({STOPPED, MAX_RUNTIME_EXCEEDED, FAILED}),
 }
@@ -34,6 +39,8 @@ ALLOWED: dict[tuple[str, str], frozenset[tuple[str, str]]] = {
 # The texts the real service shows for each secondary status.
 STATUS_MESSAGES = {
     "Starting": "Preparing the instances for training",
+    "Pending": "Waiting for capacity",
+    "Restarting": "Restarting the training job after an infrastructure fault",
     "Downloading": "Downloading input data",
     "Training": "Training image download completed. Training in progress.",
     "Uploading": "Uploading generated training model",

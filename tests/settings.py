@@ -27,6 +27,7 @@ def export_session_environment() -> None:
         "SAGEPORT_STOP_GRACE_SECONDS": "3",
         "SAGEPORT_POLL_INTERVAL_SECONDS": "0.5",
         "SAGEPORT_SWEEP_INTERVAL_SECONDS": "2",
+        "SAGEPORT_CHECKPOINT_SCAN_SECONDS": "0.3",
         "SAGEPORT_PULL_MISSING_IMAGES": "false",
     })
 

@@ -1,6 +1,9 @@
 """Copying container output into log streams, incrementally and exactly once."""
 
 from datetime import datetime
+from typing import Protocol
+
+from django.db import transaction
 
 from cloudwatch import store
 from cloudwatch.models import LogStream
@@ -24,8 +27,21 @@ def training_stream(job: TrainingJob, host: str) -> LogStream:
     )
 
 
-def collect(runtime: ContainerRuntime, container_name: str, stream: LogStream) -> None:
+class LineObserver(Protocol):
+    """Derives data from stored lines (e.g. workers.metrics.TrainingMetrics) in their transaction."""
+
+    def record(self, events: list[tuple[int, str]]) -> None: ...
+
+
+def collect(
+    runtime: ContainerRuntime, container_name: str, stream: LogStream, observer: LineObserver | None = None
+) -> None:
     lines = runtime.logs(container_name, since=stream.source_cursor or None)
     if lines:
         events = [(rfc3339_to_ms(line.timestamp), line.message) for line in lines]
-        store.append(stream, events, cursor=lines[-1].timestamp)
+        # The lines, what the observer derives from them and the cursor commit together: a crash
+        # neither loses nor doubles a metric point.
+        with transaction.atomic():
+            store.append(stream, events, cursor=lines[-1].timestamp)
+            if observer is not None:
+                observer.record(events)

@@ -6,15 +6,29 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from cloudwatch import retention
 from jobs.models import TERMINAL_STATUSES, TrainingJob
-from workers import reaper, training
+from workers import node_agent, nodes, reaper, scheduler, training
+
+__all__ = ["node_agent", "reconcile_training_job", "sweep"]  # node_agent: its worker signals
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def reconcile_training_job(job_id: int) -> None:
+    """One step of a job. A placed job's containers live on its node's engine, so its steps run
+    on that node's own queue; a message that reached another worker is handed on unprocessed."""
+    node = scheduler.node_of(job_id)
+    if node is not None and node != nodes.local_name():
+        _enqueue(job_id, 0, node)
+        return
     delay = training.reconcile(job_id)
     if delay is not None:
-        reconcile_training_job.apply_async((job_id,), countdown=delay)
+        _enqueue(job_id, delay, scheduler.node_of(job_id))
+
+
+def _enqueue(job_id: int, countdown: float, node: str | None) -> None:
+    routing = {"queue": nodes.queue_name(node)} if node else {}
+    reconcile_training_job.apply_async((job_id,), countdown=countdown, **routing)
 
 
 @shared_task(ignore_result=True)
@@ -31,4 +45,15 @@ def sweep() -> None:
     for job_id in overdue.values_list("pk", flat=True):
         TrainingJob.objects.filter(pk=job_id).update(next_check_at=now)
         reconcile_training_job.delay(job_id)
+    _handle_lost_nodes()
+    scheduler.release_finished()
     reaper.reap_training_orphans()
+    retention.purge_expired_events()
+
+
+def _handle_lost_nodes() -> None:
+    """Declare silent nodes lost, then fail or restart every job still placed on a lost node."""
+    nodes.declare_lost()
+    for job in TrainingJob.objects.filter(placements__node__lost_at__isnull=False).distinct():
+        training.on_node_lost(job, scheduler.node_of(job.pk))
+        reconcile_training_job.delay(job.pk)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from jobs import transitions as t
 from jobs.models import TrainingJob
-from workers import artifacts, container_logs, leases, workspace
+from workers import artifacts, container_logs, leases, metrics, nodes, scheduler, training_sidecars, workspace
 from workers import training_containers as containers
 from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage, RuntimeError_
 from workers.runtime.docker import get_runtime
@@ -57,13 +57,23 @@ def _poll() -> float:
 
 
 def _start(job: TrainingJob, token: str) -> float | None:
+    decision = scheduler.place(job)
+    if isinstance(decision, scheduler.NeverFits):
+        return _fail_before_training(job, decision.reason)
+    if isinstance(decision, scheduler.Waiting):
+        if t.state_of(job) != t.PENDING:
+            t.transition(job, t.PENDING, message=decision.reason)
+        return _poll()  # capacity is looked for again at every poll, oldest job first
+    if decision.node != nodes.local_name():
+        return AT_ONCE  # workers.tasks hands the job to that node's own queue
     workspace.prepare(job)
     try:
         with leases.kept_alive(TrainingJob, job.pk, token):
             _ensure_image(job.request["AlgorithmSpecification"]["TrainingImage"])
     except NoSuchImage as exc:
         return _fail_before_training(job, f"ClientError: {exc}")
-    t.transition(job, t.DOWNLOADING, training_start_time=timezone.now())
+    # A restarted job keeps the start of its first attempt (MaxRuntimeInSeconds covers them all).
+    t.transition(job, t.DOWNLOADING, training_start_time=job.training_start_time or timezone.now())
     return AT_ONCE
 
 
@@ -83,6 +93,7 @@ def _download(job: TrainingJob, token: str) -> float | None:
     try:
         with leases.kept_alive(TrainingJob, job.pk, token):
             _stage_channels(job)
+            training_sidecars.prepare(job, containers.hosts(job))  # Pipe feeders, checkpoints restored
     except (ChannelError, StorageError) as exc:
         return _fail_before_training(job, f"ClientError: {exc}")
     t.transition(job, t.TRAINING)
@@ -93,6 +104,8 @@ def _stage_channels(job: TrainingJob) -> None:
     hosts = containers.hosts(job)
     for index, host in enumerate(hosts):
         for channel in job.request.get("InputDataConfig", []):
+            if channel["InputMode"] == training_sidecars.PIPE:
+                continue  # streamed while the job trains, never staged
             destination = workspace.host_workspace(job, host).channel_dir(channel["ChannelName"])
             shutil.rmtree(destination, ignore_errors=True)  # a half-staged channel from a crash
             destination.mkdir(parents=True)
@@ -103,6 +116,7 @@ def _fail_before_training(job: TrainingJob, reason: str) -> float | None:
     if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
         return AT_ONCE  # it moved (e.g. a stop request): look again
     workspace.remove(job)
+    scheduler.release(job)
     return None
 
 
@@ -111,15 +125,22 @@ def _train(job: TrainingJob, token: str) -> float | None:
     _collect_logs(job, states)
     if job.outcome:  # a container failed: the others are being stopped
         return _after_drain(job, states, t.UPLOADING)
+    vanished = _vanished(job, states)
+    if vanished:
+        reason = f"the container of {', '.join(vanished)} disappeared from the Docker engine"
+        if _restart_allowed(job):
+            return _begin_restart(job, reason)
+        _decide(job, outcome="Failed", failure_reason=_infrastructure_failure(job, reason))
+        return _after_drain(job, states, t.UPLOADING)
     if _runtime_exceeded(job):
         t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
         return AT_ONCE
-    if any(state is None for state in states.values()):
+    failure = training_sidecars.ensure_running(job)  # Pipe feeders and checkpoint sync, restarted if dead
+    if failure is None and any(state is None for state in states.values()):
         failure = _start_missing(job, states)
         if failure is None:
             return _poll()  # judge the new containers on the next look, with their output collected
-    else:
-        failure = _first_failure(job, states)
+    failure = failure or _first_failure(job, states)
     if failure:
         _decide(job, outcome="Failed", failure_reason=failure[:1024])
         return _after_drain(job, states, t.UPLOADING)
@@ -146,7 +167,59 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
             states[host] = runtime.run(containers.spec_for(job, host))
         except (ContainerStartFailed, NoSuchImage) as exc:
             return f"ClientError: could not start the container for {host}: {exc}"
+        scheduler.mark_started(job, [host])
     return None
+
+
+def _vanished(job: TrainingJob, states: States) -> list[str]:
+    """Hosts whose container was started but is gone: lost to the infrastructure, not the algorithm."""
+    missing = [host for host, state in states.items() if state is None]
+    return sorted(set(missing) & scheduler.started_hosts(job)) if missing else []
+
+
+# --- Infrastructure faults and RetryStrategy --------------------------------------------------
+
+
+def _restart_allowed(job: TrainingJob) -> bool:
+    return job.restart_count < job.request.get("RetryStrategy", {}).get("MaximumRetryAttempts", 0)
+
+
+def _begin_restart(job: TrainingJob, reason: str) -> float:
+    attempt = job.restart_count + 1
+    allowed = job.request["RetryStrategy"]["MaximumRetryAttempts"]
+    message = f"Restarting the training job (retry {attempt} of {allowed}): {reason}."
+    t.transition(job, t.RESTARTING, message=message[:1024], restart_count=attempt)
+    return AT_ONCE
+
+
+def _infrastructure_failure(job: TrainingJob, reason: str) -> str:
+    count = job.restart_count
+    retries = f" after {count} {'retry' if count == 1 else 'retries'}" if count else ""
+    return f"InternalServerError: {reason}{retries}."[:1024]
+
+
+def on_node_lost(job: TrainingJob, node: str) -> None:
+    """The job's node stopped heartbeating (called by the sweeper). What ran there is out of
+    reach, so its placements are freed at once; the job restarts if RetryStrategy allows,
+    otherwise it fails. A job not yet running, or being stopped, simply carries on elsewhere."""
+    scheduler.release(job)
+    if t.state_of(job) not in (t.DOWNLOADING, t.TRAINING, t.UPLOADING):
+        return
+    reason = f"the node {node} that ran it stopped sending heartbeats"
+    if _restart_allowed(job):
+        _begin_restart(job, reason)
+    else:
+        failure = _infrastructure_failure(job, reason)
+        t.transition(job, t.FAILED, failure_reason=failure, training_end_time=timezone.now())
+
+
+def _restart(job: TrainingJob, token: str) -> float | None:
+    """Remove what the lost attempt left on this engine and start the job again from Starting
+    (checkpoints are restored on the way, as for any start)."""
+    training_sidecars.stop(job)
+    _remove_resources(job)
+    t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
+    return AT_ONCE
 
 
 def _first_failure(job: TrainingJob, states: States) -> str | None:
@@ -208,6 +281,7 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
         _collect_logs(job, _observe(job))
         try:
             with leases.kept_alive(TrainingJob, job.pk, token):
+                training_sidecars.finish(job, containers.hosts(job))  # helpers stopped, checkpoints synced
                 artifacts.upload(job, containers.hosts(job))
             TrainingJob.objects.filter(pk=job.pk).update(artifacts_uploaded_at=timezone.now())
         except StorageError as exc:
@@ -225,6 +299,7 @@ def _remove_resources(job: TrainingJob) -> None:
         runtime.remove(state.name)
     runtime.remove_network(containers.network_name(job))
     workspace.remove(job)
+    scheduler.release(job)
 
 
 def _observe(job: TrainingJob) -> States:
@@ -237,7 +312,8 @@ def _collect_logs(job: TrainingJob, states: States) -> None:
     runtime = get_runtime()
     for host, state in states.items():
         if state is not None:
-            container_logs.collect(runtime, state.name, container_logs.training_stream(job, host))
+            stream = container_logs.training_stream(job, host)
+            container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
 
 
 def _decide(job: TrainingJob, **fields) -> None:
@@ -251,6 +327,8 @@ def _decide(job: TrainingJob, **fields) -> None:
 
 STEPS = {
     t.STARTING: _start,
+    t.PENDING: _start,
+    t.RESTARTING: _restart,
     t.DOWNLOADING: _download,
     t.TRAINING: _train,
     t.UPLOADING: _upload,

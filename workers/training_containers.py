@@ -1,15 +1,17 @@
 """What a training job's containers look like to the engine, and what their ending means."""
 
-import os
-
 from django.conf import settings
 
 from cloudwatch import store
 from jobs.models import TrainingJob
-from workers import container_logs, instance_types, workspace
+from workers import container_logs, scheduler, workspace
 from workers.runtime.base import ContainerSpec, ContainerState
 
 ROLE = "train"
+NODE_LABEL = "sageport.node"  # the node whose worker created the container
+# NVIDIA_VISIBLE_DEVICES for a container without GPUs: the NVIDIA runtime then behaves like runc,
+# even for CUDA images that set the variable to "all".
+NO_GPU_DEVICES = "void"
 FAILURE_REASON_LIMIT = 1024
 
 
@@ -43,10 +45,6 @@ def hosts(job: TrainingJob) -> list[str]:
     return workspace.host_names(instance_count(job))
 
 
-def _host_memory_bytes() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
     """`docker run IMAGE train`; ContainerEntrypoint/ContainerArguments override, as in SageMaker."""
     entrypoint = algorithm.get("ContainerEntrypoint")
@@ -59,15 +57,18 @@ def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
 def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
-    nano_cpus, memory_bytes = instance_types.container_limits(
-        job.request["ResourceConfig"]["InstanceType"], os.cpu_count() or 1, _host_memory_bytes()
-    )
+    placement = scheduler.placement_of(job, host)
+    gpu_ids = scheduler.gpu_ids(placement)
     environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
     environment.update(job.request.get("Environment", {}))
+    # Set last: the job's Environment cannot widen what the scheduler gave it.
+    environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpu_ids) or NO_GPU_DEVICES
+    if settings.SAGEPORT_GPU_DEVICE_MODE == "env-only":
+        gpu_ids = ()  # no DeviceRequest: the variable alone selects the GPUs
     return ContainerSpec(
         name=container_name(job, host),
         image=algorithm["TrainingImage"],
-        labels={**job_labels(job), "sageport.host": host},
+        labels={**job_labels(job), "sageport.host": host, NODE_LABEL: placement.node.name},
         command=command,
         entrypoint=entrypoint,
         environment=environment,
@@ -75,8 +76,9 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
         network=network_name(job) if needs_network(job) else "none",
         hostname=host,
         network_aliases=(host,) if needs_network(job) else (),
-        nano_cpus=nano_cpus,
-        memory_bytes=memory_bytes,
+        nano_cpus=placement.nano_cpus,
+        memory_bytes=placement.memory_bytes,
+        gpu_device_ids=gpu_ids,
     )
 
 

@@ -1,7 +1,8 @@
 """The host side of a training container's /opt/ml tree.
 
-Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data}`. `input` is
-bind-mounted read-only, `model` and `output` read-write; the platform writes the config files
+Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`.
+`input` is bind-mounted read-only, `model`, `output` and `checkpoints` (at
+CheckpointConfig.LocalPath, only when configured) read-write; the platform writes the config files
 before the container starts, exactly as SageMaker documents them."""
 
 import json
@@ -16,6 +17,7 @@ from workers.runtime.base import Mount
 
 NETWORK_INTERFACE_NAME = "eth0"
 INSTANCE_GROUP_NAME = "homogeneousCluster"
+DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
 
 
 def host_names(instance_count: int) -> list[str]:
@@ -26,6 +28,7 @@ def host_names(instance_count: int) -> list[str]:
 @dataclass(frozen=True)
 class HostWorkspace:
     root: Path
+    checkpoint_path: str | None = None  # CheckpointConfig.LocalPath in the container, if any
 
     @property
     def input_dir(self) -> Path:
@@ -35,8 +38,12 @@ class HostWorkspace:
     def config_dir(self) -> Path:
         return self.root / "input" / "config"
 
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "input" / "data"
+
     def channel_dir(self, channel_name: str) -> Path:
-        return self.root / "input" / "data" / channel_name
+        return self.data_dir / channel_name
 
     @property
     def model_dir(self) -> Path:
@@ -51,15 +58,23 @@ class HostWorkspace:
         return self.root / "output" / "data"
 
     @property
+    def checkpoint_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
     def failure_file(self) -> Path:
         return self.root / "output" / "failure"
 
     def mounts(self) -> tuple[Mount, ...]:
-        return (
+        # Pipe mode's FIFOs live in the read-only input tree: reading a FIFO needs no write access.
+        mounts = (
             Mount(str(self.input_dir), "/opt/ml/input", read_only=True),
             Mount(str(self.model_dir), "/opt/ml/model"),
             Mount(str(self.output_dir), "/opt/ml/output"),
         )
+        if self.checkpoint_path:
+            mounts += (Mount(str(self.checkpoint_dir), self.checkpoint_path),)
+        return mounts
 
     def failure_description(self, limit: int = 1024) -> str:
         """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any."""
@@ -75,7 +90,14 @@ def job_root(job: TrainingJob) -> Path:
 
 
 def host_workspace(job: TrainingJob, host: str) -> HostWorkspace:
-    return HostWorkspace(job_root(job) / host)
+    return HostWorkspace(job_root(job) / host, checkpoint_local_path(job.request))
+
+
+def checkpoint_local_path(request: dict) -> str | None:
+    """Where the container sees its checkpoints (CheckpointConfig.LocalPath), if configured."""
+    if "CheckpointConfig" not in request:
+        return None
+    return request["CheckpointConfig"].get("LocalPath") or DEFAULT_CHECKPOINT_PATH
 
 
 def prepare(job: TrainingJob) -> None:
@@ -83,7 +105,11 @@ def prepare(job: TrainingJob) -> None:
     hosts = host_names(job.request["ResourceConfig"]["InstanceCount"])
     for host in hosts:
         workspace = host_workspace(job, host)
-        for directory in (workspace.config_dir, workspace.model_dir, workspace.output_data_dir):
+        directories = [workspace.config_dir, workspace.data_dir, workspace.model_dir]
+        directories.append(workspace.output_data_dir)
+        if workspace.checkpoint_path:
+            directories.append(workspace.checkpoint_dir)
+        for directory in directories:
             directory.mkdir(parents=True, exist_ok=True)
         _write_json(workspace.config_dir / "hyperparameters.json", job.request.get("HyperParameters", {}))
         _write_json(workspace.config_dir / "inputdataconfig.json", input_data_config(job.request))

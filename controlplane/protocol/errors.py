@@ -31,6 +31,20 @@ class ResourceNotFound(ServiceError):
     status = 400
 
 
+class InvalidParameterException(ServiceError):
+    """CloudWatch Logs' name for a bad request, including what SageMaker calls ValidationException."""
+
+    code = "InvalidParameterException"
+    status = 400
+
+
+class ResourceNotFoundException(ServiceError):
+    """CloudWatch Logs' unknown log group or stream (SageMaker's is `ResourceNotFound`)."""
+
+    code = "ResourceNotFoundException"
+    status = 400
+
+
 class ResourceLimitExceeded(ServiceError):
     code = "ResourceLimitExceeded"
     status = 400

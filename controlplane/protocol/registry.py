@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controlplane.protocol.context import RequestContext
+from controlplane.protocol.errors import InvalidParameterException, ServiceError, ValidationException
 
 Handler = Callable[[RequestContext, dict], dict | None]
 
@@ -19,11 +20,13 @@ class Service:
 
     target_prefix: str
     botocore_name: str  # e.g. "sagemaker", "logs"
+    # The error this service answers for a request that breaks its input shape or rules.
+    invalid_input: type[ServiceError] = ValidationException
 
 
 SERVICES: dict[str, Service] = {
     "SageMaker": Service("SageMaker", "sagemaker"),
-    "Logs_20140328": Service("Logs_20140328", "logs"),
+    "Logs_20140328": Service("Logs_20140328", "logs", invalid_input=InvalidParameterException),
 }
 
 _handlers: dict[tuple[str, str], Handler] = {}

@@ -14,6 +14,7 @@ from controlplane.protocol.errors import (
     SerializationException,
     ServiceError,
     UnknownOperationException,
+    ValidationException,
 )
 from controlplane.protocol.serialization import error_response, json_response
 from controlplane.protocol.shapes import operation_model, service_model
@@ -48,8 +49,15 @@ def _dispatch(request: HttpRequest, request_id: str) -> dict | None:
     handler = registry.handler_for(service.target_prefix, operation)
     if handler is None:
         raise NotImplementedOperation(f"Sageport does not implement {service.target_prefix}.{operation}")
-    params = validate_input(service.botocore_name, operation, _json_body(request))
-    return handler(context, params)
+    try:
+        params = validate_input(service.botocore_name, operation, _json_body(request))
+        return handler(context, params)
+    except ValidationException as error:
+        if service.invalid_input is ValidationException:
+            raise
+        # Same checks, same wording, under the service's own error code (CloudWatch Logs:
+        # InvalidParameterException), whether the shape or a shared helper found the problem.
+        raise service.invalid_input(error.message) from None
 
 
 def _target(request: HttpRequest) -> tuple[registry.Service, str]:

@@ -53,8 +53,27 @@ def test_invalid_metric_regex_is_refused_at_create_time():
 
 
 def test_features_not_carried_out_are_refused_rather_than_ignored():
-    params = request(CheckpointConfig={"S3Uri": "s3://b/ckpt"})
-    assert "CheckpointConfig is not supported" in problems_of(params)
+    params = request(VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]})
+    assert "VpcConfig is not supported" in problems_of(params)
+
+
+def test_pipe_mode_and_checkpoints_are_accepted():
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}
+    check_create_request(request(
+        AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "Pipe"},
+        InputDataConfig=[{"ChannelName": "train", "DataSource": source, "InputMode": "FastFile"}],
+        CheckpointConfig={"S3Uri": "s3://b/ckpt", "LocalPath": "/opt/ml/checkpoints"},
+    ))
+
+
+@pytest.mark.parametrize("local_path", ["relative/dir", "/opt/ml/model/ckpt", "/opt/ml", "/", "/ckpt/../opt"])
+def test_checkpoint_local_path_must_be_absolute_and_apart_from_the_platform_mounts(local_path):
+    message = problems_of(request(CheckpointConfig={"S3Uri": "s3://b/ckpt", "LocalPath": local_path}))
+    assert "CheckpointConfig.LocalPath" in message
+
+
+def test_checkpoint_s3_uri_must_be_an_s3_uri():
+    assert "CheckpointConfig.S3Uri" in problems_of(request(CheckpointConfig={"S3Uri": "https://h/b/ckpt"}))
 
 
 def test_defaults_are_filled_as_describe_shows_them():

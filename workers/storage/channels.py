@@ -29,6 +29,21 @@ class _Object:
 def stage_channel(channel: dict, dest: Path, host_index: int, host_count: int) -> int:
     """Download this host's share of `channel` (a CreateTrainingJob `Channel`) into `dest`;
     returns the number of objects staged."""
+    objects = _channel_objects(channel)
+    name = channel["ChannelName"]
+    targets = {obj: _safe_destination(dest, obj, name) for obj in objects}  # all checked first
+    objects = _host_share(channel, objects, host_index, host_count)
+    download_many([(obj.bucket, obj.key, targets[obj]) for obj in objects])
+    return len(objects)
+
+
+def host_object_keys(channel: dict, host_index: int, host_count: int) -> list[tuple[str, str]]:
+    """This host's share of `channel` as (bucket, key), in key order: what Pipe mode streams."""
+    objects = _host_share(channel, _channel_objects(channel), host_index, host_count)
+    return sorted((obj.bucket, obj.key) for obj in objects)
+
+
+def _channel_objects(channel: dict) -> list[_Object]:
     name = channel["ChannelName"]
     source = _s3_data_source(channel)
     bucket, prefix = parse_s3_uri(source["S3Uri"])
@@ -41,11 +56,13 @@ def stage_channel(channel: dict, dest: Path, host_index: int, host_count: int) -
             f"Data download failed: no S3 objects found under S3 URL '{source['S3Uri']}' "
             f"given in input data source of channel '{name}'"
         )
-    targets = {obj: _safe_destination(dest, obj, name) for obj in objects}  # all checked first
-    if source.get("S3DataDistributionType") == "ShardedByS3Key":
-        objects = sorted(objects, key=lambda obj: (obj.bucket, obj.key))[host_index::host_count]
-    download_many([(obj.bucket, obj.key, targets[obj]) for obj in objects])
-    return len(objects)
+    return objects
+
+
+def _host_share(channel: dict, objects: list[_Object], host_index: int, host_count: int) -> list[_Object]:
+    if channel["DataSource"]["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key":
+        return sorted(objects, key=lambda obj: (obj.bucket, obj.key))[host_index::host_count]
+    return objects
 
 
 def _s3_data_source(channel: dict) -> dict:

@@ -23,6 +23,7 @@ _CHUNK_BYTES = 1024 * 1024
 # Above this size a single PUT is replaced by a managed multipart upload (and S3 caps a single
 # PUT at 5 GiB anyway).
 _MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024
+_DELETE_BATCH = 1000  # the most keys one DeleteObjects request takes
 _TRANSIENT_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "500", "503"}
 
 
@@ -107,6 +108,30 @@ def put_bytes(bucket: str, key: str, data: bytes) -> None:
         get_client().put_object(Bucket=bucket, Key=key, Body=data)
 
 
+def iter_object(bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
+    """The object's bytes from offset `start` on, in chunks, without holding it in memory."""
+    with _s3_errors("read", s3_uri(bucket, key)):
+        extra = {"Range": f"bytes={start}-"} if start else {}
+        body = get_client().get_object(Bucket=bucket, Key=key, **extra)["Body"]
+        try:
+            yield from body.iter_chunks(_CHUNK_BYTES)
+        finally:
+            body.close()  # a reader that stops early must not leave the connection half-read
+
+
+def delete_keys(bucket: str, keys: list[str]) -> None:
+    """Delete the keys (a missing key is no error, as in S3 itself)."""
+    for start in range(0, len(keys), _DELETE_BATCH):
+        batch = keys[start:start + _DELETE_BATCH]
+        with _s3_errors("delete", s3_uri(bucket, batch[0])):
+            answer = get_client().delete_objects(
+                Bucket=bucket, Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True}
+            )
+        for error in answer.get("Errors", ()):
+            location = s3_uri(bucket, error["Key"])
+            raise StorageError(f"Could not delete {location}: {error.get('Code', 'Unknown')}")
+
+
 def download_many(items: list[tuple[str, str, Path]]) -> None:
     """Download each (bucket, key, destination file) concurrently; parents are created."""
     _in_pool(_download_one, items)
@@ -122,12 +147,17 @@ def upload_file(path: Path, bucket: str, key: str) -> None:
                 get_client().put_object(Bucket=bucket, Key=key, Body=body)
 
 
+def upload_many(items: list[tuple[Path, str, str]]) -> None:
+    """Upload each (file, bucket, key) concurrently."""
+    _in_pool(upload_file, items)
+
+
 def upload_tree(root: Path, bucket: str, prefix: str) -> int:
     """Upload every file under `root` to `prefix` + its path relative to `root`; returns the count."""
     if prefix and not prefix.endswith("/"):
         prefix += "/"
     files = sorted(path for path in root.rglob("*") if path.is_file() and not path.is_symlink())
-    _in_pool(upload_file, [(path, bucket, prefix + path.relative_to(root).as_posix()) for path in files])
+    upload_many([(path, bucket, prefix + path.relative_to(root).as_posix()) for path in files])
     return len(files)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from django.conf import settings
 
 from workers.runtime.base import (
     ContainerSpec,
@@ -14,7 +15,13 @@ from workers.runtime.base import (
     NoSuchImage,
     RuntimeUnavailable,
 )
-from workers.runtime.docker import MANAGED_LABEL, DockerRuntime, create_kwargs, normalize_timestamp
+from workers.runtime.docker import (
+    MANAGED_LABEL,
+    STACK_LABEL,
+    DockerRuntime,
+    create_kwargs,
+    normalize_timestamp,
+)
 
 TEST_LABELS = {"sageport.test": "runtime"}
 
@@ -66,7 +73,7 @@ def test_run_is_get_or_create_by_name(runtime, busybox_image):
     first = runtime.run(container)
     second = runtime.run(container)
     assert first.id == second.id and second.running
-    assert second.labels == {**TEST_LABELS, MANAGED_LABEL: "true"}
+    assert second.labels == {**TEST_LABELS, MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
     assert [state.name for state in runtime.find(TEST_LABELS)] == [container.name]
 
 

@@ -1,0 +1,171 @@
+"""The data path inside one API process: a routing table in memory, kept fresh by a background
+thread, and pooled keep-alive connections to the serving containers.
+
+See endpoints/routing.py for how the table is refreshed and acknowledged. A request never
+queries the database: it reads the table under a lock, picks a container, counts itself in
+flight there (the count travels in the process's ack, so a drain waits for it), and forwards."""
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+import urllib3
+from django.conf import settings
+from django.db import close_old_connections
+
+from endpoints import routing
+from endpoints.routing import Backend, EndpointRoute, RouteGroup, RoutingTable
+
+log = logging.getLogger(__name__)
+
+# Even without a change announced, reload now and then (a lost Redis counter, a missed bump).
+FULL_RELOAD_SECONDS = 5.0
+# Containers must accept a connection within 250 ms and answer within 60 s (SageMaker's contract).
+CONNECT_TIMEOUT_SECONDS = 0.25
+POOL_CONNECTIONS_PER_CONTAINER = 16
+
+
+class NoRoute(Exception):
+    """The endpoint has no container that can take this request right now."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    variant_name: str
+    backend: Backend
+
+
+class Router:
+    def __init__(self):
+        self._process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lock = threading.Lock()  # guards the table, the version and the in-flight counts
+        self._refresh_lock = threading.Lock()  # one reload at a time
+        self._table: RoutingTable = {}
+        self._version: int | None = None
+        self._loaded_at = 0.0
+        self._fresh_at = 0.0  # when the table was last confirmed current (monotonic)
+        self._busy: Counter[str] = Counter()
+        self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
+        self._started = False
+
+    # --- table --------------------------------------------------------------------------------
+
+    def route(self, endpoint_arn: str) -> EndpointRoute | None:
+        self._ensure_fresh()
+        with self._lock:
+            return self._table.get(endpoint_arn)
+
+    def _ensure_fresh(self) -> None:
+        if not self._started:
+            self._start()
+        if time.monotonic() - self._fresh_at > settings.SAGEPORT_ROUTING_STALE_SECONDS:
+            self.refresh()  # the background thread is late: never route on an old table
+
+    def _start(self) -> None:
+        with self._refresh_lock:
+            if self._started:
+                return
+            # Announce this process before reading anything (see routing.py for why).
+            routing.publish_ack(self._process_id, 0, {})
+            self._reload(routing.current_version())
+            self._publish()
+            threading.Thread(target=self._refresh_forever, name="routing-refresh", daemon=True).start()
+            self._started = True
+
+    def _refresh_forever(self) -> None:
+        while True:
+            time.sleep(settings.SAGEPORT_ROUTING_REFRESH_SECONDS)
+            try:
+                self.refresh()
+            except Exception:  # Redis or the database away for a moment: requests refresh themselves
+                log.exception("routing table refresh failed")
+
+    def refresh(self) -> None:
+        with self._refresh_lock:
+            version = routing.current_version()
+            if version != self._version or time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS:
+                self._reload(version)
+            self._publish()
+
+    def _reload(self, version: int) -> None:
+        close_old_connections()
+        table = routing.load_table()
+        live = {backend.container_name for route in table.values() for g in route.groups for backend in g.backends}
+        with self._lock:
+            self._table, self._version, self._loaded_at = table, version, time.monotonic()
+            for name in [name for name in self._pools if name not in live and not self._busy[name]]:
+                self._pools.pop(name).close()
+
+    def _publish(self) -> None:
+        with self._lock:
+            version = self._version or 0
+            busy = {name: count for name, count in self._busy.items() if count}
+        routing.publish_ack(self._process_id, version, busy)
+        self._fresh_at = time.monotonic()
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def choose(self, endpoint_arn: str, target_variant: str | None, avoid: set[str]) -> Choice:
+        """Pick a container by variant weight (or the target variant), the least busy one of its
+        group, and count the request in flight there. Call `release` when done."""
+        with self._lock:
+            route = self._table.get(endpoint_arn)
+            groups = [
+                RouteGroup(g.variant_name, g.weight, tuple(b for b in g.backends if b.container_name not in avoid))
+                for g in (route.groups if route else ())
+                if target_variant is None or g.variant_name == target_variant
+            ]
+            groups = [group for group in groups if group.backends]
+            if not groups:
+                raise NoRoute()
+            group = _weighted_choice(groups)
+            backend = min(group.backends, key=lambda b: (self._busy[b.container_name], random.random()))
+            self._busy[backend.container_name] += 1
+            return Choice(group.variant_name, backend)
+
+    def release(self, choice: Choice) -> None:
+        with self._lock:
+            self._busy[choice.backend.container_name] -= 1
+
+    def pool(self, backend: Backend) -> urllib3.HTTPConnectionPool:
+        with self._lock:
+            pool = self._pools.get(backend.container_name)
+            if pool is None or pool.port != backend.port:
+                pool = urllib3.HTTPConnectionPool(
+                    "127.0.0.1",
+                    backend.port,
+                    maxsize=POOL_CONNECTIONS_PER_CONTAINER,
+                    retries=False,
+                    timeout=urllib3.Timeout(
+                        connect=CONNECT_TIMEOUT_SECONDS, read=settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
+                    ),
+                    # Nagle's algorithm would hold small responses back ~40 ms.
+                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                )
+                self._pools[backend.container_name] = pool
+            return pool
+
+
+def _weighted_choice(groups: list[RouteGroup]) -> RouteGroup:
+    weighted = [group for group in groups if group.weight > 0]
+    if not weighted:  # only zero-weight variants left (targeted, or the others have no container)
+        return random.choice(groups)
+    return random.choices(weighted, weights=[group.weight for group in weighted])[0]
+
+
+_router: Router | None = None
+_router_lock = threading.Lock()
+
+
+def get_router() -> Router:
+    """The process-wide router (created on the first invocation this process serves)."""
+    global _router
+    with _router_lock:
+        if _router is None:
+            _router = Router()
+        return _router

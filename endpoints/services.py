@@ -1,0 +1,305 @@
+"""Mutations and queries of models, endpoint configs and endpoints, scoped to the caller's
+account and region. Endpoint changes record intent (a status, a deployment row) and enqueue a
+reconcile; the worker does the rest."""
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from controlplane.protocol.arns import make_arn
+from controlplane.protocol.context import RequestContext
+from controlplane.protocol.errors import ValidationException
+from endpoints import requests, routing
+from endpoints import transitions as t
+from endpoints.models import (
+    DeploymentPhase,
+    Endpoint,
+    EndpointConfig,
+    EndpointDeployment,
+    EndpointStatus,
+    SageMakerModel,
+)
+from workers.hosting_tasks import reconcile_endpoint
+
+
+def _scoped(model, ctx: RequestContext):
+    return model.objects.filter(account_id=ctx.account_id, region=ctx.region)
+
+
+def _already_exists(kind: str, arn: str) -> ValidationException:
+    return ValidationException(f'Cannot create already existing {kind} "{arn}".')
+
+
+# --- Models ----------------------------------------------------------------------------------
+
+
+def model_arn(ctx: RequestContext, name: str) -> str:
+    return make_arn(ctx.region, ctx.account_id, "model", name)
+
+
+def create_model(ctx: RequestContext, params: dict) -> SageMakerModel:
+    requests.check_create_model(params)
+    arn = model_arn(ctx, params["ModelName"])
+    try:
+        with transaction.atomic():
+            return SageMakerModel.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                model_name=params["ModelName"],
+                model_arn=arn,
+                request={key: value for key, value in params.items() if key != "Tags"},
+                tags=params.get("Tags", []),
+                creation_time=timezone.now(),
+            )
+    except IntegrityError:
+        raise _already_exists("model", arn) from None
+
+
+def get_model(ctx: RequestContext, name: str) -> SageMakerModel:
+    arn = model_arn(ctx, name)
+    model = _scoped(SageMakerModel, ctx).filter(model_arn=arn).first()
+    if model is None:
+        raise ValidationException(f'Could not find model "{arn}".')
+    return model
+
+
+def delete_model(ctx: RequestContext, name: str) -> None:
+    """Allowed while endpoints use the model: they run a snapshot of it."""
+    get_model(ctx, name).delete()
+
+
+# --- Endpoint configs ------------------------------------------------------------------------
+
+
+def create_endpoint_config(ctx: RequestContext, params: dict) -> EndpointConfig:
+    requests.check_create_endpoint_config(params)
+    for variant in params["ProductionVariants"]:
+        get_model(ctx, variant["ModelName"])  # SageMaker refuses a config naming a missing model
+    name = params["EndpointConfigName"]
+    arn = make_arn(ctx.region, ctx.account_id, "endpoint-config", name)
+    try:
+        with transaction.atomic():
+            return EndpointConfig.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                endpoint_config_name=name,
+                endpoint_config_arn=arn,
+                request=requests.config_with_defaults(params),
+                tags=params.get("Tags", []),
+                creation_time=timezone.now(),
+            )
+    except IntegrityError:
+        raise _already_exists("endpoint configuration", arn) from None
+
+
+def get_endpoint_config(ctx: RequestContext, name: str) -> EndpointConfig:
+    arn = make_arn(ctx.region, ctx.account_id, "endpoint-config", name)
+    config = _scoped(EndpointConfig, ctx).filter(endpoint_config_arn=arn).first()
+    if config is None:
+        raise ValidationException(f'Could not find endpoint configuration "{name}".')
+    return config
+
+
+def delete_endpoint_config(ctx: RequestContext, name: str) -> None:
+    """Allowed while endpoints use the config: they run a snapshot of it."""
+    get_endpoint_config(ctx, name).delete()
+
+
+# --- Endpoints -------------------------------------------------------------------------------
+
+
+def endpoint_arn(ctx: RequestContext, name: str) -> str:
+    return make_arn(ctx.region, ctx.account_id, "endpoint", name)
+
+
+def get_endpoint(ctx: RequestContext, name: str) -> Endpoint:
+    endpoint = _scoped(Endpoint, ctx).filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+    if endpoint is None:
+        raise ValidationException(f'Could not find endpoint "{name}".')
+    return endpoint
+
+
+def create_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
+    requests.check_deployment_config(params.get("DeploymentConfig"))
+    config = get_endpoint_config(ctx, params["EndpointConfigName"])
+    snapshot = _snapshot(ctx, config)
+    name = params["EndpointName"]
+    arn = endpoint_arn(ctx, name)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            endpoint = Endpoint.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                endpoint_name=name,
+                endpoint_arn=arn,
+                endpoint_config_name=config.endpoint_config_name,
+                tags=params.get("Tags", []),
+                creation_time=now,
+                last_modified_time=now,
+                last_deployment_config=params.get("DeploymentConfig"),
+                next_check_at=now,
+            )
+            _add_deployment(endpoint, config, snapshot, _initial_desired(config), {})
+    except IntegrityError:
+        raise _already_exists("endpoint", arn) from None
+    return endpoint
+
+
+def update_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
+    """Start a blue/green deployment of another config; the worker shifts traffic and retires
+    the old fleet, or rolls back to it."""
+    requests.check_deployment_config(params.get("DeploymentConfig"))
+    config = get_endpoint_config(ctx, params["EndpointConfigName"])
+    snapshot = _snapshot(ctx, config)
+    with transaction.atomic():
+        endpoint = _endpoint_for_change(ctx, params["EndpointName"])
+        active = _active_deployment(endpoint)
+        desired = _initial_desired(config)
+        if params.get("RetainAllVariantProperties"):
+            excluded = {item["VariantPropertyType"] for item in params.get("ExcludeRetainedVariantProperties", [])}
+            desired = _retained(desired, active.desired, excluded)
+        rollout = _rollout_config(endpoint, params)
+        written = {"last_deployment_config": rollout} if "DeploymentConfig" in params else {}
+        if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, failure_reason="", **written):
+            raise _in_progress(endpoint)
+        _add_deployment(endpoint, config, snapshot, desired, rollout)
+    return endpoint
+
+
+def _rollout_config(endpoint: Endpoint, params: dict) -> dict:
+    """The DeploymentConfig an update rolls out with: the one given; else the last one when
+    RetainDeploymentConfig is true; else SageMaker's default ({}: all at once)."""
+    if "DeploymentConfig" in params:
+        return params["DeploymentConfig"]
+    if params.get("RetainDeploymentConfig"):
+        return endpoint.last_deployment_config or {}
+    return {}
+
+
+def update_weights_and_capacities(ctx: RequestContext, params: dict) -> Endpoint:
+    with transaction.atomic():
+        endpoint = _endpoint_for_change(ctx, params["EndpointName"])
+        active = _active_deployment(endpoint)
+        changes = params["DesiredWeightsAndCapacities"]
+        requests.check_weights_and_capacities(changes, list(active.desired), endpoint.endpoint_name)
+        desired = {name: dict(values) for name, values in active.desired.items()}
+        for change in changes:
+            for member in ("DesiredWeight", "DesiredInstanceCount"):
+                if member in change:
+                    desired[change["VariantName"]][member] = change[member]
+        if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, failure_reason=""):
+            raise _in_progress(endpoint)
+        EndpointDeployment.objects.filter(pk=active.pk).update(desired=desired)
+        routing.announce_change()  # new weights apply at once
+        reconcile_endpoint.delay_on_commit(endpoint.pk)
+    return endpoint
+
+
+def delete_endpoint(ctx: RequestContext, name: str) -> None:
+    with transaction.atomic():
+        endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+        if endpoint is None:
+            raise ValidationException(f'Could not find endpoint "{name}".')
+        if endpoint.endpoint_status == EndpointStatus.DELETING:
+            return
+        if endpoint.endpoint_status not in (EndpointStatus.IN_SERVICE, EndpointStatus.FAILED):
+            raise _in_progress(endpoint)
+        if not t.move_endpoint(endpoint, EndpointStatus.DELETING, next_check_at=timezone.now()):
+            raise _in_progress(endpoint)
+        routing.announce_change()
+        reconcile_endpoint.delay_on_commit(endpoint.pk)
+
+
+def _endpoint_for_change(ctx: RequestContext, name: str) -> Endpoint:
+    """The endpoint, locked for this transaction, if it is InService (the only state that
+    accepts an update)."""
+    endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+    if endpoint is None:
+        raise ValidationException(f'Could not find endpoint "{name}".')
+    if endpoint.endpoint_status != EndpointStatus.IN_SERVICE:
+        raise _in_progress(endpoint)
+    return endpoint
+
+
+def _in_progress(endpoint: Endpoint) -> ValidationException:
+    if endpoint.endpoint_status == EndpointStatus.FAILED:
+        return ValidationException(
+            f'Cannot update endpoint "{endpoint.endpoint_arn}" in status Failed: delete it and create it again.'
+        )
+    return ValidationException(f'Cannot update in-progress endpoint "{endpoint.endpoint_arn}".')
+
+
+def _active_deployment(endpoint: Endpoint) -> EndpointDeployment:
+    return endpoint.deployments.get(phase=DeploymentPhase.ACTIVE)
+
+
+def _snapshot(ctx: RequestContext, config: EndpointConfig) -> dict:
+    """What a deployment runs: the config and its models as they are now."""
+    models = {}
+    for variant in config.request["ProductionVariants"]:
+        models[variant["ModelName"]] = get_model(ctx, variant["ModelName"]).request
+    return {"EndpointConfig": config.request, "Models": models}
+
+
+def _initial_desired(config: EndpointConfig) -> dict:
+    return {
+        variant["VariantName"]: {
+            "DesiredWeight": variant["InitialVariantWeight"],
+            "DesiredInstanceCount": variant["InitialInstanceCount"],
+        }
+        for variant in config.request["ProductionVariants"]
+    }
+
+
+def _retained(desired: dict, current: dict, excluded: set[str]) -> dict:
+    """RetainAllVariantProperties: variants that exist now keep their current weight and count,
+    except the properties listed in ExcludeRetainedVariantProperties."""
+    retained = {}
+    for name, values in desired.items():
+        kept = dict(values)
+        for member in ("DesiredWeight", "DesiredInstanceCount"):
+            if name in current and member not in excluded:
+                kept[member] = current[name][member]
+        retained[name] = kept
+    return retained
+
+
+def _add_deployment(
+    endpoint: Endpoint, config: EndpointConfig, snapshot: dict, desired: dict, deployment_config: dict
+) -> EndpointDeployment:
+    now = timezone.now()
+    deployment = EndpointDeployment.objects.create(
+        endpoint=endpoint,
+        endpoint_config_name=config.endpoint_config_name,
+        snapshot=snapshot,
+        desired=desired,
+        deployment_config=deployment_config,
+        created_at=now,
+        phase_changed_at=now,
+    )
+    reconcile_endpoint.delay_on_commit(endpoint.pk)
+    return deployment
+
+
+# --- Listing ---------------------------------------------------------------------------------
+
+TIME_FILTERS = {
+    "CreationTimeAfter": "creation_time__gt",
+    "CreationTimeBefore": "creation_time__lt",
+    "LastModifiedTimeAfter": "last_modified_time__gt",
+    "LastModifiedTimeBefore": "last_modified_time__lt",
+}
+
+
+def listing(ctx: RequestContext, model, params: dict, sort_fields: dict[str, str], name_field: str):
+    """The ordered queryset a List* operation pages through (bounds are strict, as in SageMaker)."""
+    rows = _scoped(model, ctx)
+    for member, lookup in TIME_FILTERS.items():
+        if member in params:
+            rows = rows.filter(**{lookup: params[member]})
+    if "NameContains" in params:
+        rows = rows.filter(**{f"{name_field}__icontains": params["NameContains"]})
+    if "StatusEquals" in params:
+        rows = rows.filter(endpoint_status=params["StatusEquals"])
+    field = sort_fields[params.get("SortBy", "CreationTime")]
+    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
+    return rows.order_by(f"{prefix}{field}", f"{prefix}pk")

@@ -1,0 +1,49 @@
+"""Checkpoint sync: which files a pass uploads or deletes, and a pass against real S3."""
+import os
+from pathlib import Path
+
+from workers import checkpoint_sync
+from workers.checkpoint_sync import Plan, plan
+from workers.storage.s3 import list_keys, put_bytes
+
+
+def test_a_file_is_uploaded_once_its_size_and_mtime_held_still_for_a_scan():
+    assert plan({"a": (5, 1)}, previous={}, uploaded={}, final=False) == Plan([], [])
+    assert plan({"a": (5, 1)}, previous={"a": (5, 1)}, uploaded={}, final=False) == Plan(["a"], [])
+
+
+def test_a_file_still_growing_waits_but_the_final_pass_uploads_it():
+    assert plan({"a": (9, 2)}, previous={"a": (5, 1)}, uploaded={}, final=False) == Plan([], [])
+    assert plan({"a": (9, 2)}, previous={}, uploaded={}, final=True) == Plan(["a"], [])
+
+
+def test_an_uploaded_file_that_did_not_change_is_not_uploaded_again():
+    assert plan({"a": (5, 1)}, previous={"a": (5, 1)}, uploaded={"a": (5, 1)}, final=True) == Plan([], [])
+
+
+def test_only_files_this_host_had_are_deleted_when_they_go():
+    assert plan({}, previous={"a": (5, 1)}, uploaded={"a": (5, 1)}, final=False) == Plan([], ["a"])
+    assert plan({}, previous={}, uploaded={}, final=True) == Plan([], [])
+
+
+def write(path: Path, data: bytes, mtime_ns: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def test_restore_then_sync_mirror_the_directory_under_the_prefix(bucket, tmp_path):
+    put_bytes(bucket, "ckpt/old/step-1.pt", b"one")
+    put_bytes(bucket, "elsewhere/x", b"not ours")
+    local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
+    local.mkdir()
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, f"s3://{bucket}/ckpt")
+
+    assert checkpoint_sync.restore(helpers, "checkpoints-algo-1") == 1
+    assert (local / "old" / "step-1.pt").read_bytes() == b"one"
+
+    write(local / "step-2.pt", b"two", 10**18)
+    (local / "old" / "step-1.pt").unlink()
+    checkpoint_sync.final_sync(helpers, "checkpoints-algo-1")
+
+    assert list_keys(bucket, "") == ["ckpt/step-2.pt", "elsewhere/x"]

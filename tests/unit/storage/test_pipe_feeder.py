@@ -1,0 +1,62 @@
+"""Pipe feeding with real FIFOs and real S3: epochs, early close, restart, and the job's end."""
+import hashlib
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from workers import pipe_feeder, sidecars
+from workers.storage.s3 import put_bytes
+
+BIG = os.urandom(300 * 1024)  # more than a pipe buffer holds, so an early close means EPIPE
+
+
+@pytest.fixture
+def feeder(bucket, tmp_path):
+    """A feeder of channel `train` (objects `data/a` then `data/b`) running in a thread."""
+    put_bytes(bucket, "data/b", b"second")
+    put_bytes(bucket, "data/a", BIG)
+    fifo_dir, helpers = tmp_path / "data", tmp_path / "sidecars"
+    fifo_dir.mkdir()
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, "train", [(bucket, "data/a"), (bucket, "data/b")])
+    spec = sidecars.spec_of(helpers, "pipe-train")
+    thread = threading.Thread(target=pipe_feeder.feed, args=(spec,), daemon=True)
+    thread.start()
+    yield fifo_dir
+    shutil.rmtree(fifo_dir, ignore_errors=True)  # the job's end: the feeder must return
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def open_epoch(fifo_dir: Path, epoch: int, timeout: float = 10.0):
+    """Open `train_<epoch>` as an algorithm does: retry until it appears."""
+    path = fifo_dir / f"train_{epoch}"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)
+    return open(path, "rb")
+
+
+def test_each_epoch_is_the_objects_concatenated_in_key_order(feeder):
+    for epoch in range(3):
+        with open_epoch(feeder, epoch) as pipe:
+            assert hashlib.sha256(pipe.read()).digest() == hashlib.sha256(BIG + b"second").digest()
+    assert not (feeder / "train_0").exists()
+
+
+def test_closing_an_epoch_early_moves_on_to_a_full_next_epoch(feeder):
+    with open_epoch(feeder, 0) as pipe:
+        assert pipe.read(5) == BIG[:5]
+    with open_epoch(feeder, 1) as pipe:
+        assert pipe.read() == BIG + b"second"
+
+
+def test_a_restarted_feeder_continues_after_the_last_epoch_it_began(tmp_path):
+    epoch_file = tmp_path / "pipe-train.epoch"
+    assert pipe_feeder.first_epoch(epoch_file) == 0
+    epoch_file.write_text("4")
+    assert pipe_feeder.first_epoch(epoch_file) == 5

@@ -1,0 +1,67 @@
+"""Detached helper processes: started once, restarted when dead, stopped, and failed for good."""
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from workers import sidecars
+
+MODULE = "tests.unit.sidecar_example"
+
+
+def wait_until(condition, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def helpers(tmp_path) -> Path:
+    directory = tmp_path / "sidecars"
+    yield directory
+    sidecars.stop_all(directory)
+
+
+def pid_of(directory: Path, name: str) -> int:
+    return int((directory / f"{name}.pid").read_text())
+
+
+def test_a_defined_helper_is_started_once_and_stopped(helpers, tmp_path):
+    (tmp_path / "keep").touch()
+    sidecars.define(helpers, "waiter", MODULE, {"until": str(tmp_path / "keep")})
+
+    sidecars.ensure_all(helpers)
+    wait_until(lambda: sidecars.running(helpers, "waiter"))
+    first = pid_of(helpers, "waiter")
+    sidecars.ensure_all(helpers)
+    time.sleep(1.5)  # a second copy, had one been started, would have given up by now
+
+    assert pid_of(helpers, "waiter") == first and sidecars.running(helpers, "waiter")
+    sidecars.stop_all(helpers)
+    assert not sidecars.running(helpers, "waiter")
+
+
+def test_a_helper_that_died_is_started_again(helpers, tmp_path):
+    (tmp_path / "keep").touch()
+    sidecars.define(helpers, "waiter", MODULE, {"until": str(tmp_path / "keep")})
+    sidecars.ensure_all(helpers)
+    wait_until(lambda: sidecars.running(helpers, "waiter"))
+    os.kill(pid_of(helpers, "waiter"), 9)
+    wait_until(lambda: not sidecars.running(helpers, "waiter"))
+
+    sidecars.ensure_all(helpers)
+
+    wait_until(lambda: sidecars.running(helpers, "waiter"))
+
+
+def test_a_helper_that_failed_for_good_is_reported_and_not_restarted(helpers):
+    sidecars.define(helpers, "broken", MODULE, {"fail": "ClientError: no such bucket"})
+    sidecars.ensure_all(helpers)
+    wait_until(lambda: sidecars.failure(helpers) is not None)
+
+    sidecars.ensure_all(helpers)
+
+    assert sidecars.failure(helpers) == "ClientError: no such bucket"
+    assert not sidecars.running(helpers, "broken")

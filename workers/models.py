@@ -1,0 +1,60 @@
+"""Worker nodes and what training jobs hold on them.
+
+A `Node` is one worker host (one Docker engine) with its inventory, as its worker registered it,
+and the time of its last heartbeat. A `Placement` says on which node one instance (`algo-N`) of a
+training job runs and with which container limits; a `GpuAllocation` gives that instance one GPU
+of its node. The unique constraint on (node, device) is what makes GPUs exclusive: two
+schedulers racing for the same device cannot both commit it."""
+from django.db import models
+
+from jobs.models import TrainingJob
+
+
+class Node(models.Model):
+    name = models.CharField(max_length=128, unique=True)
+    cpus = models.PositiveIntegerField()
+    memory_bytes = models.PositiveBigIntegerField()
+    # NVIDIA GPUs, each {"id": device id for Docker, "uuid": ..., "name": ..., "memory_mib": ...}.
+    gpus = models.JSONField(default=list)
+    registered_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    # Set when the heartbeat went stale (its jobs were then failed or restarted); cleared when the
+    # node's worker comes back.
+    lost_at = models.DateTimeField(null=True)
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def gpu_ids(self) -> list[str]:
+        return [gpu["id"] for gpu in self.gpus]
+
+
+class Placement(models.Model):
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="placements")
+    host = models.CharField(max_length=16)  # algo-N
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="placements")
+    # The container limits: the instance type's size, capped at the node's.
+    nano_cpus = models.PositiveBigIntegerField()
+    memory_bytes = models.PositiveBigIntegerField()
+    # When its container was created: a container missing after that has vanished (an
+    # infrastructure fault), not merely "not started yet".
+    container_started_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "host"], name="one_placement_per_instance")]
+
+    def __str__(self):
+        return f"{self.job_id}/{self.host}@{self.node_id}"
+
+
+class GpuAllocation(models.Model):
+    placement = models.ForeignKey(Placement, on_delete=models.CASCADE, related_name="gpus")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpu_allocations")
+    device_id = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "device_id"], name="one_job_per_gpu")]
+
+    def __str__(self):
+        return f"{self.node_id}:{self.device_id}"

@@ -1,0 +1,136 @@
+"""Pipe mode: a channel's S3 objects streamed into the FIFOs `/opt/ml/input/data/<channel>_<epoch>`.
+
+One feeder per host and Pipe channel runs as a helper process (`workers/sidecars.py`) while the
+job trains; channels are independent, so the algorithm may read them in any order or at once.
+Epoch N is the host's objects concatenated in key order, written into the FIFO `<channel>_N`.
+Once the algorithm has read it to EOF, or closed it early (the next write fails with EPIPE),
+the FIFO is removed and `<channel>_{N+1}` appears, and so on for as long as the job runs. The
+bytes go from S3 into the pipe in chunks: nothing is staged on disk.
+
+The feeder never blocks on a FIFO that nobody will open: it waits for the reader with
+non-blocking opens and exits once the FIFO is gone (the job ended and its workspace was
+removed). A write blocks only while a reader holds the FIFO open, and a reader that dies with
+its container turns that write into EPIPE. The job's end does not wait for the feeder either:
+the reconciler stops it.
+
+Restart: the epoch whose writing began is recorded (`<name>.epoch`). A feeder started again
+(it died, or the machine restarted) continues with the next epoch: the algorithm saw the
+interrupted epoch end early at EOF and is waiting for the next FIFO anyway."""
+import errno
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+from workers import sidecars
+from workers.storage import s3
+
+log = logging.getLogger(__name__)
+
+MODULE = "workers.pipe_feeder"
+READER_POLL_SECONDS = 0.1
+FIFO_MODE = 0o644  # readable by an algorithm that runs as another user than root
+_READ_ATTEMPTS = 4  # per object, resuming at the byte where the stream broke
+_RETRY_PAUSE_SECONDS = 1.0
+
+
+def define(directory: Path, name: str, fifo_dir: Path, channel: str, objects: list[tuple[str, str]]) -> None:
+    """Declare the feeder `name` of one host's channel; `objects` are (bucket, key) in key order."""
+    sidecars.define(directory, name, MODULE, {
+        "fifo_dir": str(fifo_dir),
+        "channel": channel,
+        "objects": [list(item) for item in objects],
+        "epoch_file": str(directory / f"{name}.epoch"),
+    })
+
+
+def feed(spec: dict) -> None:
+    """Serve epoch after epoch until the FIFO directory is gone."""
+    fifo_dir, channel = Path(spec["fifo_dir"]), spec["channel"]
+    epoch_file = Path(spec["epoch_file"])
+    epoch = first_epoch(epoch_file)
+    while True:
+        fifo = fifo_dir / f"{channel}_{epoch}"
+        descriptor = _open_when_read(fifo)
+        if descriptor is None:
+            log.info("%s is gone: the job ended", fifo)
+            return
+        sidecars.write_atomically(epoch_file, str(epoch))
+        try:
+            complete = _write_epoch(descriptor, spec["objects"], channel)
+        finally:
+            os.close(descriptor)
+        fifo.unlink(missing_ok=True)
+        log.info("%s: epoch %d %s", channel, epoch, "served" if complete else "closed early by the algorithm")
+        epoch += 1
+
+
+def first_epoch(epoch_file: Path) -> int:
+    """The epoch to serve first: 0, or the one after the last epoch whose writing began."""
+    try:
+        return int(epoch_file.read_text()) + 1
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def _open_when_read(fifo: Path) -> int | None:
+    """Create the FIFO and wait until the algorithm opens it; the write end, or None once the
+    directory is gone."""
+    try:
+        os.mkfifo(fifo)
+        os.chmod(fifo, FIFO_MODE)  # mkfifo's mode is filtered by the umask
+    except FileExistsError:
+        if not stat.S_ISFIFO(fifo.stat().st_mode):
+            reason = f"ClientError: {fifo.name} in the input data directory is not a pipe"
+            raise sidecars.HelperFailed(reason) from None
+    except FileNotFoundError:
+        return None
+    while True:
+        try:
+            descriptor = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            if error.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            time.sleep(READER_POLL_SECONDS)
+            continue
+        os.set_blocking(descriptor, True)  # from now on, write at the reader's pace
+        return descriptor
+
+
+def _write_epoch(descriptor: int, objects: list[list[str]], channel: str) -> bool:
+    """Write every object into the pipe; False when the reader closed it before the end."""
+    try:
+        for bucket, key in objects:
+            _write_object(descriptor, bucket, key, channel)
+    except BrokenPipeError:
+        return False
+    return True
+
+
+def _write_object(descriptor: int, bucket: str, key: str, channel: str) -> None:
+    offset = 0
+    for attempt in range(1, _READ_ATTEMPTS + 1):
+        try:
+            for chunk in s3.iter_object(bucket, key, offset):
+                _write_all(descriptor, chunk)
+                offset += len(chunk)
+            return
+        except s3.StorageError as error:
+            if attempt == _READ_ATTEMPTS:
+                reason = f"ClientError: could not stream channel '{channel}': {error}"
+                raise sidecars.HelperFailed(reason) from None
+            log.warning("%s; resuming at byte %d", error, offset)
+            time.sleep(_RETRY_PAUSE_SECONDS * attempt)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view):]
+
+
+if __name__ == "__main__":
+    sidecars.run_helper(feed)

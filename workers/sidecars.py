@@ -1,0 +1,176 @@
+"""Detached helper processes that run beside a job's containers (Pipe feeders, checkpoint sync).
+
+A Celery task must stay short, so work that lasts as long as the job runs in a helper process
+of its own, which the reconciler supervises level-triggered: every look at a training job
+ensures its helpers run and starts again one that died. A helper has a name and lives in a
+directory of the job's workspace:
+
+    <name>.spec    what to run and with what (JSON), written when the job's helpers are defined
+    <name>.lock    held (flock) by the running helper for its whole life
+    <name>.pid     written by the lock holder: whom to signal
+    <name>.failed  written by a helper that gave up for good; the job fails with this text
+    <name>.log     its output
+
+The lock, not the pid, says whether a helper runs: a lock dies with its process (no stale or
+reused pid, no zombie), and a second copy, started by a worker that crashed before it could
+see the first, finds the lock taken and exits. Helpers are detached (own session, parented to
+init), so a worker killed with its process group leaves them running; the next reconcile finds
+them alive and leaves them be. A helper must also exit by itself once its workspace is gone."""
+import fcntl
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_SECONDS = 5.0
+_LOCK_WAIT_SECONDS = 1.0  # a probe by `running()` holds the lock for an instant
+_POLL_SECONDS = 0.05
+_LAUNCH_TIMEOUT_SECONDS = 30
+# Runs in a fresh interpreter that forks the helper and exits at once: the helper is orphaned
+# to init, so no worker process ever has to reap it, and the worker waits only for this one.
+_LAUNCHER = (
+    "import os, sys\n"
+    "if os.fork(): os._exit(0)\n"
+    "os.execv(sys.executable, [sys.executable, '-m', *sys.argv[1:]])\n"
+)
+
+
+class HelperFailed(Exception):
+    """A helper cannot do its work at all (not a transient error); the job fails with the text."""
+
+
+def define(directory: Path, name: str, module: str, spec: dict) -> None:
+    """Declare helper `name`: `python -m module` running `run_helper(body)` on `spec`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_atomically(directory / f"{name}.spec", json.dumps({"module": module, "spec": spec}))
+
+
+def spec_of(directory: Path, name: str) -> dict | None:
+    """The spec helper `name` was defined with; None if it was not defined."""
+    try:
+        return json.loads((directory / f"{name}.spec").read_text())["spec"]
+    except FileNotFoundError:
+        return None
+
+
+def ensure_all(directory: Path) -> None:
+    """Start every defined helper that does not run, unless it failed for good."""
+    for path in sorted(directory.glob("*.spec")):
+        name = path.name.removesuffix(".spec")
+        if not (directory / f"{name}.failed").exists() and not running(directory, name):
+            _start(directory, name, json.loads(path.read_text())["module"])
+
+
+def _start(directory: Path, name: str, module: str) -> None:
+    with open(directory / f"{name}.log", "ab") as output:
+        launcher = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, module, str(directory), name],
+            cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.DEVNULL, stdout=output,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    launcher.wait(_LAUNCH_TIMEOUT_SECONDS)
+    log.info("started helper %s in %s", name, directory)
+
+
+def running(directory: Path, name: str) -> bool:
+    lock_path = directory / f"{name}.lock"
+    if not lock_path.exists():
+        return False
+    with open(lock_path, "a") as probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return False
+
+
+def failure(directory: Path) -> str | None:
+    """The text of the first helper that failed for good, if one did."""
+    for path in sorted(directory.glob("*.failed")):
+        return path.read_text(errors="replace")
+    return None
+
+
+def stop_all(directory: Path) -> None:
+    """SIGTERM every running helper in `directory`, SIGKILL those still there after a grace
+    period; returns once none runs (their locks are free)."""
+    names = [path.stem for path in directory.glob("*.lock")]
+    _signal_running(directory, names, signal.SIGTERM)
+    if _wait_until_stopped(directory, names, STOP_GRACE_SECONDS):
+        return
+    _signal_running(directory, names, signal.SIGKILL)
+    _wait_until_stopped(directory, names, STOP_GRACE_SECONDS)
+
+
+def _signal_running(directory: Path, names: list[str], sig: int) -> None:
+    for name in names:
+        if not running(directory, name):
+            continue
+        try:
+            os.kill(int((directory / f"{name}.pid").read_text()), sig)
+        except (FileNotFoundError, ValueError, ProcessLookupError):
+            pass  # it exited, or died before writing its pid: nothing left to signal
+
+
+def _wait_until_stopped(directory: Path, names: list[str], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(running(directory, name) for name in names):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL_SECONDS)
+    return True
+
+
+# --- The helper's side ----------------------------------------------------------------------
+
+
+def run_helper(body: Callable[[dict], None]) -> None:
+    """The main of a helper process started by `ensure`: `python -m <module> <directory> <name>`.
+    Runs `body(spec)` while holding the helper's lock; a second copy exits at once."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+    django.setup()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    directory, name = Path(sys.argv[1]), sys.argv[2]
+    with _held_alone(directory, name) as alone:
+        if not alone:
+            log.info("helper %s already runs in %s", name, directory)
+            return
+        try:
+            body(spec_of(directory, name))
+        except HelperFailed as exc:
+            log.error("helper %s failed: %s", name, exc)
+            write_atomically(directory / f"{name}.failed", str(exc))
+
+
+@contextmanager
+def _held_alone(directory: Path, name: str):
+    with open(directory / f"{name}.lock", "a") as lock:
+        deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(_POLL_SECONDS)
+        write_atomically(directory / f"{name}.pid", str(os.getpid()))
+        yield True
+
+
+def write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
