@@ -1,6 +1,7 @@
 """A training job that succeeds: the container contract and the artifacts, end to end."""
 
 import json
+import os
 
 import pytest
 
@@ -162,3 +163,30 @@ def test_python_example_trains_a_real_model_from_s3_data(sagemaker, s3, bucket, 
     assert model["rows"] == 20
     assert model["coefficients"] == [pytest.approx(2.0)]
     assert model["intercept"] == pytest.approx(1.0)
+
+
+# Prints the container's memory limit (bytes) and CPU quota (CPUs), under cgroup v1 or v2.
+CGROUP_LIMITS_PROBE = """
+if [ -f /sys/fs/cgroup/memory.max ]; then
+  cat /sys/fs/cgroup/memory.max > /opt/ml/model/memory
+  set -- $(cat /sys/fs/cgroup/cpu.max); echo "$1 $2" > /opt/ml/model/cpu
+else
+  cat /sys/fs/cgroup/memory/memory.limit_in_bytes > /opt/ml/model/memory
+  cd /sys/fs/cgroup/cpu && echo "$(cat cpu.cfs_quota_us) $(cat cpu.cfs_period_us)" > /opt/ml/model/cpu
+fi
+"""
+
+
+def test_container_gets_the_cpu_and_memory_of_its_instance_type(sagemaker, s3, bucket, shell_algo_image):
+    name = unique_name("limits")
+    request = shell_job(name, shell_algo_image, bucket, CGROUP_LIMITS_PROBE)
+    request["ResourceConfig"]["InstanceType"] = "ml.m5.large"  # 2 vCPUs, 8 GiB
+    sagemaker.create_training_job(**request)
+
+    job = wait_for_status(sagemaker, name)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
+    assert int(model["memory"]) == 8 * 1024**3
+    quota, period = (int(value) for value in model["cpu"].split())
+    assert quota / period == min(2, os.cpu_count())
