@@ -1,7 +1,10 @@
 """Mutations and queries of training jobs, scoped to the caller's account and region."""
 
+import logging
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from controlplane.protocol.arns import make_arn
 from controlplane.protocol.context import RequestContext
@@ -9,6 +12,8 @@ from controlplane.protocol.errors import ResourceInUse, ValidationException
 from jobs import requests, transitions
 from jobs.models import TrainingJob
 from workers.tasks import reconcile_training_job
+
+log = logging.getLogger(__name__)
 
 NOT_FOUND_MESSAGE = "Requested resource not found."
 
@@ -36,13 +41,22 @@ def create_training_job(ctx: RequestContext, params: dict) -> TrainingJob:
                 next_check_at=now,
             )
             transitions.record_creation(job)
-            reconcile_training_job.delay_on_commit(job.pk)
+            transaction.on_commit(lambda: _nudge(job.pk))
     except IntegrityError:
         raise ResourceInUse(
             "Training job names must be unique within an AWS account and region, and a training job "
             f"with this name already exists ({arn})"
         ) from None
     return job
+
+
+def _nudge(job_id: int) -> None:
+    """Ask a worker to look at the job now. The job is already committed: when the broker cannot
+    take the message, the sweeper finds the job overdue later, so the request still succeeds."""
+    try:
+        reconcile_training_job.delay(job_id)
+    except OperationalError as exc:
+        log.warning("could not enqueue training job %s (%s); the sweeper will pick it up", job_id, exc)
 
 
 def get_training_job(ctx: RequestContext, name: str) -> TrainingJob:
@@ -67,7 +81,7 @@ def stop_training_job(ctx: RequestContext, name: str) -> None:
                 "only an InProgress job can be stopped."
             )
         if transitions.transition(job, transitions.STOPPING_STATE, next_check_at=timezone.now()):
-            reconcile_training_job.delay(job.pk)
+            _nudge(job.pk)
             return
     raise ValidationException(f"The training job {name} changed status while stopping it; try again.")
 
