@@ -49,7 +49,7 @@ def _group_name(ctx: RequestContext, params: dict) -> str:
         raise InvalidParameterException(f"logGroupIdentifier '{identifier}' is not a log group ARN.")
     if (arn.account_id, arn.region) != (ctx.account_id, ctx.region):
         raise ResourceNotFoundException(GROUP_NOT_FOUND)  # groups live in one account and region
-    return arn.resource_name.removesuffix(":*")
+    return arn.resource_name
 
 
 def stream_named(streams: QuerySet[LogStream], name: str) -> LogStream:

@@ -179,6 +179,25 @@ if SAGEPORT_GPU_DEVICE_MODE not in ("device-request", "env-only"):
         f"SAGEPORT_GPU_DEVICE_MODE must be device-request or env-only, got {SAGEPORT_GPU_DEVICE_MODE!r}"
     )
 
+# --- Hosting (endpoints) -------------------------------------------------------------------
+# Serving containers get `GET /ping` this often, each with this timeout; this many failures in a
+# row take a container in service out of the routing table (it is then replaced).
+SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS = _env_float("SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS", 5.0)
+SAGEPORT_PING_TIMEOUT_SECONDS = _env_float("SAGEPORT_PING_TIMEOUT_SECONDS", 2.0)
+SAGEPORT_HEALTH_FAILURE_THRESHOLD = _env_int("SAGEPORT_HEALTH_FAILURE_THRESHOLD", 3)
+# A new container must pass /ping within this time unless its variant gives
+# ContainerStartupHealthCheckTimeoutInSeconds (SageMaker's default: 4 minutes).
+SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS = _env_float("SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS", 240.0)
+# A drained serving container gets SIGTERM, then SIGKILL this much later (SageMaker: 30 s).
+SAGEPORT_SERVE_KILL_GRACE_SECONDS = _env_float("SAGEPORT_SERVE_KILL_GRACE_SECONDS", 30.0)
+# InvokeEndpoint waits this long for a container's answer (SageMaker: 60 s).
+SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SECONDS", 60.0)
+# API processes look for routing changes this often, never route on a table older than the
+# stale limit, and their acknowledgement of a table expires after the TTL (endpoints/routing.py).
+SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)
+SAGEPORT_ROUTING_STALE_SECONDS = _env_float("SAGEPORT_ROUTING_STALE_SECONDS", 2.0)
+SAGEPORT_ROUTING_ACK_TTL_SECONDS = _env_float("SAGEPORT_ROUTING_ACK_TTL_SECONDS", 5.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -214,14 +214,16 @@ def api_spec(data_dir: Path, port: int) -> ServiceSpec:
     )
 
 
-def worker_spec(data_dir: Path) -> ServiceSpec:
-    node = f"sageport-worker@{socket.gethostname()}"
+def worker_spec(data_dir: Path, name: str = "worker", env: dict[str, str] | None = None) -> ServiceSpec:
+    """A Celery worker; `name` and `env` (e.g. another SAGEPORT_NODE_NAME) let a test run a second
+    worker that stands for another node."""
+    node = f"sageport-{name}@{socket.gethostname()}"
     return ServiceSpec(
-        name="worker",
+        name=name,
         argv=[sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--loglevel", "INFO",
               "--hostname", node, "--without-gossip", "--without-mingle"],
         ready=lambda: _celery_answers(node),
-        env=_django_env(data_dir),
+        env={**_django_env(data_dir), **(env or {})},
         stop_timeout=30.0,  # a warm shutdown lets the current short task finish
     )
 

@@ -4,6 +4,7 @@ protocol.md §3), served on the same port as the control plane.
 Authenticate, validate the headers against the botocore shape, pick a container from the
 in-memory routing table, forward the body and the headers InvokeEndpoint defines, and answer
 with the container's body. Container failures become ModelError (424), as in SageMaker."""
+
 import logging
 import uuid
 
@@ -80,7 +81,9 @@ def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpRespon
         return error_response(error, request_id, content_type=REST_JSON)
     except Exception:
         log.exception("unhandled error in InvokeEndpoint (request id %s)", request_id)
-        return error_response(InternalFailure("An internal error occurred."), request_id, content_type=REST_JSON)
+        return error_response(
+            InternalFailure("An internal error occurred."), request_id, content_type=REST_JSON
+        )
 
 
 def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpResponse:
@@ -143,10 +146,14 @@ def _forward(router, arn, target, body, headers, ctx: RequestContext, endpoint_n
             refused.add(choice.backend.container_name)
         except ReadTimeoutError:
             seconds = settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
-            raise _no_answer(ctx, endpoint_name, (
-                "Your invocation timed out while waiting for a response from container primary "
-                f"(no answer within {seconds:g} s)."
-            )) from None
+            raise _no_answer(
+                ctx,
+                endpoint_name,
+                (
+                    "Your invocation timed out while waiting for a response from container primary "
+                    f"(no answer within {seconds:g} s)."
+                ),
+            ) from None
         except HTTPError as error:  # the container closed the connection or died mid-request
             raise _no_answer(ctx, endpoint_name, f"The container did not answer: {error}") from None
         finally:
@@ -187,7 +194,11 @@ def _model_error(ctx: RequestContext, endpoint_name: str, upstream: urllib3.Base
 def _no_answer(ctx: RequestContext, endpoint_name: str, message: str) -> ModelError:
     return ModelError(
         f'Received server error (0) from primary with message "{message}". {_see_logs(ctx, endpoint_name)}',
-        extra={"OriginalStatusCode": 0, "OriginalMessage": message, "LogStreamArn": _log_group_arn(ctx, endpoint_name)},
+        extra={
+            "OriginalStatusCode": 0,
+            "OriginalMessage": message,
+            "LogStreamArn": _log_group_arn(ctx, endpoint_name),
+        },
     )
 
 

@@ -4,6 +4,7 @@ An endpoint runs one or two *deployments*: the active one and, during a blue/gre
 pending one. A deployment is a snapshot of an endpoint config and its models taken when it was
 requested, so deleting the config or a model later never changes what runs. Each deployment
 owns serving containers, one row per container, whose state says whether traffic may reach it."""
+
 from django.db import models
 
 
@@ -153,7 +154,9 @@ class ServingContainer(models.Model):
     class Meta:
         ordering = ["variant_name", "ordinal"]
         constraints = [
-            models.UniqueConstraint(fields=["deployment", "variant_name", "ordinal"], name="unique_container_slot")
+            models.UniqueConstraint(
+                fields=["deployment", "variant_name", "ordinal"], name="unique_container_slot"
+            )
         ]
 
     def __str__(self):

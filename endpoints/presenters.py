@@ -1,4 +1,5 @@
 """Response bodies for models, endpoint configs and endpoints, built explicitly from the rows."""
+
 from datetime import UTC, datetime
 
 from endpoints.models import (
@@ -24,7 +25,11 @@ def model_summary(model: SageMakerModel) -> dict:
 
 
 def describe_endpoint_config(config: EndpointConfig) -> dict:
-    return {**config.request, "EndpointConfigArn": config.endpoint_config_arn, "CreationTime": config.creation_time}
+    return {
+        **config.request,
+        "EndpointConfigArn": config.endpoint_config_arn,
+        "CreationTime": config.creation_time,
+    }
 
 
 def endpoint_config_summary(config: EndpointConfig) -> dict:
@@ -79,7 +84,9 @@ def _variant(deployment: EndpointDeployment, variant: dict, updating: bool) -> d
         "DesiredWeight": desired["DesiredWeight"],
         "CurrentInstanceCount": current,
         "DesiredInstanceCount": desired["DesiredInstanceCount"],
-        "VariantStatus": [{"Status": "Updating", "StartTime": deployment.phase_changed_at}] if changing else [],
+        "VariantStatus": [{"Status": "Updating", "StartTime": deployment.phase_changed_at}]
+        if changing
+        else [],
     }
 
 
@@ -136,8 +143,10 @@ def _deployed_images(deployment: EndpointDeployment, variant: dict) -> list[dict
     resolved = deployment.resolved_images.get(image)
     if resolved is None:
         return [{"SpecifiedImage": image}]
-    return [{
-        "SpecifiedImage": image,
-        "ResolvedImage": resolved["ResolvedImage"],
-        "ResolutionTime": datetime.fromtimestamp(resolved["ResolutionTime"], UTC),
-    }]
+    return [
+        {
+            "SpecifiedImage": image,
+            "ResolvedImage": resolved["ResolvedImage"],
+            "ResolutionTime": datetime.fromtimestamp(resolved["ResolutionTime"], UTC),
+        }
+    ]

@@ -4,6 +4,7 @@ The shape validation (types, lengths, patterns, enums) has already run; these ar
 rules and the limits of what Sageport runs, each a ValidationException whose text says what to
 change. Members that would change behaviour Sageport does not carry out are refused, never
 silently ignored."""
+
 from controlplane.protocol.errors import ValidationException
 from workers import instance_types
 
@@ -65,7 +66,9 @@ def check_create_model(params: dict) -> None:
     elif primary is None and not containers:
         problems.append("PrimaryContainer is required.")
     elif containers is not None and len(containers) > 1:
-        problems.append("Containers with more than one container (inference pipelines) is not supported by Sageport.")
+        problems.append(
+            "Containers with more than one container (inference pipelines) is not supported by Sageport."
+        )
     else:
         problems += _container_problems(primary if primary is not None else containers[0])
     _raise_if(problems)
@@ -126,18 +129,12 @@ def _variant_problems(variant: dict) -> list[str]:
     for member in ("ModelName", "InstanceType", "InitialInstanceCount"):
         if member not in variant:
             problems.append(f"{where}{member} is required.")
-    instance_type = variant.get("InstanceType")
-    if instance_type is not None and not _known_instance_type(instance_type):
-        problems.append(f"{where}InstanceType '{instance_type}' is not a known instance type.")
+    if "InstanceType" in variant:
+        try:
+            instance_types.lookup(variant["InstanceType"])
+        except instance_types.UnknownInstanceType:
+            problems.append(f"{where}InstanceType '{variant['InstanceType']}' is not a known instance type.")
     return problems
-
-
-def _known_instance_type(name: str) -> bool:
-    try:
-        instance_types.lookup(name)
-    except instance_types.UnknownInstanceType:
-        return False
-    return True
 
 
 def config_with_defaults(params: dict) -> dict:

@@ -4,6 +4,8 @@ thread, and pooled keep-alive connections to the serving containers.
 See endpoints/routing.py for how the table is refreshed and acknowledged. A request never
 queries the database: it reads the table under a lock, picks a container, counts itself in
 flight there (the count travels in the process's ack, so a drain waits for it), and forwards."""
+
+import functools
 import logging
 import os
 import random
@@ -56,9 +58,16 @@ class Router:
     # --- table --------------------------------------------------------------------------------
 
     def route(self, endpoint_arn: str) -> EndpointRoute | None:
+        """The endpoint's route. One that looks unusable is read again from the database first,
+        so that an endpoint DescribeEndpoint already shows InService is never refused."""
         self._ensure_fresh()
         with self._lock:
-            return self._table.get(endpoint_arn)
+            route = self._table.get(endpoint_arn)
+        if route is None or route.status not in routing.ROUTABLE_ENDPOINT_STATUSES:
+            self.refresh(force=True)
+            with self._lock:
+                route = self._table.get(endpoint_arn)
+        return route
 
     def _ensure_fresh(self) -> None:
         if not self._started:
@@ -85,17 +94,20 @@ class Router:
             except Exception:  # Redis or the database away for a moment: requests refresh themselves
                 log.exception("routing table refresh failed")
 
-    def refresh(self) -> None:
+    def refresh(self, force: bool = False) -> None:
         with self._refresh_lock:
             version = routing.current_version()
-            if version != self._version or time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS:
+            stale = time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS
+            if force or stale or version != self._version:
                 self._reload(version)
             self._publish()
 
     def _reload(self, version: int) -> None:
         close_old_connections()
         table = routing.load_table()
-        live = {backend.container_name for route in table.values() for g in route.groups for backend in g.backends}
+        live = {
+            backend.container_name for route in table.values() for g in route.groups for backend in g.backends
+        }
         with self._lock:
             self._table, self._version, self._loaded_at = table, version, time.monotonic()
             for name in [name for name in self._pools if name not in live and not self._busy[name]]:
@@ -116,7 +128,9 @@ class Router:
         with self._lock:
             route = self._table.get(endpoint_arn)
             groups = [
-                RouteGroup(g.variant_name, g.weight, tuple(b for b in g.backends if b.container_name not in avoid))
+                RouteGroup(
+                    g.variant_name, g.weight, tuple(b for b in g.backends if b.container_name not in avoid)
+                )
                 for g in (route.groups if route else ())
                 if target_variant is None or g.variant_name == target_variant
             ]
@@ -158,14 +172,7 @@ def _weighted_choice(groups: list[RouteGroup]) -> RouteGroup:
     return random.choices(weighted, weights=[group.weight for group in weighted])[0]
 
 
-_router: Router | None = None
-_router_lock = threading.Lock()
-
-
+@functools.cache
 def get_router() -> Router:
     """The process-wide router (created on the first invocation this process serves)."""
-    global _router
-    with _router_lock:
-        if _router is None:
-            _router = Router()
-        return _router
+    return Router()

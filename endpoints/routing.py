@@ -14,9 +14,10 @@ A container may be stopped once every live ack has a version at least the one re
 safe: an ack with version ≥ V was read after the bump, hence after the commit, so that process's
 table no longer has the container. A process that starts routing writes a placeholder ack (version
 0) before reading the version, so a drainer either sees it and waits, or it read the new state."""
+
+import functools
 import json
 import logging
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,16 +31,11 @@ log = logging.getLogger(__name__)
 
 ROUTABLE_ENDPOINT_STATUSES = (EndpointStatus.IN_SERVICE, EndpointStatus.UPDATING)
 
-_client: redis.Redis | None = None
-_client_lock = threading.Lock()
 
-
+@functools.cache
 def _redis() -> redis.Redis:
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2, socket_connect_timeout=2)
-        return _client
+    """One client (a thread-safe connection pool) per process."""
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2, socket_connect_timeout=2)
 
 
 def _key(name: str) -> str:

@@ -1,8 +1,12 @@
 """Mutations and queries of models, endpoint configs and endpoints, scoped to the caller's
 account and region. Endpoint changes record intent (a status, a deployment row) and enqueue a
 reconcile; the worker does the rest."""
+
+import logging
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from controlplane.protocol.arns import make_arn
 from controlplane.protocol.context import RequestContext
@@ -18,6 +22,8 @@ from endpoints.models import (
     SageMakerModel,
 )
 from workers.hosting_tasks import reconcile_endpoint
+
+log = logging.getLogger(__name__)
 
 
 def _scoped(model, ctx: RequestContext):
@@ -37,20 +43,31 @@ def model_arn(ctx: RequestContext, name: str) -> str:
 
 def create_model(ctx: RequestContext, params: dict) -> SageMakerModel:
     requests.check_create_model(params)
-    arn = model_arn(ctx, params["ModelName"])
+    request = {key: value for key, value in params.items() if key != "Tags"}
+    return _create(ctx, SageMakerModel, params["ModelName"], request, params.get("Tags", []))
+
+
+# Per creatable kind: its ARN resource type and its noun in SageMaker's messages.
+_KINDS = {SageMakerModel: ("model", "model"), EndpointConfig: ("endpoint-config", "endpoint configuration")}
+
+
+def _create(ctx: RequestContext, model, name: str, request: dict, tags: list):
+    """A model or endpoint config row; SageMaker's error when the name is taken (in any case)."""
+    resource_type, noun = _KINDS[model]
+    arn = make_arn(ctx.region, ctx.account_id, resource_type, name)
+    prefix = resource_type.replace("-", "_")  # model_name / endpoint_config_name columns
     try:
         with transaction.atomic():
-            return SageMakerModel.objects.create(
+            return model.objects.create(
                 account_id=ctx.account_id,
                 region=ctx.region,
-                model_name=params["ModelName"],
-                model_arn=arn,
-                request={key: value for key, value in params.items() if key != "Tags"},
-                tags=params.get("Tags", []),
+                request=request,
+                tags=tags,
                 creation_time=timezone.now(),
+                **{f"{prefix}_name": name, f"{prefix}_arn": arn},
             )
     except IntegrityError:
-        raise _already_exists("model", arn) from None
+        raise _already_exists(noun, arn) from None
 
 
 def get_model(ctx: RequestContext, name: str) -> SageMakerModel:
@@ -73,21 +90,9 @@ def create_endpoint_config(ctx: RequestContext, params: dict) -> EndpointConfig:
     requests.check_create_endpoint_config(params)
     for variant in params["ProductionVariants"]:
         get_model(ctx, variant["ModelName"])  # SageMaker refuses a config naming a missing model
+    request = requests.config_with_defaults(params)
     name = params["EndpointConfigName"]
-    arn = make_arn(ctx.region, ctx.account_id, "endpoint-config", name)
-    try:
-        with transaction.atomic():
-            return EndpointConfig.objects.create(
-                account_id=ctx.account_id,
-                region=ctx.region,
-                endpoint_config_name=name,
-                endpoint_config_arn=arn,
-                request=requests.config_with_defaults(params),
-                tags=params.get("Tags", []),
-                creation_time=timezone.now(),
-            )
-    except IntegrityError:
-        raise _already_exists("endpoint configuration", arn) from None
+    return _create(ctx, EndpointConfig, name, request, params.get("Tags", []))
 
 
 def get_endpoint_config(ctx: RequestContext, name: str) -> EndpointConfig:
@@ -155,11 +160,14 @@ def update_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
         active = _active_deployment(endpoint)
         desired = _initial_desired(config)
         if params.get("RetainAllVariantProperties"):
-            excluded = {item["VariantPropertyType"] for item in params.get("ExcludeRetainedVariantProperties", [])}
+            excluded = {
+                item["VariantPropertyType"] for item in params.get("ExcludeRetainedVariantProperties", [])
+            }
             desired = _retained(desired, active.desired, excluded)
         rollout = _rollout_config(endpoint, params)
         written = {"last_deployment_config": rollout} if "DeploymentConfig" in params else {}
-        if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, failure_reason="", **written):
+        updating = {"failure_reason": "", "next_check_at": timezone.now(), **written}
+        if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, **updating):
             raise _in_progress(endpoint)
         _add_deployment(endpoint, config, snapshot, desired, rollout)
     return endpoint
@@ -186,19 +194,19 @@ def update_weights_and_capacities(ctx: RequestContext, params: dict) -> Endpoint
             for member in ("DesiredWeight", "DesiredInstanceCount"):
                 if member in change:
                     desired[change["VariantName"]][member] = change[member]
-        if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, failure_reason=""):
+        if not t.move_endpoint(
+            endpoint, EndpointStatus.UPDATING, failure_reason="", next_check_at=timezone.now()
+        ):
             raise _in_progress(endpoint)
         EndpointDeployment.objects.filter(pk=active.pk).update(desired=desired)
         routing.announce_change()  # new weights apply at once
-        reconcile_endpoint.delay_on_commit(endpoint.pk)
+        transaction.on_commit(lambda: _nudge(endpoint.pk))
     return endpoint
 
 
 def delete_endpoint(ctx: RequestContext, name: str) -> None:
     with transaction.atomic():
-        endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=endpoint_arn(ctx, name)).first()
-        if endpoint is None:
-            raise ValidationException(f'Could not find endpoint "{name}".')
+        endpoint = _locked_endpoint(ctx, name)
         if endpoint.endpoint_status == EndpointStatus.DELETING:
             return
         if endpoint.endpoint_status not in (EndpointStatus.IN_SERVICE, EndpointStatus.FAILED):
@@ -206,15 +214,29 @@ def delete_endpoint(ctx: RequestContext, name: str) -> None:
         if not t.move_endpoint(endpoint, EndpointStatus.DELETING, next_check_at=timezone.now()):
             raise _in_progress(endpoint)
         routing.announce_change()
-        reconcile_endpoint.delay_on_commit(endpoint.pk)
+        transaction.on_commit(lambda: _nudge(endpoint.pk))
 
 
-def _endpoint_for_change(ctx: RequestContext, name: str) -> Endpoint:
-    """The endpoint, locked for this transaction, if it is InService (the only state that
-    accepts an update)."""
+def _nudge(endpoint_id: int) -> None:
+    """Ask a worker to look at the endpoint now. The change is already committed: when the broker
+    cannot take the message, the sweeper finds the endpoint overdue, so the request succeeds."""
+    try:
+        reconcile_endpoint.delay(endpoint_id)
+    except OperationalError as exc:
+        log.warning("could not enqueue endpoint %s (%s); the sweeper will pick it up", endpoint_id, exc)
+
+
+def _locked_endpoint(ctx: RequestContext, name: str) -> Endpoint:
+    """The endpoint, locked for the current transaction."""
     endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=endpoint_arn(ctx, name)).first()
     if endpoint is None:
         raise ValidationException(f'Could not find endpoint "{name}".')
+    return endpoint
+
+
+def _endpoint_for_change(ctx: RequestContext, name: str) -> Endpoint:
+    """The endpoint, locked, if it is InService (the only state that accepts an update)."""
+    endpoint = _locked_endpoint(ctx, name)
     if endpoint.endpoint_status != EndpointStatus.IN_SERVICE:
         raise _in_progress(endpoint)
     return endpoint
@@ -223,7 +245,8 @@ def _endpoint_for_change(ctx: RequestContext, name: str) -> Endpoint:
 def _in_progress(endpoint: Endpoint) -> ValidationException:
     if endpoint.endpoint_status == EndpointStatus.FAILED:
         return ValidationException(
-            f'Cannot update endpoint "{endpoint.endpoint_arn}" in status Failed: delete it and create it again.'
+            f'Cannot update endpoint "{endpoint.endpoint_arn}" in status Failed: '
+            "delete it and create it again."
         )
     return ValidationException(f'Cannot update in-progress endpoint "{endpoint.endpoint_arn}".')
 
@@ -276,7 +299,7 @@ def _add_deployment(
         created_at=now,
         phase_changed_at=now,
     )
-    reconcile_endpoint.delay_on_commit(endpoint.pk)
+    transaction.on_commit(lambda: _nudge(endpoint.pk))
     return deployment
 
 

@@ -3,6 +3,7 @@
 Each is a compare-and-set on the state the caller last saw (`filter(pk=…, status=old).update(…)`),
 checked against a table of allowed moves, so the API and the worker never overwrite each other.
 A False return means someone moved the row first: reload and decide again."""
+
 from django.db.models import Model
 from django.utils import timezone
 

@@ -16,7 +16,6 @@ _PLATFORM_PATHS = tuple(PurePosixPath(f"/opt/ml/{name}") for name in ("input", "
 # Members that change what happens inside or around the container and that Sageport does not
 # carry out yet: refusing them is honest, silently ignoring them is not.
 UNSUPPORTED_MEMBERS = {
-    "RetryStrategy": "automatic retries are not available yet",
     "VpcConfig": "VPC placement has no meaning on a Docker host",
     "RemoteDebugConfig": "remote debugging is not available",
     "SessionChainingConfig": "session chaining is not available",
@@ -95,6 +94,8 @@ def _channel_problems(params: dict) -> list[str]:
             problems.append(f"Channel '{name}': S3DataType AugmentedManifestFile is not supported.")
         elif not source["S3Uri"].startswith("s3://"):
             problems.append(f"Channel '{name}': S3Uri must be an s3:// URI.")
+        if channel.get("RecordWrapperType") == "RecordIO":
+            problems.append(f"Channel '{name}': RecordWrapperType RecordIO is not supported by Sageport.")
     return problems
 
 

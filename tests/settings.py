@@ -29,6 +29,20 @@ def export_session_environment() -> None:
         "SAGEPORT_SWEEP_INTERVAL_SECONDS": "2",
         "SAGEPORT_CHECKPOINT_SCAN_SECONDS": "0.3",
         "SAGEPORT_PULL_MISSING_IMAGES": "false",
+        # Hosting: fast health checks, a short startup deadline and kill grace, a short
+        # invocation timeout so that the timeout test does not wait a minute.
+        "SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS": "0.5",
+        "SAGEPORT_HEALTH_FAILURE_THRESHOLD": "2",
+        "SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS": "8",
+        "SAGEPORT_SERVE_KILL_GRACE_SECONDS": "3",
+        "SAGEPORT_INVOCATION_TIMEOUT_SECONDS": "4",
+        # The test node: four declared GPUs, handed to containers by NVIDIA_VISIBLE_DEVICES only
+        # (this machine has no NVIDIA runtime), and a short heartbeat so a lost node shows fast.
+        "SAGEPORT_NODE_NAME": "test-node-a",
+        "SAGEPORT_NODE_GPUS": "0,1,2,3",
+        "SAGEPORT_GPU_DEVICE_MODE": "env-only",
+        "SAGEPORT_NODE_HEARTBEAT_SECONDS": "1",
+        "SAGEPORT_NODE_LOST_AFTER_SECONDS": "10",
     })
 
 

@@ -97,6 +97,8 @@ def sync_once(spec: dict, previous: dict[str, Signature], final: bool) -> dict[s
     local_dir, manifest = Path(spec["local_dir"]), Path(spec["manifest"])
     bucket, prefix = _bucket_and_prefix(spec["s3_uri"])
     current = scan(local_dir)
+    if not local_dir.is_dir():
+        return current  # removed under us (the job is over): an empty scan must delete nothing
     uploaded = _load_manifest(manifest)
     todo = plan(current, previous, uploaded, final)
     if todo.uploads:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from workers import inventory
 from workers import training_containers as containers
 from workers.models import Node, Placement
-from workers.runtime.docker import get_runtime
+from workers.runtime.docker import STACK_LABEL, get_runtime
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +78,8 @@ def remove_disowned_containers() -> None:
     placements are read, and a placement always exists before its container: a container created
     meanwhile is never taken for an orphan."""
     runtime = get_runtime()
-    found = runtime.find(
-        {"sageport.role": containers.ROLE, containers.NODE_LABEL: local_name(), **containers.stack_labels()}
-    )
+    mine = {"sageport.role": containers.ROLE, containers.NODE_LABEL: local_name()}
+    found = runtime.find({**mine, STACK_LABEL: settings.SAGEPORT_STACK_ID})
     owned = set(
         Placement.objects.filter(node__name=local_name()).values_list("job__training_job_arn", "host")
     )

@@ -2,7 +2,8 @@
 
 One feeder per host and Pipe channel runs as a helper process (`workers/sidecars.py`) while the
 job trains; channels are independent, so the algorithm may read them in any order or at once.
-Epoch N is the host's objects concatenated in key order, written into the FIFO `<channel>_N`.
+Epoch N is the host's objects concatenated in key order (each decompressed first when the
+channel says `CompressionType: Gzip`), written into the FIFO `<channel>_N`.
 Once the algorithm has read it to EOF, or closed it early (the next write fails with EPIPE),
 the FIFO is removed and `<channel>_{N+1}` appears, and so on for as long as the job runs. The
 bytes go from S3 into the pipe in chunks: nothing is staged on disk.
@@ -21,6 +22,7 @@ import logging
 import os
 import stat
 import time
+import zlib
 from pathlib import Path
 
 from workers import sidecars
@@ -33,13 +35,16 @@ READER_POLL_SECONDS = 0.1
 FIFO_MODE = 0o644  # readable by an algorithm that runs as another user than root
 _READ_ATTEMPTS = 4  # per object, resuming at the byte where the stream broke
 _RETRY_PAUSE_SECONDS = 1.0
+_GZIP_WBITS = zlib.MAX_WBITS | 16  # gzip header and trailer, not a raw zlib stream
 
 
-def define(directory: Path, name: str, fifo_dir: Path, channel: str, objects: list[tuple[str, str]]) -> None:
-    """Declare the feeder `name` of one host's channel; `objects` are (bucket, key) in key order."""
+def define(directory: Path, name: str, fifo_dir: Path, channel: dict, objects: list[tuple[str, str]]) -> None:
+    """Declare the feeder `name` of one host's `channel` (a stored CreateTrainingJob Channel);
+    `objects` are (bucket, key) in key order."""
     sidecars.define(directory, name, MODULE, {
         "fifo_dir": str(fifo_dir),
-        "channel": channel,
+        "channel": channel["ChannelName"],
+        "gunzip": channel.get("CompressionType") == "Gzip",  # the algorithm reads plain records
         "objects": [list(item) for item in objects],
         "epoch_file": str(directory / f"{name}.epoch"),
     })
@@ -58,7 +63,7 @@ def feed(spec: dict) -> None:
             return
         sidecars.write_atomically(epoch_file, str(epoch))
         try:
-            complete = _write_epoch(descriptor, spec["objects"], channel)
+            complete = _write_epoch(descriptor, spec, channel)
         finally:
             os.close(descriptor)
         fifo.unlink(missing_ok=True)
@@ -100,23 +105,23 @@ def _open_when_read(fifo: Path) -> int | None:
         return descriptor
 
 
-def _write_epoch(descriptor: int, objects: list[list[str]], channel: str) -> bool:
+def _write_epoch(descriptor: int, spec: dict, channel: str) -> bool:
     """Write every object into the pipe; False when the reader closed it before the end."""
     try:
-        for bucket, key in objects:
-            _write_object(descriptor, bucket, key, channel)
+        for bucket, key in spec["objects"]:
+            _write_object(descriptor, bucket, key, channel, _Gunzip() if spec["gunzip"] else None)
     except BrokenPipeError:
         return False
     return True
 
 
-def _write_object(descriptor: int, bucket: str, key: str, channel: str) -> None:
+def _write_object(descriptor: int, bucket: str, key: str, channel: str, gunzip: "_Gunzip | None") -> None:
     offset = 0
     for attempt in range(1, _READ_ATTEMPTS + 1):
         try:
             for chunk in s3.iter_object(bucket, key, offset):
-                _write_all(descriptor, chunk)
                 offset += len(chunk)
+                _write_all(descriptor, gunzip.decompress(chunk, key) if gunzip else chunk)
             return
         except s3.StorageError as error:
             if attempt == _READ_ATTEMPTS:
@@ -124,6 +129,27 @@ def _write_object(descriptor: int, bucket: str, key: str, channel: str) -> None:
                 raise sidecars.HelperFailed(reason) from None
             log.warning("%s; resuming at byte %d", error, offset)
             time.sleep(_RETRY_PAUSE_SECONDS * attempt)
+
+
+class _Gunzip:
+    """Streaming gzip decompression of one object; resuming the download at a byte offset
+    continues the same stream. Concatenated gzip members are read one after the other."""
+
+    def __init__(self):
+        self._decompressor = zlib.decompressobj(_GZIP_WBITS)
+
+    def decompress(self, data: bytes, key: str) -> bytes:
+        pieces = []
+        try:
+            while data:
+                pieces.append(self._decompressor.decompress(data))
+                if not self._decompressor.eof:
+                    break
+                data = self._decompressor.unused_data
+                self._decompressor = zlib.decompressobj(_GZIP_WBITS)
+        except zlib.error as error:
+            raise sidecars.HelperFailed(f"ClientError: {key} is not valid gzip data: {error}") from None
+        return b"".join(pieces)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from endpoints.models import EndpointDeployment
 from jobs.models import TERMINAL_STATUSES, TrainingJob
+from workers import hosting_containers
 from workers import training_containers as containers
 from workers.runtime.docker import STACK_LABEL, get_runtime
 
@@ -46,3 +48,28 @@ def _workspace_dirs() -> list[tuple[int, Path]]:
         if prefix.isdigit():
             entries.append((int(prefix), entry))
     return entries
+
+
+def reap_serving_orphans() -> None:
+    """Serving containers and model-data directories of deployments that no longer exist (the
+    endpoint reconciler removes its own; this catches a crash between a row and its cleanup)."""
+    runtime = get_runtime()
+    selector = {"sageport.role": hosting_containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    found_containers = runtime.find(selector)
+    deployment_dirs = [
+        (int(directory.name), directory)
+        for endpoint_dir in _numbered_dirs(hosting_containers.endpoints_root())
+        for directory in _numbered_dirs(endpoint_dir)
+    ]
+
+    live_deployments = {str(pk) for pk in EndpointDeployment.objects.values_list("pk", flat=True)}
+    for state in found_containers:
+        if state.labels.get("sageport.deployment") not in live_deployments:
+            runtime.remove(state.name)
+    for deployment_id, directory in deployment_dirs:
+        if str(deployment_id) not in live_deployments:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _numbered_dirs(root: Path) -> list[Path]:
+    return [entry for entry in root.iterdir() if entry.name.isdigit()] if root.is_dir() else []

@@ -6,16 +6,18 @@ ensures its helpers run and starts again one that died. A helper has a name and 
 directory of the job's workspace:
 
     <name>.spec    what to run and with what (JSON), written when the job's helpers are defined
-    <name>.lock    held (flock) by the running helper for its whole life
-    <name>.pid     written by the lock holder: whom to signal
+    <name>.lock    flock held by the running helper for its whole life
+    <name>.pid     the lock holder's pid: whom to signal
     <name>.failed  written by a helper that gave up for good; the job fails with this text
     <name>.log     its output
 
 The lock, not the pid, says whether a helper runs: a lock dies with its process (no stale or
-reused pid, no zombie), and a second copy, started by a worker that crashed before it could
-see the first, finds the lock taken and exits. Helpers are detached (own session, parented to
-init), so a worker killed with its process group leaves them running; the next reconcile finds
-them alive and leaves them be. A helper must also exit by itself once its workspace is gone."""
+reused pid, no zombie). The launcher (`python -m workers.sidecars`) takes the lock before it
+forks the helper, which inherits it across exec, and writes the helper's pid before it exits:
+when `ensure_all` returns the helper holds its lock, and a second launch finds it taken.
+Helpers are detached (own session, parented to init), so a worker killed with its process
+group leaves them running and the next reconcile finds them alive. A helper must exit by
+itself once its workspace is gone."""
 import fcntl
 import json
 import logging
@@ -25,22 +27,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 5.0
-_LOCK_WAIT_SECONDS = 1.0  # a probe by `running()` holds the lock for an instant
 _POLL_SECONDS = 0.05
 _LAUNCH_TIMEOUT_SECONDS = 30
-# Runs in a fresh interpreter that forks the helper and exits at once: the helper is orphaned
-# to init, so no worker process ever has to reap it, and the worker waits only for this one.
-_LAUNCHER = (
-    "import os, sys\n"
-    "if os.fork(): os._exit(0)\n"
-    "os.execv(sys.executable, [sys.executable, '-m', *sys.argv[1:]])\n"
-)
 
 
 class HelperFailed(Exception):
@@ -67,17 +60,6 @@ def ensure_all(directory: Path) -> None:
         name = path.name.removesuffix(".spec")
         if not (directory / f"{name}.failed").exists() and not running(directory, name):
             _start(directory, name, json.loads(path.read_text())["module"])
-
-
-def _start(directory: Path, name: str, module: str) -> None:
-    with open(directory / f"{name}.log", "ab") as output:
-        launcher = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCHER, module, str(directory), name],
-            cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.DEVNULL, stdout=output,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    launcher.wait(_LAUNCH_TIMEOUT_SECONDS)
-    log.info("started helper %s in %s", name, directory)
 
 
 def running(directory: Path, name: str) -> bool:
@@ -111,6 +93,17 @@ def stop_all(directory: Path) -> None:
     _wait_until_stopped(directory, names, STOP_GRACE_SECONDS)
 
 
+def _start(directory: Path, name: str, module: str) -> None:
+    with open(directory / f"{name}.log", "ab") as output:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(directory), name, module],
+            cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.DEVNULL, stdout=output,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    launcher.wait(_LAUNCH_TIMEOUT_SECONDS)
+    log.info("started helper %s in %s", name, directory)
+
+
 def _signal_running(directory: Path, names: list[str], sig: int) -> None:
     for name in names:
         if not running(directory, name):
@@ -118,7 +111,7 @@ def _signal_running(directory: Path, names: list[str], sig: int) -> None:
         try:
             os.kill(int((directory / f"{name}.pid").read_text()), sig)
         except (FileNotFoundError, ValueError, ProcessLookupError):
-            pass  # it exited, or died before writing its pid: nothing left to signal
+            pass  # it exited meanwhile: nothing left to signal
 
 
 def _wait_until_stopped(directory: Path, names: list[str], timeout: float) -> bool:
@@ -130,47 +123,46 @@ def _wait_until_stopped(directory: Path, names: list[str], timeout: float) -> bo
     return True
 
 
+def _launch(directory: Path, name: str, module: str) -> None:
+    """The launcher's work, in a fresh interpreter that imports nothing else: lock, fork, record
+    the child's pid, exit. The child is orphaned to init, so no worker process ever reaps it."""
+    lock = os.open(directory / f"{name}.lock", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return  # a copy already runs
+    child = os.fork()
+    if child:
+        write_atomically(directory / f"{name}.pid", str(child))
+        os._exit(0)
+    os.set_inheritable(lock, True)  # the helper holds the lock until it exits
+    os.execv(sys.executable, [sys.executable, "-m", module, str(directory), name])
+
+
 # --- The helper's side ----------------------------------------------------------------------
 
 
 def run_helper(body: Callable[[dict], None]) -> None:
-    """The main of a helper process started by `ensure`: `python -m <module> <directory> <name>`.
-    Runs `body(spec)` while holding the helper's lock; a second copy exits at once."""
+    """The main of a helper: `python -m <module> <directory> <name>`, started by the launcher
+    (which holds the lock for it). Runs `body(spec)`; a HelperFailed is recorded for the job."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
     django.setup()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     directory, name = Path(sys.argv[1]), sys.argv[2]
-    with _held_alone(directory, name) as alone:
-        if not alone:
-            log.info("helper %s already runs in %s", name, directory)
-            return
-        try:
-            body(spec_of(directory, name))
-        except HelperFailed as exc:
-            log.error("helper %s failed: %s", name, exc)
-            write_atomically(directory / f"{name}.failed", str(exc))
-
-
-@contextmanager
-def _held_alone(directory: Path, name: str):
-    with open(directory / f"{name}.lock", "a") as lock:
-        deadline = time.monotonic() + _LOCK_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(_POLL_SECONDS)
-        write_atomically(directory / f"{name}.pid", str(os.getpid()))
-        yield True
+    try:
+        body(spec_of(directory, name))
+    except HelperFailed as exc:
+        log.error("helper %s failed: %s", name, exc)
+        write_atomically(directory / f"{name}.failed", str(exc))
 
 
 def write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text)
     temporary.replace(path)
+
+
+if __name__ == "__main__":
+    _launch(Path(sys.argv[1]), sys.argv[2], sys.argv[3])

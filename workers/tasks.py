@@ -8,9 +8,7 @@ from django.utils import timezone
 
 from cloudwatch import retention
 from jobs.models import TERMINAL_STATUSES, TrainingJob
-from workers import node_agent, nodes, reaper, scheduler, training
-
-__all__ = ["node_agent", "reconcile_training_job", "sweep"]  # node_agent: its worker signals
+from workers import hosting_tasks, nodes, reaper, scheduler, training
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -48,6 +46,8 @@ def sweep() -> None:
     _handle_lost_nodes()
     scheduler.release_finished()
     reaper.reap_training_orphans()
+    hosting_tasks.sweep_endpoints()
+    reaper.reap_serving_orphans()
     retention.purge_expired_events()
 
 

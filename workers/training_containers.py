@@ -15,8 +15,10 @@ NO_GPU_DEVICES = "void"
 FAILURE_REASON_LIMIT = 1024
 
 
+# Names carry the stack id: installations (and test sessions) sharing one engine number their jobs
+# from 1 each, and a name taken by another one would be mistaken for this job's container.
 def container_name(job: TrainingJob, host: str) -> str:
-    return f"sageport-train-{job.pk}-{host}"
+    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job.pk}-{host}"
 
 
 def network_name(job: TrainingJob) -> str:
@@ -24,7 +26,7 @@ def network_name(job: TrainingJob) -> str:
 
 
 def network_name_for(job_id: int) -> str:
-    return f"sageport-train-{job_id}"
+    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job_id}"
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:

@@ -24,9 +24,9 @@ def prepare(job: TrainingJob, hosts: list[str]) -> None:
     for index, host in enumerate(hosts):
         host_workspace = workspace.host_workspace(job, host)
         for channel in pipe_channels(job):
-            name = channel["ChannelName"]
             objects = host_object_keys(channel, index, len(hosts))
-            pipe_feeder.define(directory(job), f"pipe-{host}-{name}", host_workspace.data_dir, name, objects)
+            name = f"pipe-{host}-{channel['ChannelName']}"
+            pipe_feeder.define(directory(job), name, host_workspace.data_dir, channel, objects)
         if "CheckpointConfig" in job.request:
             helper = _checkpoint_helper(host)
             uri = job.request["CheckpointConfig"]["S3Uri"]

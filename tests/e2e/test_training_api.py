@@ -2,6 +2,7 @@
 
 import datetime
 import time
+import uuid
 
 import boto3
 import pytest
@@ -147,7 +148,8 @@ def test_tags_are_added_listed_and_deleted_by_arn(sagemaker, bucket, shell_algo_
 def test_an_account_only_sees_its_own_training_jobs(stack, sagemaker, bucket, shell_algo_image):
     name = unique_name("mine")
     arn = sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))["TrainingJobArn"]
-    key_id, secret = stack.create_access_key("210987654321")
+    account = str(uuid.uuid4().int)[:12]  # an account no other test uses
+    key_id, secret = stack.create_access_key(account)
     other = boto3.client(
         "sagemaker",
         endpoint_url=stack.endpoint_url,
@@ -165,7 +167,7 @@ def test_an_account_only_sees_its_own_training_jobs(stack, sagemaker, bucket, sh
     assert error_of(other.list_tags, ResourceArn=arn)["Error"]["Code"] == "ValidationException"
     assert error_of(other.stop_training_job, TrainingJobName=name)["Error"]["Code"] == "ValidationException"
     theirs = other.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))["TrainingJobArn"]
-    assert theirs == f"arn:aws:sagemaker:{stack.region}:210987654321:training-job/{name}"
+    assert theirs == f"arn:aws:sagemaker:{stack.region}:{account}:training-job/{name}"
     wait_for_status(sagemaker, name)
     wait_for_status(other, name)
 

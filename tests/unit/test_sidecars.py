@@ -33,10 +33,9 @@ def test_a_defined_helper_is_started_once_and_stopped(helpers, tmp_path):
     sidecars.define(helpers, "waiter", MODULE, {"until": str(tmp_path / "keep")})
 
     sidecars.ensure_all(helpers)
-    wait_until(lambda: sidecars.running(helpers, "waiter"))
+    assert sidecars.running(helpers, "waiter")  # the launcher took the lock for it
     first = pid_of(helpers, "waiter")
     sidecars.ensure_all(helpers)
-    time.sleep(1.5)  # a second copy, had one been started, would have given up by now
 
     assert pid_of(helpers, "waiter") == first and sidecars.running(helpers, "waiter")
     sidecars.stop_all(helpers)
@@ -47,19 +46,18 @@ def test_a_helper_that_died_is_started_again(helpers, tmp_path):
     (tmp_path / "keep").touch()
     sidecars.define(helpers, "waiter", MODULE, {"until": str(tmp_path / "keep")})
     sidecars.ensure_all(helpers)
-    wait_until(lambda: sidecars.running(helpers, "waiter"))
     os.kill(pid_of(helpers, "waiter"), 9)
     wait_until(lambda: not sidecars.running(helpers, "waiter"))
 
     sidecars.ensure_all(helpers)
 
-    wait_until(lambda: sidecars.running(helpers, "waiter"))
+    assert sidecars.running(helpers, "waiter")
 
 
 def test_a_helper_that_failed_for_good_is_reported_and_not_restarted(helpers):
     sidecars.define(helpers, "broken", MODULE, {"fail": "ClientError: no such bucket"})
     sidecars.ensure_all(helpers)
-    wait_until(lambda: sidecars.failure(helpers) is not None)
+    wait_until(lambda: sidecars.failure(helpers) is not None and not sidecars.running(helpers, "broken"))
 
     sidecars.ensure_all(helpers)
 

@@ -87,3 +87,9 @@ def test_defaults_are_filled_as_describe_shows_them():
         stored["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3DataDistributionType"]
         == "FullyReplicated"
     )
+
+
+def test_recordio_wrapping_is_refused_rather_than_ignored():
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}
+    channel = {"ChannelName": "train", "DataSource": source, "RecordWrapperType": "RecordIO"}
+    assert "RecordWrapperType RecordIO" in problems_of(request(InputDataConfig=[channel]))

@@ -80,6 +80,9 @@ class LogLine:
 class ContainerRuntime(Protocol):
     def has_image(self, image: str) -> bool: ...
 
+    def image_id(self, image: str) -> str | None:
+        """The local image's content id (`sha256:…`), or None when the engine does not have it."""
+
     def pull_image(self, image: str) -> None:
         """Pull `image`; raises NoSuchImage with the engine's reason on failure."""
 

@@ -62,6 +62,14 @@ class DockerRuntime:
                 return False
         return True
 
+    def image_id(self, image: str) -> str | None:
+        """The local image's content id (`sha256:…`), or None when the engine does not have it."""
+        with _engine_errors():
+            try:
+                return self.client.images.get(image).id
+            except ImageNotFound:
+                return None
+
     def pull_image(self, image: str) -> None:
         repository, tag = parse_repository_tag(image)
         deadline = time.monotonic() + self._pull_timeout_seconds

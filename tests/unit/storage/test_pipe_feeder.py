@@ -1,4 +1,5 @@
 """Pipe feeding with real FIFOs and real S3: epochs, early close, restart, and the job's end."""
+import gzip
 import hashlib
 import os
 import shutil
@@ -15,20 +16,32 @@ BIG = os.urandom(300 * 1024)  # more than a pipe buffer holds, so an early close
 
 
 @pytest.fixture
-def feeder(bucket, tmp_path):
-    """A feeder of channel `train` (objects `data/a` then `data/b`) running in a thread."""
+def start_feeder(tmp_path):
+    """Runs `feed` in a thread for a channel `train` of the given objects; returns the FIFO dir.
+    At the end the directory goes, as at the job's end, and the feeder must return."""
+    fifo_dir, helpers, threads = tmp_path / "data", tmp_path / "sidecars", []
+    fifo_dir.mkdir()
+
+    def start(objects: list[tuple[str, str]], **channel) -> Path:
+        pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train", **channel}, objects)
+        thread = threading.Thread(target=pipe_feeder.feed, args=(sidecars.spec_of(helpers, "pipe-train"),))
+        thread.start()
+        threads.append(thread)
+        return fifo_dir
+
+    yield start
+    shutil.rmtree(fifo_dir, ignore_errors=True)
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+
+
+@pytest.fixture
+def feeder(bucket, start_feeder) -> Path:
+    """A feeder of objects `data/a` then `data/b` (put in the other order)."""
     put_bytes(bucket, "data/b", b"second")
     put_bytes(bucket, "data/a", BIG)
-    fifo_dir, helpers = tmp_path / "data", tmp_path / "sidecars"
-    fifo_dir.mkdir()
-    pipe_feeder.define(helpers, "pipe-train", fifo_dir, "train", [(bucket, "data/a"), (bucket, "data/b")])
-    spec = sidecars.spec_of(helpers, "pipe-train")
-    thread = threading.Thread(target=pipe_feeder.feed, args=(spec,), daemon=True)
-    thread.start()
-    yield fifo_dir
-    shutil.rmtree(fifo_dir, ignore_errors=True)  # the job's end: the feeder must return
-    thread.join(timeout=10)
-    assert not thread.is_alive()
+    return start_feeder([(bucket, "data/a"), (bucket, "data/b")])
 
 
 def open_epoch(fifo_dir: Path, epoch: int, timeout: float = 10.0):
@@ -53,6 +66,13 @@ def test_closing_an_epoch_early_moves_on_to_a_full_next_epoch(feeder):
         assert pipe.read(5) == BIG[:5]
     with open_epoch(feeder, 1) as pipe:
         assert pipe.read() == BIG + b"second"
+
+
+def test_a_gzip_channel_is_streamed_decompressed_member_after_member(bucket, start_feeder):
+    put_bytes(bucket, "gz/a.gz", gzip.compress(BIG) + gzip.compress(b"tail"))
+    fifo_dir = start_feeder([(bucket, "gz/a.gz")], CompressionType="Gzip")
+    with open_epoch(fifo_dir, 0) as pipe:
+        assert pipe.read() == BIG + b"tail"
 
 
 def test_a_restarted_feeder_continues_after_the_last_epoch_it_began(tmp_path):

@@ -2,8 +2,10 @@ import pytest
 
 from workers.storage.s3 import (
     StorageError,
+    delete_keys,
     download_many,
     get_bytes,
+    iter_object,
     list_keys,
     parse_s3_uri,
     put_bytes,
@@ -68,3 +70,13 @@ def test_missing_bucket_and_key_errors_name_the_location_and_the_code(bucket, tm
     with pytest.raises(StorageError, match=rf"^Could not read s3://{bucket}/absent: NoSuchKey$") as raised:
         download_many([(bucket, "absent", tmp_path / "absent")])
     assert not raised.value.transient
+
+
+def test_iter_object_streams_from_an_offset_and_delete_keys_ignores_missing_keys(bucket):
+    put_bytes(bucket, "stream/a", b"0123456789")
+    assert b"".join(iter_object(bucket, "stream/a")) == b"0123456789"
+    assert b"".join(iter_object(bucket, "stream/a", start=4)) == b"456789"
+
+    delete_keys(bucket, ["stream/a", "stream/never-existed"])
+
+    assert list_keys(bucket, "stream/") == []

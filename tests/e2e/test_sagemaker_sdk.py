@@ -1,0 +1,125 @@
+"""The SageMaker Python SDK (v2), pointed at Sageport only by the stack's environment file."""
+import sys
+import threading
+import time
+
+import boto3
+import pytest
+import sagemaker.session as sdk_session_module  # the SDK; `sagemaker` is the boto3 client fixture
+from sagemaker.estimator import Estimator
+
+from tests.conftest import read_env_file
+
+# The SDK would otherwise send usage telemetry to AWS after each call.
+SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
+
+
+class FastClock:
+    """Stands in for the `time` module inside sagemaker.session. The SDK reads logs every 10 s
+    and the job's status every 30 s; here each sleep lasts at most `longest` real seconds and
+    time() runs ahead by what was skipped, so the SDK's loop keeps its order but not its length."""
+
+    def __init__(self, longest: float):
+        self.longest = longest
+        self.skipped = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        real = min(seconds, self.longest)
+        time.sleep(real)
+        self.skipped += seconds - real
+
+    def time(self) -> float:
+        return time.time() + self.skipped
+
+
+class WatchedOutput:
+    """sys.stdout that keeps what is printed and signals when `line` has been printed (the SDK
+    prints progress dots before the first log line without a line break, so it is searched for
+    as text)."""
+
+    def __init__(self, line: str):
+        self.line = line
+        self.text = ""
+        self.printed = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.text += text
+        if self.line in self.text:
+            self.printed.set()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.fixture
+def sdk_session(stack, monkeypatch):
+    """A SageMaker SDK session configured as a user would: the stack's `env` file exported."""
+    for variable, value in read_env_file(stack.data_dir / "env").items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(sdk_session_module, "time", FastClock(longest=0.5))
+    return sdk_session_module.Session(boto_session=boto3.Session(), sagemaker_config=SDK_CONFIG)
+
+
+def estimator_for(session, image: str, bucket: str, script: str, **options) -> Estimator:
+    return Estimator(
+        image_uri=image,
+        role="arn:aws:iam::123456789012:role/SageMakerRole",
+        instance_count=1,
+        instance_type="ml.m5.large",
+        output_path=f"s3://{bucket}/sdk",
+        environment={"ALGO_SCRIPT": script},
+        sagemaker_session=session,
+        **options,
+    )
+
+
+def test_fit_returns_once_the_job_completed_with_its_output_printed_and_metrics_reported(
+    sdk_session, sagemaker, bucket, shell_algo_image, monkeypatch
+):
+    script = "echo 'epoch 1 loss=0.5'; echo 'epoch 2 loss=0.25'; echo model > /opt/ml/model/weights"
+    metrics = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
+    estimator = estimator_for(sdk_session, shell_algo_image, bucket, script, metric_definitions=metrics)
+    output = WatchedOutput("epoch 2 loss=0.25")
+    monkeypatch.setattr(sys, "stdout", output)
+
+    estimator.fit(logs=True)
+
+    job = sagemaker.describe_training_job(TrainingJobName=estimator.latest_training_job.name)
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    assert output.printed.is_set() and "epoch 1 loss=0.5\n" in output.text, output.text
+    assert [(m["MetricName"], m["Value"]) for m in job["FinalMetricDataList"]] == [("train:loss", 0.25)]
+    assert estimator.model_data == f"s3://{bucket}/sdk/{job['TrainingJobName']}/output/model.tar.gz"
+
+
+def test_fit_with_logs_prints_the_output_while_the_job_runs(
+    sdk_session, sagemaker, bucket, shell_algo_image, monkeypatch
+):
+    # Trains until stopped: the test stops the job only once fit() has printed the first line,
+    # which proves the output was streamed while the job was running.
+    script = "echo first line; trap 'echo saving model; exit 0' TERM; while :; do sleep 0.2; done"
+    estimator = estimator_for(sdk_session, shell_algo_image, bucket, script)
+    output = WatchedOutput("first line")
+    monkeypatch.setattr(sys, "stdout", output)
+
+    def stop_after_first_line():
+        output.printed.wait(timeout=90)  # on timeout, stop anyway so fit() returns and the test fails
+        try:
+            sagemaker.stop_training_job(TrainingJobName=estimator.latest_training_job.name)
+        except sagemaker.exceptions.ClientError:
+            pass  # the job ended by itself: the assertions below say how
+
+    stopper = threading.Thread(target=stop_after_first_line)
+    stopper.start()
+    try:
+        estimator.fit(logs=True)
+    finally:
+        stopper.join(timeout=120)
+
+    job = sagemaker.describe_training_job(TrainingJobName=estimator.latest_training_job.name)
+    assert job["TrainingJobStatus"] == "Stopped", (job.get("FailureReason"), output.text)
+    assert output.printed.is_set(), output.text
+    assert output.text.index("first line\n") < output.text.index("saving model\n")
