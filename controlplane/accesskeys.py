@@ -3,6 +3,7 @@
 
 import secrets
 import string
+import time
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -13,10 +14,25 @@ _ID_ALPHABET = string.ascii_uppercase + string.digits
 _SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
 
 
+# Known keys, remembered briefly: every request (InvokeEndpoint's data path included) resolves
+# its key, and the database read was the largest share of a request's cost. Only hits are
+# remembered, so a new key works at once; a revoked key stops within the TTL.
+_known: dict[str, tuple[float, tuple[str, str]]] = {}
+
+
 def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
     """(secret access key, account id) of an active key, or None."""
+    now = time.monotonic()
+    cached = _known.get(access_key_id)
+    if cached and cached[0] > now:
+        return cached[1]
     key = AccessKey.objects.filter(access_key_id=access_key_id, active=True).first()
-    return (key.secret_access_key, key.account_id) if key else None
+    if key is None:
+        _known.pop(access_key_id, None)
+        return None
+    resolved = (key.secret_access_key, key.account_id)
+    _known[access_key_id] = (now + settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS, resolved)
+    return resolved
 
 
 def create_access_key(account_id: str, *, default: bool = False) -> AccessKey:

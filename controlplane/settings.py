@@ -115,6 +115,8 @@ SAGEPORT_PORT = _env_int("SAGEPORT_PORT", 8080)
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
 SAGEPORT_CREDENTIAL_RESOLVER = "controlplane.accesskeys.resolve_access_key"
+# How long an API process remembers a resolved access key (a deactivated key works that long).
+SAGEPORT_ACCESS_KEY_CACHE_SECONDS = _env_float("SAGEPORT_ACCESS_KEY_CACHE_SECONDS", 5.0)
 
 # --- Celery --------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("SAGEPORT_REDIS_URL", "redis://127.0.0.1:6390/0")

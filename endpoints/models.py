@@ -7,6 +7,8 @@ owns serving containers, one row per container, whose state says whether traffic
 
 from django.db import models
 
+from workers.leases import LeasedRow
+
 
 class SageMakerModel(models.Model):
     account_id = models.CharField(max_length=12)
@@ -51,7 +53,7 @@ class EndpointStatus(models.TextChoices):
     DELETING = "Deleting"
 
 
-class Endpoint(models.Model):
+class Endpoint(LeasedRow):
     account_id = models.CharField(max_length=12)
     region = models.CharField(max_length=32)
     endpoint_name = models.CharField(max_length=63)
@@ -66,11 +68,6 @@ class Endpoint(models.Model):
     last_modified_time = models.DateTimeField()
     # The DeploymentConfig of the last CreateEndpoint/UpdateEndpoint that gave one.
     last_deployment_config = models.JSONField(null=True)
-
-    # Reconcile bookkeeping, as for training jobs (see workers/leases.py).
-    next_check_at = models.DateTimeField(null=True, db_index=True)
-    lease_token = models.CharField(max_length=36, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True)
 
     class Meta:
         indexes = [models.Index(fields=["account_id", "region", "creation_time"])]

@@ -130,10 +130,7 @@ def _variant_problems(variant: dict) -> list[str]:
         if member not in variant:
             problems.append(f"{where}{member} is required.")
     if "InstanceType" in variant:
-        try:
-            instance_types.lookup(variant["InstanceType"])
-        except instance_types.UnknownInstanceType:
-            problems.append(f"{where}InstanceType '{variant['InstanceType']}' is not a known instance type.")
+        problems += instance_types.unknown_type_problems(variant["InstanceType"], where)
     return problems
 
 

@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from workers.leases import LeasedRow
+
 
 class TrainingJobStatus(models.TextChoices):
     IN_PROGRESS = "InProgress"
@@ -16,7 +18,7 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
-class TrainingJob(models.Model):
+class TrainingJob(LeasedRow):
     account_id = models.CharField(max_length=12)
     region = models.CharField(max_length=32)
     training_job_name = models.CharField(max_length=63)
@@ -41,11 +43,6 @@ class TrainingJob(models.Model):
     artifacts_uploaded_at = models.DateTimeField(null=True)
     # Restarts after infrastructure faults so far; RetryStrategy.MaximumRetryAttempts bounds it.
     restart_count = models.PositiveSmallIntegerField(default=0)
-
-    # Reconcile bookkeeping: when the next look is due, and who holds the job right now.
-    next_check_at = models.DateTimeField(null=True, db_index=True)
-    lease_token = models.CharField(max_length=36, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True)
 
     class Meta:
         indexes = [models.Index(fields=["account_id", "region", "creation_time"])]

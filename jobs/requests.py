@@ -65,18 +65,9 @@ def _resource_problems(resources: dict | None) -> list[str]:
     problems = []
     if "InstanceType" not in resources or "InstanceCount" not in resources:
         problems.append("ResourceConfig.InstanceType and ResourceConfig.InstanceCount are required.")
-    elif not _known_instance_type(resources["InstanceType"]):
-        instance_type = resources["InstanceType"]
-        problems.append(f"ResourceConfig.InstanceType '{instance_type}' is not a known instance type.")
+    else:
+        problems += instance_types.unknown_type_problems(resources["InstanceType"], "ResourceConfig.")
     return problems
-
-
-def _known_instance_type(name: str) -> bool:
-    try:
-        instance_types.lookup(name)
-    except instance_types.UnknownInstanceType:
-        return False
-    return True
 
 
 def _channel_problems(params: dict) -> list[str]:

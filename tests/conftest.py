@@ -186,7 +186,7 @@ def _remove_docker_objects_left_by_this_session() -> None:
     except docker.errors.DockerException:
         return  # no engine, so nothing can have been left in it
     selector = {"label": f"{STACK_LABEL}={settings.SAGEPORT_STACK_ID}"}
-    for container in client.containers.list(all=True, filters=selector):
+    for container in client.containers.list(all=True, filters=selector, ignore_removed=True):
         container.remove(force=True)
     for network in client.networks.list(filters=selector):
         network.remove()

@@ -27,6 +27,7 @@ def export_session_environment() -> None:
         "SAGEPORT_STOP_GRACE_SECONDS": "3",
         "SAGEPORT_POLL_INTERVAL_SECONDS": "0.5",
         "SAGEPORT_SWEEP_INTERVAL_SECONDS": "2",
+        "SAGEPORT_LEASE_SECONDS": "20",  # a killed worker's claim lapses within a test's patience
         "SAGEPORT_CHECKPOINT_SCAN_SECONDS": "0.3",
         "SAGEPORT_PULL_MISSING_IMAGES": "false",
         # Hosting: fast health checks, a short startup deadline and kill grace, a short
@@ -42,7 +43,7 @@ def export_session_environment() -> None:
         "SAGEPORT_NODE_GPUS": "0,1,2,3",
         "SAGEPORT_GPU_DEVICE_MODE": "env-only",
         "SAGEPORT_NODE_HEARTBEAT_SECONDS": "1",
-        "SAGEPORT_NODE_LOST_AFTER_SECONDS": "10",
+        "SAGEPORT_NODE_LOST_AFTER_SECONDS": "20",  # generous: SQLite lock waits can delay a beat
     })
 
 

@@ -39,15 +39,13 @@ from endpoints.models import (
 from workers import container_logs, hosting_model_data, hosting_rollout, leases
 from workers import hosting_containers as containers
 from workers.hosting_health import PingResult, ping_all
-from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage, RuntimeError_
+from workers.reconcile import reconcile_once
+from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from workers.runtime.docker import get_runtime
 
 log = logging.getLogger(__name__)
 
 AT_ONCE = 0.0
-# A message that arrives this much before the endpoint's next check is a duplicate of a live chain.
-EARLY_TOLERANCE = timedelta(seconds=0.25)
-RETRY_AFTER_ERROR_SECONDS = 5.0
 # Container output is copied into CloudWatch at most this often per container (and at its end).
 LOG_COPY_INTERVAL_SECONDS = 5.0
 LIVE = (ContainerStatus.STARTING, ContainerStatus.IN_SERVICE)
@@ -57,25 +55,7 @@ _last_log_copy: dict[str, float] = {}
 
 
 def reconcile(endpoint_id: int) -> float | None:
-    endpoint = Endpoint.objects.filter(pk=endpoint_id).first()
-    if endpoint is None:
-        return None
-    if endpoint.next_check_at and endpoint.next_check_at > timezone.now() + EARLY_TOLERANCE:
-        return None
-    token = leases.claim(Endpoint, endpoint_id)
-    if token is None:
-        return None  # another worker holds it and will schedule the next look
-    delay = RETRY_AFTER_ERROR_SECONDS
-    try:
-        endpoint.refresh_from_db()
-        delay = _step(endpoint, token)
-    except RuntimeError_ as exc:  # engine unreachable or refusing for now: try again shortly
-        log.warning("endpoint %s: container engine error (%s); retrying", endpoint.endpoint_name, exc)
-    except Exception:
-        log.exception("endpoint %s: reconcile step failed; retrying", endpoint.endpoint_name)
-    finally:
-        leases.release(Endpoint, endpoint_id, token, delay)
-    return delay
+    return reconcile_once(Endpoint, endpoint_id, _step)
 
 
 def _step(endpoint: Endpoint, token: str) -> float | None:

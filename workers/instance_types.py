@@ -116,6 +116,15 @@ def _vcpus_for_size(size: str) -> int | None:
     return 4 * int(match.group(1) or 1)
 
 
+def unknown_type_problems(name: str, where: str) -> list[str]:
+    """The validation message for an instance type the catalog does not know (none if known)."""
+    try:
+        lookup(name)
+    except UnknownInstanceType:
+        return [f"{where}InstanceType '{name}' is not a known instance type."]
+    return []
+
+
 def lookup(name: str) -> InstanceType:
     """The catalog entry for an `ml.<family>.<size>` name; UnknownInstanceType otherwise."""
     family_name, _, size = name.removeprefix("ml.").rpartition(".")

@@ -3,7 +3,7 @@
 Duplicate messages (Redis redelivery, the sweeper, an API nudge) are harmless: a task that cannot
 claim the row simply leaves. A worker killed mid-step holds its claim only until it expires; then
 the sweeper hands the resource to another worker. The row needs `lease_token`,
-`lease_expires_at` and `next_check_at` columns."""
+`lease_expires_at` and `next_check_at` columns: derive its model from `LeasedRow`."""
 
 import threading
 import uuid
@@ -11,9 +11,20 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, models
 from django.db.models import Model, Q
 from django.utils import timezone
+
+
+class LeasedRow(models.Model):
+    """The columns a reconciled resource carries: when its next look is due, who holds it."""
+
+    next_check_at = models.DateTimeField(null=True, db_index=True)
+    lease_token = models.CharField(max_length=36, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True)
+
+    class Meta:
+        abstract = True
 
 
 def lease_duration() -> timedelta:

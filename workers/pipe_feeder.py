@@ -16,7 +16,9 @@ the reconciler stops it.
 
 Restart: the epoch whose writing began is recorded (`<name>.epoch`). A feeder started again
 (it died, or the machine restarted) continues with the next epoch: the algorithm saw the
-interrupted epoch end early at EOF and is waiting for the next FIFO anyway."""
+interrupted epoch end early at EOF and is waiting for the next FIFO anyway. (A feeder that dies
+in the instant between the reader's open and that record serves the same epoch again, which
+that reader, having seen EOF, no longer opens: a window of microseconds, accepted.)"""
 import errno
 import logging
 import os
@@ -55,6 +57,8 @@ def feed(spec: dict) -> None:
     fifo_dir, channel = Path(spec["fifo_dir"]), spec["channel"]
     epoch_file = Path(spec["epoch_file"])
     epoch = first_epoch(epoch_file)
+    if epoch:
+        (fifo_dir / f"{channel}_{epoch - 1}").unlink(missing_ok=True)  # left by a feeder that died mid-epoch
     while True:
         fifo = fifo_dir / f"{channel}_{epoch}"
         descriptor = _open_when_read(fifo)

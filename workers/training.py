@@ -15,7 +15,8 @@ from jobs import transitions as t
 from jobs.models import TrainingJob
 from workers import artifacts, container_logs, leases, metrics, nodes, scheduler, training_sidecars, workspace
 from workers import training_containers as containers
-from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage, RuntimeError_
+from workers.reconcile import reconcile_once
+from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from workers.runtime.docker import get_runtime
 from workers.storage.channels import ChannelError, stage_channel
 from workers.storage.s3 import StorageError
@@ -23,33 +24,16 @@ from workers.storage.s3 import StorageError
 log = logging.getLogger(__name__)
 
 AT_ONCE = 0.0
-# A message that arrives this much before the job's next check is a duplicate of a live chain.
-EARLY_TOLERANCE = timedelta(seconds=0.25)
-RETRY_AFTER_ERROR_SECONDS = 5.0
 
 States = dict[str, ContainerState | None]
 
 
 def reconcile(job_id: int) -> float | None:
-    job = TrainingJob.objects.filter(pk=job_id).first()
-    if job is None or job.is_terminal:
-        return None
-    if job.next_check_at and job.next_check_at > timezone.now() + EARLY_TOLERANCE:
-        return None
-    token = leases.claim(TrainingJob, job_id)
-    if token is None:
-        return None  # another worker holds it and will schedule the next look
-    delay = RETRY_AFTER_ERROR_SECONDS
-    try:
-        job.refresh_from_db()
-        delay = None if job.is_terminal else STEPS[t.state_of(job)](job, token)
-    except RuntimeError_ as exc:  # engine unreachable or refusing for now: try again shortly
-        log.warning("training job %s: container engine error (%s); retrying", job.training_job_name, exc)
-    except Exception:
-        log.exception("training job %s: reconcile step failed; retrying", job.training_job_name)
-    finally:
-        leases.release(TrainingJob, job_id, token, delay)
-    return delay
+    return reconcile_once(TrainingJob, job_id, _step, finished=lambda job: job.is_terminal)
+
+
+def _step(job: TrainingJob, token: str) -> float | None:
+    return STEPS[t.state_of(job)](job, token)
 
 
 def _poll() -> float:
@@ -216,7 +200,10 @@ def on_node_lost(job: TrainingJob, node: str) -> None:
 def _restart(job: TrainingJob, token: str) -> float | None:
     """Remove what the lost attempt left on this engine and start the job again from Starting
     (checkpoints are restored on the way, as for any start)."""
-    training_sidecars.stop(job)
+    try:
+        training_sidecars.finish(job, containers.hosts(job))  # keep what the lost attempt saved
+    except StorageError as exc:
+        log.warning("training job %s: checkpoint sync before restart failed: %s", job.training_job_name, exc)
     _remove_resources(job)
     t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
     return AT_ONCE

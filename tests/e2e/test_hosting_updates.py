@@ -17,7 +17,9 @@ def _probe_config(hosting, image: str, tag: str, count: int, **environment) -> s
 
 def _containers_of(sagemaker, name: str) -> list:
     arn = sagemaker.describe_endpoint(EndpointName=name)["EndpointArn"]
-    return docker.from_env().containers.list(all=True, filters={"label": f"sageport.resource={arn}"})
+    # ignore_removed: a container drained away between the listing and its inspection is gone.
+    selector = {"label": f"sageport.resource={arn}"}
+    return docker.from_env().containers.list(all=True, filters=selector, ignore_removed=True)
 
 
 def _wait_for_update(sagemaker, name: str) -> dict:

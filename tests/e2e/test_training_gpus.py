@@ -47,7 +47,9 @@ def running_container(arn: str, timeout: float = 60.0):
     client = docker.from_env()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = client.containers.list(filters={"label": f"sageport.resource={arn}", "status": "running"})
+        found = client.containers.list(
+            filters={"label": f"sageport.resource={arn}", "status": "running"}, ignore_removed=True
+        )
         if found and time.time() - _started(found[0]) > 1.0:
             return found[0]
         time.sleep(0.2)
