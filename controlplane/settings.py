@@ -64,8 +64,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # InvokeEndpoint (the data path) stops here: what follows serves the admin.
+    "endpoints.invocations.RuntimeApiMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
@@ -162,6 +164,9 @@ SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
 # --- Nodes and scheduling (workers/inventory.py, workers/scheduler.py) ----------------------
 # This worker host's node: its name, and what it offers when detection should be overridden.
 SAGEPORT_NODE_NAME = os.environ.get("SAGEPORT_NODE_NAME") or socket.gethostname()
+# The node that runs serving containers: the API's host (InvokeEndpoint reaches them on its
+# 127.0.0.1). Recorded on each endpoint by the API process that creates it.
+SAGEPORT_HOSTING_NODE = os.environ.get("SAGEPORT_HOSTING_NODE") or SAGEPORT_NODE_NAME
 # GPUs: unset → detected with nvidia-smi (none without it); "0,1,2,3" → declared device ids;
 # "none" → no GPU even where nvidia-smi finds some.
 SAGEPORT_NODE_GPUS = os.environ.get("SAGEPORT_NODE_GPUS", "").strip()

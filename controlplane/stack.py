@@ -202,11 +202,13 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
 
 def api_spec(data_dir: Path, port: int) -> ServiceSpec:
     url = f"http://{LOOPBACK}:{port}"
+    # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
+    # Two processes with 8 threads each measured best on 2 cores (bench/invoke.py).
     return ServiceSpec(
         name="api",
         argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
               "--bind", f"{LOOPBACK}:{port}", "--workers", "2", "--worker-class", "gthread",
-              "--threads", "8", "--access-logfile", "-"],
+              "--threads", "8"],
         listens=url,
         ready=lambda: _http_answers(f"{url}/"),
         env=_django_env(data_dir),

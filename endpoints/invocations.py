@@ -5,12 +5,14 @@ Authenticate, validate the headers against the botocore shape, pick a container 
 in-memory routing table, forward the body and the headers InvokeEndpoint defines, and answer
 with the container's body. Container failures become ModelError (424), as in SageMaker."""
 
+import functools
 import logging
 import uuid
 
 import urllib3
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.urls import resolve
 from django.utils.http import http_date
 from django.views.decorators.http import require_POST
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
@@ -72,6 +74,23 @@ class InternalFailure(ServiceError):
     status = 500
 
 
+class RuntimeApiMiddleware:
+    """Serves InvokeEndpoint ahead of the middleware listed after this one (the admin's sessions,
+    users and messages), which the data path never uses but would pay for on every request.
+    The route is still found by the URLconf; everything else goes down the chain unchanged."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info.endswith("/invocations"):  # cheap test first: the control plane pays nothing
+            match = resolve(request.path_info)
+            if match.func is invoke_endpoint_view:
+                request.resolver_match = match
+                return match.func(request, *match.args, **match.kwargs)
+        return self.get_response(request)
+
+
 @require_POST
 def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpResponse:
     request_id = str(uuid.uuid4())
@@ -120,8 +139,15 @@ def _params(request: HttpRequest, endpoint_name: str) -> dict:
         value = request.headers.get(header)
         if value:
             params[member] = value
+    return dict(_validated(tuple(params.items())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _validated(params: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object], ...]:
+    """Clients repeat the same headers request after request: their validation is remembered
+    (refusals are not: an exception is never cached, so each one is raised again)."""
     try:
-        return validate_input("sagemaker-runtime", "InvokeEndpoint", params)
+        return tuple(validate_input("sagemaker-runtime", "InvokeEndpoint", dict(params)).items())
     except ValidationException as error:
         raise ValidationError(error.message) from None
 

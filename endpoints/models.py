@@ -5,6 +5,7 @@ pending one. A deployment is a snapshot of an endpoint config and its models tak
 requested, so deleting the config or a model later never changes what runs. Each deployment
 owns serving containers, one row per container, whose state says whether traffic may reach it."""
 
+from django.conf import settings
 from django.db import models
 
 from workers.leases import LeasedRow
@@ -53,6 +54,12 @@ class EndpointStatus(models.TextChoices):
     DELETING = "Deleting"
 
 
+def hosting_node() -> str:
+    """The node whose worker runs an endpoint's containers: the API's host, since containers are
+    reached on its 127.0.0.1. Read by the process that creates the endpoint (the API)."""
+    return settings.SAGEPORT_HOSTING_NODE
+
+
 class Endpoint(LeasedRow):
     account_id = models.CharField(max_length=12)
     region = models.CharField(max_length=32)
@@ -68,6 +75,9 @@ class Endpoint(LeasedRow):
     last_modified_time = models.DateTimeField()
     # The DeploymentConfig of the last CreateEndpoint/UpdateEndpoint that gave one.
     last_deployment_config = models.JSONField(null=True)
+    # Recorded once, so that every process (a sweeper on another node included) routes the
+    # endpoint's reconcile steps to the same node queue.
+    hosting_node = models.CharField(max_length=128, default=hosting_node)
 
     class Meta:
         indexes = [models.Index(fields=["account_id", "region", "creation_time"])]

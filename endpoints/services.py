@@ -21,7 +21,7 @@ from endpoints.models import (
     EndpointStatus,
     SageMakerModel,
 )
-from workers.hosting_tasks import reconcile_endpoint
+from workers import hosting_tasks
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ def update_weights_and_capacities(ctx: RequestContext, params: dict) -> Endpoint
             raise _in_progress(endpoint)
         EndpointDeployment.objects.filter(pk=active.pk).update(desired=desired)
         routing.announce_change()  # new weights apply at once
-        transaction.on_commit(lambda: _nudge(endpoint.pk))
+        transaction.on_commit(lambda: _nudge(endpoint))
     return endpoint
 
 
@@ -214,16 +214,16 @@ def delete_endpoint(ctx: RequestContext, name: str) -> None:
         if not t.move_endpoint(endpoint, EndpointStatus.DELETING, next_check_at=timezone.now()):
             raise _in_progress(endpoint)
         routing.announce_change()
-        transaction.on_commit(lambda: _nudge(endpoint.pk))
+        transaction.on_commit(lambda: _nudge(endpoint))
 
 
-def _nudge(endpoint_id: int) -> None:
+def _nudge(endpoint: Endpoint) -> None:
     """Ask a worker to look at the endpoint now. The change is already committed: when the broker
     cannot take the message, the sweeper finds the endpoint overdue, so the request succeeds."""
     try:
-        reconcile_endpoint.delay(endpoint_id)
+        hosting_tasks.enqueue(endpoint.pk, endpoint.hosting_node)
     except OperationalError as exc:
-        log.warning("could not enqueue endpoint %s (%s); the sweeper will pick it up", endpoint_id, exc)
+        log.warning("could not enqueue endpoint %s (%s); the sweeper will pick it up", endpoint.pk, exc)
 
 
 def _locked_endpoint(ctx: RequestContext, name: str) -> Endpoint:
@@ -299,7 +299,7 @@ def _add_deployment(
         created_at=now,
         phase_changed_at=now,
     )
-    transaction.on_commit(lambda: _nudge(endpoint.pk))
+    transaction.on_commit(lambda: _nudge(endpoint))
     return deployment
 
 

@@ -36,7 +36,7 @@ from endpoints.models import (
     EndpointStatus,
     ServingContainer,
 )
-from workers import container_logs, hosting_model_data, hosting_rollout, leases
+from workers import container_logs, hosting_gpus, hosting_model_data, hosting_rollout, leases
 from workers import hosting_containers as containers
 from workers.hosting_health import PingResult, ping_all
 from workers.reconcile import reconcile_once
@@ -315,20 +315,50 @@ def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
         live = [row for row in mine if row.status in LIVE]
         missing = desired["DesiredInstanceCount"] - len(live)
         next_ordinal = max((row.ordinal for row in mine), default=0) + 1
-        for ordinal in range(next_ordinal, next_ordinal + missing):
-            ServingContainer.objects.create(
-                deployment=deployment,
-                variant_name=variant_name,
-                ordinal=ordinal,
-                name=containers.container_name(deployment, variant_name, ordinal),
-            )
+        if missing > 0:
+            _add_containers(endpoint, deployment, variant_name, range(next_ordinal, next_ordinal + missing))
         # Extra ones: those not yet serving first, then the newest.
         for row in sorted(
             live, key=lambda r: (r.status == ContainerStatus.STARTING, r.ordinal), reverse=True
         )[: max(0, -missing)]:
             _stop_now(row) if row.status == ContainerStatus.STARTING else _start_drain(row)
+    if deployment.phase == DeploymentPhase.RETIRING:
+        return  # failed for want of GPUs: nothing more to start
     for row in deployment.containers.filter(status=ContainerStatus.STARTING, started_at__isnull=True):
         _run(endpoint, deployment, row)
+
+
+def _add_containers(
+    endpoint: Endpoint, deployment: EndpointDeployment, variant_name: str, ordinals: range
+) -> None:
+    try:
+        hosting_gpus.add_containers(deployment, variant_name, ordinals, endpoint.hosting_node)
+    except hosting_gpus.GpusUnavailable as shortage:
+        _gpus_unavailable(endpoint, deployment, variant_name, str(shortage))
+
+
+def _gpus_unavailable(
+    endpoint: Endpoint, deployment: EndpointDeployment, variant_name: str, reason: str
+) -> None:
+    """Containers that cannot have their GPUs. While GPUs are about to be freed (the endpoint's
+    outgoing containers, ended training jobs), wait. Otherwise a new fleet fails (create: Failed;
+    update: rolled back), a capacity change of UpdateEndpointWeightsAndCapacities is not applied,
+    and a replacement waits for GPUs to be freed."""
+    if hosting_gpus.gpus_coming_back(endpoint):
+        return
+    if deployment.phase == DeploymentPhase.PROVISIONING:
+        return _fail_deployment(endpoint, deployment, reason)
+    others = endpoint.deployments.exclude(pk=deployment.pk).exclude(phase=DeploymentPhase.RETIRING)
+    if endpoint.endpoint_status != EndpointStatus.UPDATING or others.exists():
+        log.warning("endpoint %s: a replacement container waits for GPUs: %s", endpoint.endpoint_name, reason)
+        return
+    # The variant keeps the containers it has.
+    live = deployment.containers.filter(variant_name=variant_name, status__in=LIVE).count()
+    desired = {name: dict(values) for name, values in deployment.desired.items()}
+    desired[variant_name]["DesiredInstanceCount"] = live
+    _decide(deployment, desired=desired)
+    refused = f"The capacity change was not applied: {reason}"
+    t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE, failure_reason=refused[:1024])
 
 
 def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer) -> None:

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from endpoints.models import Endpoint, EndpointDeployment, ServingContainer
 from endpoints.requests import model_container
-from workers import instance_types
+from workers import instance_types, scheduler
 from workers.runtime.base import ContainerSpec, Mount, NoSuchImage
 from workers.runtime.docker import get_runtime
 
@@ -55,13 +55,16 @@ def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -
 def spec_for(
     endpoint: Endpoint, deployment: EndpointDeployment, container: ServingContainer
 ) -> ContainerSpec:
-    """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model and port 8080
-    published on 127.0.0.1."""
+    """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model, port 8080
+    published on 127.0.0.1, and the GPUs the container's row holds (none: "void")."""
     definition = container_definition(deployment, container.variant_name)
     variant = variant_spec(deployment, container.variant_name)
     nano_cpus, memory_bytes = instance_types.container_limits(
         variant["InstanceType"], os.cpu_count() or 1, _host_memory_bytes()
     )
+    environment = dict(definition.get("Environment", {}))
+    # Set last: the model's Environment cannot widen what the container was given.
+    environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = scheduler.device_selection(scheduler.gpu_ids(container))
     return ContainerSpec(
         name=container.name,
         image=definition["Image"],
@@ -71,12 +74,12 @@ def spec_for(
             "sageport.variant": container.variant_name,
         },
         command=["serve"],
-        environment=dict(definition.get("Environment", {})),
+        environment=environment,
         mounts=(Mount(str(model_dir(deployment, variant["ModelName"])), MODEL_DIR, read_only=True),),
         hostname=definition.get("ContainerHostname"),
         nano_cpus=nano_cpus,
         memory_bytes=memory_bytes,
-        # GPUs: none yet. The node's GPU scheduler will hand out device ids per instance type here.
+        gpu_device_ids=gpu_ids,
         published_port=SERVING_PORT,
     )
 

@@ -1,4 +1,7 @@
-"""Celery tasks for endpoints: one reconcile chain per endpoint, and the sweeper's share."""
+"""Celery tasks for endpoints: one reconcile chain per endpoint, and the sweeper's share.
+
+Every step runs on the queue of the endpoint's hosting node (`Endpoint.hosting_node`, the API's
+host): its containers are reached on that host's 127.0.0.1, so no other node may run them."""
 
 from datetime import timedelta
 
@@ -8,14 +11,25 @@ from django.db.models import Q
 from django.utils import timezone
 
 from endpoints.models import Endpoint, EndpointStatus
-from workers import hosting
+from workers import hosting, nodes
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def reconcile_endpoint(endpoint_id: int) -> None:
+    """One step of an endpoint; a message that reached another node's worker is handed on."""
+    node = Endpoint.objects.filter(pk=endpoint_id).values_list("hosting_node", flat=True).first()
+    if node is None:
+        return  # deleted
+    if node != nodes.local_name():
+        enqueue(endpoint_id, node)
+        return
     delay = hosting.reconcile(endpoint_id)
     if delay is not None:
-        reconcile_endpoint.apply_async((endpoint_id,), countdown=delay)
+        enqueue(endpoint_id, node, countdown=delay)
+
+
+def enqueue(endpoint_id: int, node: str, countdown: float = 0.0) -> None:
+    reconcile_endpoint.apply_async((endpoint_id,), countdown=countdown, queue=nodes.queue_name(node))
 
 
 def sweep_endpoints() -> None:
@@ -29,6 +43,6 @@ def sweep_endpoints() -> None:
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
         .distinct()
     )
-    for endpoint_id in overdue.values_list("pk", flat=True):
+    for endpoint_id, node in overdue.values_list("pk", "hosting_node"):
         Endpoint.objects.filter(pk=endpoint_id).update(next_check_at=now)
-        reconcile_endpoint.delay(endpoint_id)
+        enqueue(endpoint_id, node)

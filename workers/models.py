@@ -1,11 +1,12 @@
-"""Worker nodes and what training jobs hold on them.
+"""Worker nodes and what training jobs and serving containers hold on them.
 
 A `Node` is one worker host (one Docker engine) with its inventory, as its worker registered it,
 and the time of its last heartbeat. A `Placement` says on which node one instance (`algo-N`) of a
-training job runs and with which container limits; a `GpuAllocation` gives that instance one GPU
-of its node. The unique constraint on (node, device) is what makes GPUs exclusive: two
-schedulers racing for the same device cannot both commit it."""
+training job runs and with which container limits; a `GpuAllocation` gives that instance, or one
+serving container of an endpoint, one GPU of its node. The unique constraint on (node, device) is
+what makes GPUs exclusive: two schedulers racing for the same device cannot both commit it."""
 from django.db import models
+from django.db.models import Q
 
 from jobs.models import TrainingJob
 
@@ -49,12 +50,25 @@ class Placement(models.Model):
 
 
 class GpuAllocation(models.Model):
-    placement = models.ForeignKey(Placement, on_delete=models.CASCADE, related_name="gpus")
+    """One GPU held by exactly one holder: a training instance or a serving container. Deleting
+    the holder row releases the GPU (cascade)."""
+
+    placement = models.ForeignKey(Placement, null=True, on_delete=models.CASCADE, related_name="gpus")
+    container = models.ForeignKey(
+        "endpoints.ServingContainer", null=True, on_delete=models.CASCADE, related_name="gpus"
+    )
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpu_allocations")
     device_id = models.CharField(max_length=64)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "device_id"], name="one_job_per_gpu")]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "device_id"], name="one_holder_per_gpu"),
+            models.CheckConstraint(
+                condition=Q(placement__isnull=False, container__isnull=True)
+                | Q(placement__isnull=True, container__isnull=False),
+                name="gpu_held_by_a_placement_or_a_serving_container",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.node_id}:{self.device_id}"

@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from endpoints.models import ServingContainer
 from jobs.models import TERMINAL_STATUSES, TrainingJob
 from workers import instance_types, workspace
 from workers.models import GpuAllocation, Node, Placement
@@ -28,6 +29,8 @@ from workers.models import GpuAllocation, Node, Placement
 _NANO_CPUS_PER_CPU = 1_000_000_000
 _MIB = 1024 * 1024
 ACCELERATOR_NAMES = {"neuron": "AWS Trainium", "inferentia": "AWS Inferentia", "gaudi": "Habana Gaudi"}
+# NVIDIA_VISIBLE_DEVICES for a container without GPUs.
+NO_GPU_DEVICES = "void"
 # Secondary statuses of a job that waits for a placement (Restarting comes back to Starting).
 WAITING_SECONDARY_STATUSES = ("Starting", "Pending", "Restarting")
 
@@ -101,7 +104,7 @@ def place(job: TrainingJob) -> Placed | Waiting | NeverFits:
         return Placed(existing)
     demand = demand_of(job)
     if demand.instance_type.accelerator not in (None, "nvidia"):
-        return NeverFits(_foreign_accelerator_reason(demand))
+        return NeverFits(foreign_accelerator_reason(demand.instance_type))
     try:
         with transaction.atomic():
             # Locks the node rows (PostgreSQL) so schedulers take turns; SQLite's IMMEDIATE
@@ -174,16 +177,21 @@ def _live(nodes: list[Node]) -> list[Node]:
     return [node for node in nodes if node.lost_at is None and node.heartbeat_at >= fresh_after]
 
 
+def free_gpus(node: Node) -> list[str]:
+    """The node's devices that no training instance and no serving container holds, in order."""
+    taken = set(GpuAllocation.objects.filter(node=node).values_list("device_id", flat=True))
+    return [device for device in node.gpu_ids if device not in taken]
+
+
 def _capacities(nodes: list[Node]) -> list[_Capacity]:
     capacities = []
     for node in nodes:
-        taken = set(GpuAllocation.objects.filter(node=node).values_list("device_id", flat=True))
         placements = Placement.objects.filter(node=node)
         used_cpus = sum(placements.values_list("nano_cpus", flat=True))
         used_memory = sum(placements.values_list("memory_bytes", flat=True))
         capacities.append(_Capacity(
             node=node,
-            free_gpus=[device for device in node.gpu_ids if device not in taken],
+            free_gpus=free_gpus(node),
             free_nano_cpus=node.cpus * _NANO_CPUS_PER_CPU - used_cpus,
             free_memory_bytes=node.memory_bytes - used_memory,
         ))
@@ -204,10 +212,10 @@ def _create_placements(job: TrainingJob, demand: Demand, capacity: _Capacity) ->
         )
 
 
-def _foreign_accelerator_reason(demand: Demand) -> str:
-    kind = ACCELERATOR_NAMES.get(demand.instance_type.accelerator, demand.instance_type.accelerator)
+def foreign_accelerator_reason(instance_type: instance_types.InstanceType) -> str:
+    kind = ACCELERATOR_NAMES.get(instance_type.accelerator, instance_type.accelerator)
     return (
-        f"ResourceLimitExceeded: {demand.instance_type.name} needs {demand.instance_type.gpus} {kind} "
+        f"ResourceLimitExceeded: {instance_type.name} needs {instance_type.gpus} {kind} "
         "devices per instance; Sageport schedules NVIDIA GPUs only, so no node can run it."
     )
 
@@ -251,8 +259,18 @@ def placement_of(job: TrainingJob, host: str) -> Placement:
     return Placement.objects.select_related("node").prefetch_related("gpus").get(job=job, host=host)
 
 
-def gpu_ids(placement: Placement) -> tuple[str, ...]:
-    return tuple(sorted((gpu.device_id for gpu in placement.gpus.all()), key=_device_order))
+def gpu_ids(holder: Placement | ServingContainer) -> tuple[str, ...]:
+    """The device ids a training instance or a serving container holds."""
+    return tuple(sorted((gpu.device_id for gpu in holder.gpus.all()), key=_device_order))
+
+
+def device_selection(gpu_ids: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """(NVIDIA_VISIBLE_DEVICES, device ids for a Docker DeviceRequest) for a container given
+    `gpu_ids`. Without GPUs, "void": the NVIDIA runtime then behaves like runc, even for CUDA
+    images that set the variable to "all". In env-only mode no DeviceRequest is made: the
+    variable alone selects the GPUs (nvidia as the default runtime; tests)."""
+    visible = ",".join(gpu_ids) or NO_GPU_DEVICES
+    return visible, (() if settings.SAGEPORT_GPU_DEVICE_MODE == "env-only" else gpu_ids)
 
 
 def _device_order(device_id: str) -> tuple[int, str]:

@@ -9,9 +9,6 @@ from workers.runtime.base import ContainerSpec, ContainerState
 
 ROLE = "train"
 NODE_LABEL = "sageport.node"  # the node whose worker created the container
-# NVIDIA_VISIBLE_DEVICES for a container without GPUs: the NVIDIA runtime then behaves like runc,
-# even for CUDA images that set the variable to "all".
-NO_GPU_DEVICES = "void"
 FAILURE_REASON_LIMIT = 1024
 
 
@@ -60,13 +57,10 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
     placement = scheduler.placement_of(job, host)
-    gpu_ids = scheduler.gpu_ids(placement)
     environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
     environment.update(job.request.get("Environment", {}))
     # Set last: the job's Environment cannot widen what the scheduler gave it.
-    environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpu_ids) or NO_GPU_DEVICES
-    if settings.SAGEPORT_GPU_DEVICE_MODE == "env-only":
-        gpu_ids = ()  # no DeviceRequest: the variable alone selects the GPUs
+    environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = scheduler.device_selection(scheduler.gpu_ids(placement))
     return ContainerSpec(
         name=container_name(job, host),
         image=algorithm["TrainingImage"],
