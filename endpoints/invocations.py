@@ -20,7 +20,7 @@ from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 from controlplane.protocol.arns import log_group_arn, make_arn
 from controlplane.protocol.authentication import authenticate
 from controlplane.protocol.context import RequestContext
-from controlplane.protocol.errors import ServiceError, ValidationException
+from controlplane.protocol.errors import InternalFailure, ServiceError, ValidationException
 from controlplane.protocol.serialization import REST_JSON, error_response
 from controlplane.protocol.validation import validate_input
 from endpoints.router import Choice, NoRoute, get_router
@@ -67,11 +67,6 @@ class ModelError(ServiceError):
 class ServiceUnavailable(ServiceError):
     code = "ServiceUnavailable"
     status = 503
-
-
-class InternalFailure(ServiceError):
-    code = "InternalFailure"
-    status = 500
 
 
 class RuntimeApiMiddleware:

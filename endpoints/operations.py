@@ -90,7 +90,7 @@ def delete_endpoint(ctx: RequestContext, params: dict) -> dict:
 @operation("ListEndpoints")
 def list_endpoints(ctx: RequestContext, params: dict) -> dict:
     sort_fields = {"Name": "endpoint_name", "CreationTime": "creation_time", "Status": "endpoint_status"}
-    rows = services.listing(ctx, Endpoint, params, sort_fields, "endpoint_name")
+    rows = services.listing(ctx, Endpoint, params, sort_fields, "endpoint_name", "endpoint_status")
     endpoints, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
     return {
         "Endpoints": [presenters.endpoint_summary(endpoint) for endpoint in endpoints],

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from controlplane.listing import filtered_and_sorted
 from controlplane.protocol.arns import make_arn
 from controlplane.protocol.context import RequestContext
 from controlplane.protocol.errors import ValidationException
@@ -305,24 +306,15 @@ def _add_deployment(
 
 # --- Listing ---------------------------------------------------------------------------------
 
-TIME_FILTERS = {
-    "CreationTimeAfter": "creation_time__gt",
-    "CreationTimeBefore": "creation_time__lt",
-    "LastModifiedTimeAfter": "last_modified_time__gt",
-    "LastModifiedTimeBefore": "last_modified_time__lt",
-}
-
-
-def listing(ctx: RequestContext, model, params: dict, sort_fields: dict[str, str], name_field: str):
-    """The ordered queryset a List* operation pages through (bounds are strict, as in SageMaker)."""
-    rows = _scoped(model, ctx)
-    for member, lookup in TIME_FILTERS.items():
-        if member in params:
-            rows = rows.filter(**{lookup: params[member]})
-    if "NameContains" in params:
-        rows = rows.filter(**{f"{name_field}__icontains": params["NameContains"]})
-    if "StatusEquals" in params:
-        rows = rows.filter(endpoint_status=params["StatusEquals"])
-    field = sort_fields[params.get("SortBy", "CreationTime")]
-    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
-    return rows.order_by(f"{prefix}{field}", f"{prefix}pk")
+def listing(
+    ctx: RequestContext,
+    model,
+    params: dict,
+    sort_fields: dict[str, str],
+    name_field: str,
+    status_field: str = "",
+):
+    """The ordered queryset a List* operation pages through."""
+    return filtered_and_sorted(
+        _scoped(model, ctx), params, name_field=name_field, sort_fields=sort_fields, status_field=status_field
+    )

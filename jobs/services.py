@@ -6,6 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from controlplane.listing import filtered_and_sorted
 from controlplane.protocol.arns import make_arn
 from controlplane.protocol.context import RequestContext
 from controlplane.protocol.errors import ResourceInUse, ValidationException
@@ -87,26 +88,16 @@ def stop_training_job(ctx: RequestContext, name: str) -> None:
 
 
 SORT_FIELDS = {"Name": "training_job_name", "CreationTime": "creation_time", "Status": "training_job_status"}
-TIME_FILTERS = {
-    "CreationTimeAfter": "creation_time__gt",
-    "CreationTimeBefore": "creation_time__lt",
-    "LastModifiedTimeAfter": "last_modified_time__gt",
-    "LastModifiedTimeBefore": "last_modified_time__lt",
-}
 
 
 def list_training_jobs(ctx: RequestContext, params: dict):
-    """The ordered queryset ListTrainingJobs pages through (bounds are strict, as in SageMaker)."""
-    jobs = jobs_of(ctx)
-    for member, lookup in TIME_FILTERS.items():
-        if member in params:
-            jobs = jobs.filter(**{lookup: params[member]})
-    if "NameContains" in params:
-        jobs = jobs.filter(training_job_name__icontains=params["NameContains"])
-    if "StatusEquals" in params:
-        jobs = jobs.filter(training_job_status=params["StatusEquals"])
+    """The ordered queryset ListTrainingJobs pages through."""
     if "WarmPoolStatusEquals" in params or "TrainingPlanArnEquals" in params:
-        return jobs.none()  # Sageport has neither warm pools nor training plans.
-    field = SORT_FIELDS[params.get("SortBy", "CreationTime")]
-    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
-    return jobs.order_by(f"{prefix}{field}", f"{prefix}pk")
+        return jobs_of(ctx).none()  # Sageport has neither warm pools nor training plans.
+    return filtered_and_sorted(
+        jobs_of(ctx),
+        params,
+        name_field="training_job_name",
+        sort_fields=SORT_FIELDS,
+        status_field="training_job_status",
+    )

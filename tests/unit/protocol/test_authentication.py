@@ -59,7 +59,8 @@ def test_request_id_in_context_is_the_one_returned_to_the_client(make_client, de
 def test_endpoint_url_paths_are_verified_as_signed(make_client, describe_endpoint, endpoint_url, raw_uri):
     client, _ = make_client(endpoint_url=endpoint_url, raw_uri=raw_uri)
 
-    client.describe_endpoint(EndpointName="e1")
+    assert client.describe_endpoint(EndpointName="e1")["EndpointName"] == "e1"
+    assert len(describe_endpoint) == 1  # the handler ran: the signature over the raw path held
 
 
 def test_logs_requests_are_verified_with_the_logs_signing_name(make_client, handlers):

@@ -134,7 +134,9 @@ def test_unsigned_headers_added_after_signing_do_not_affect_verification():
     request = capture("sagemaker", lambda sm: sm.describe_endpoint(EndpointName="my-endpoint"))
     headers = {**request.headers, "user-agent": "something else", "x-forwarded-for": "10.0.0.1"}
 
-    verify(sigv4.SignedRequest(request.method, request.raw_target, headers, request.body))
+    context = verify(sigv4.SignedRequest(request.method, request.raw_target, headers, request.body))
+
+    assert context.account_id == "123456789012"
 
 
 def test_a_changed_body_is_rejected_with_invalid_signature():
