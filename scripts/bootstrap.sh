@@ -15,7 +15,8 @@ is_root() { [ "$(id -u)" -eq 0 ]; }
 
 # The Debian packages this machine lacks (a dynamically linked busybox cannot go into an image).
 missing_packages() {
-    command -v docker >/dev/null || echo docker.io
+    # These machines can ship a `docker` client without an engine: the engine is what we need.
+    command -v dockerd >/dev/null || echo docker.io
     command -v redis-server >/dev/null || echo redis-server
     { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || echo busybox-static
     command -v mmdebstrap >/dev/null || echo mmdebstrap
