@@ -60,6 +60,10 @@ start_docker() {
     fail "the Docker engine did not answer within 60 s; see $DOCKERD_LOG"
 }
 
+if [ "${1:-}" = "--missing-packages" ]; then  # what this machine lacks, one a line; installs nothing
+    missing_packages
+    exit 0
+fi
 install_packages
 install_venv
 start_docker
