@@ -53,10 +53,14 @@ def encode(direction: str, position: Position) -> str:
 
 def decode(token: str) -> tuple[str, Position]:
     match = _TOKEN.match(token)
-    position = match and Position(int(match["timestamp"]), int(match["event_id"]))
+    if match is None:
+        raise _invalid_token()
+    position = Position(int(match["timestamp"]), int(match["event_id"]))
     # Nineteen digits can still overflow a 64-bit column: no token from here holds such a position.
-    if not position or not START.timestamp_ms <= position.timestamp_ms <= END.timestamp_ms or (
-        position.event_id > _MAX_ID
-    ):
-        raise InvalidParameterException("The specified nextToken is invalid.")
+    if not START.timestamp_ms <= position.timestamp_ms <= END.timestamp_ms or position.event_id > _MAX_ID:
+        raise _invalid_token()
     return match["direction"], position
+
+
+def _invalid_token() -> InvalidParameterException:
+    return InvalidParameterException("The specified nextToken is invalid.")
