@@ -134,14 +134,14 @@ def _check_signed_headers(
     if unsigned:
         names = ", ".join(f"'{echo(name)}'" for name in unsigned)
         raise IncompleteSignature(
-            f"Headers {names} must be listed in SignedHeaders: every header the request carries "
-            "from among host, content-type and x-amz-* is part of the signature."
+            f"Headers {names} must be listed in SignedHeaders: the signature must cover every header "
+            "the service acts on (content-type, x-amz-*, and the headers passed to a model)."
         )
 
 
 def _check_payload_hash(request: SignedRequest) -> None:
-    """The canonical request always hashes the body itself (see _ReceivedHeadersSigner), so a
-    body swapped under a signed hash fails the signature; an explicit header must agree too."""
+    """botocore's signer takes a (signed) X-Amz-Content-SHA256 as the payload's hash instead of
+    hashing the body: unless it is the body's own hash, any body could be sent under it."""
     claimed = request.headers.get("x-amz-content-sha256")
     if claimed is None:
         return
