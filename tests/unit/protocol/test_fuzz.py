@@ -52,6 +52,7 @@ NAME_HINTS = {
 }
 JSON_CONTENT_TYPES = ("application/x-amz-json-1.1", "application/json")
 JSON_HEADERS = {"Content-Type": JSON_CONTENT_TYPES[0]}
+RAW_PLACEHOLDER = "@@raw@@"
 
 
 @dataclass
@@ -186,24 +187,6 @@ class ShapeFuzzer:
         return self.wrong_type(shape)
 
 
-def raw(document: dict, replacements: dict[str, bytes]) -> bytes:
-    """JSON with placeholders swapped for raw text that json.dumps cannot produce."""
-    body = json.dumps(document).encode()  # ensure_ascii: lone surrogates travel as \\udXXX escapes
-    for placeholder, text in replacements.items():
-        body = body.replace(json.dumps(placeholder).encode(), text)
-    return body
-
-
-def set_at(document, path, value):
-    if not path:
-        return value
-    container = document
-    for step in path[:-1]:
-        container = container[step]
-    container[path[-1]] = value
-    return document
-
-
 def garbage_token(rng: random.Random) -> str:
     offset = rng.choice([2**63, 2**64, -1, 2**53 + 1, 10**30])
     return rng.choice(
@@ -220,6 +203,49 @@ def garbage_token(rng: random.Random) -> str:
             "%00",
         ]
     )
+
+
+@dataclass
+class Slot:
+    """Where a mutation applies: a member's path and shape, the operation's required members."""
+
+    path: tuple
+    shape: object
+    required: list[str]
+    prefix: str
+
+
+@dataclass
+class Draft:
+    """A JSON request being built: its document, or a raw body replacing it."""
+
+    target: str
+    document: dict
+    headers: dict = field(default_factory=dict)
+    raw: bytes | None = None  # text json.dumps cannot write, placed where RAW_PLACEHOLDER is
+    body: bytes | None = None
+
+    def set(self, path: tuple, value) -> None:
+        if not path:
+            self.document = value
+            return
+        container = self.document
+        for step in path[:-1]:
+            container = container[step]
+        container[path[-1]] = value
+
+    def set_raw(self, path: tuple, text: bytes) -> None:
+        self.raw = text
+        if path:
+            self.set(path, RAW_PLACEHOLDER)
+        else:
+            self.document["Extra"] = RAW_PLACEHOLDER
+
+    def encode(self) -> bytes:
+        if self.body is not None:
+            return self.body
+        body = json.dumps(self.document).encode()  # ensure_ascii: lone surrogates go as \\udXXX
+        return body if self.raw is None else body.replace(json.dumps(RAW_PLACEHOLDER).encode(), self.raw)
 
 
 class Campaign:
@@ -239,74 +265,73 @@ class Campaign:
         return self.rng.choice(implemented if self.rng.random() < IMPLEMENTED_SHARE else others)
 
     def json_request(self, prefix: str, operation: str) -> Fuzzed:
-        model = service_model(SERVICES[prefix]).operation_model(operation)
-        shape = model.input_shape
-        document = self.shapes.value(shape) if shape else {}
-        mutation = self.rng.choice(
-            [
-                "wrong_type", "wrong_type", "unknown_member", "out_of_bounds", "out_of_bounds", "deep",
-                "huge_number", "surrogate", "surrogate_key", "null_required", "drop_required",
-                "not_an_object", "nan", "bad_json", "content_type", "security_token", "unknown_target",
-            ]
-        )  # fmt: skip
-        slots = list(self.shapes.slots(shape, document)) if shape else [((), None)]
+        shape = service_model(SERVICES[prefix]).operation_model(operation).input_shape
+        draft = Draft(f"{prefix}.{operation}", self.shapes.value(shape) if shape else {})
+        slots = list(self.shapes.slots(shape, draft.document)) if shape else [((), None)]
         path, slot_shape = self.rng.choice(slots)
-        headers, target, replacements = {}, f"{prefix}.{operation}", {}
         required = list(shape.required_members) if shape else []
+        mutation = self.rng.choice(list(JSON_MUTATIONS))
         if mutation in ("null_required", "drop_required") and not required:
             mutation = "unknown_member"
         if mutation in ("wrong_type", "out_of_bounds") and slot_shape is None:
             mutation = "not_an_object"
-        if mutation == "wrong_type":
-            document = set_at(document, path, self.shapes.wrong_type(slot_shape))
-        elif mutation == "out_of_bounds":
-            document = set_at(document, path, self.shapes.out_of_bounds(slot_shape))
-        elif mutation == "unknown_member":
-            name = self.rng.choice(["Unknown", "été", "a" * 300, "", "__proto__", "ModelName "])
-            document[name] = self.rng.choice(["x", 1, None, [1], {"a": 1}])
-            if document[name] is None:
-                document[name] = "x"
-        elif mutation in ("deep", "huge_number", "nan"):
-            depth = self.rng.choice([65, 200, 1_000, 50_000])
-            text = {
-                "deep": b"[" * depth + b"]" * depth,
-                "huge_number": self.rng.choice(
-                    [b"9" * 65, b"1" * 4_301, b"-" + b"7" * 20_000, b"1." + b"0" * 99]
-                ),
-                "nan": self.rng.choice([b"NaN", b"Infinity", b"-Infinity"]),
-            }[mutation]
-            replacements["@@raw@@"] = text
-            if path:
-                document = set_at(document, path, "@@raw@@")
-            else:
-                document["Extra"] = "@@raw@@"
-        elif mutation == "surrogate":
-            document["ModelName" if prefix == "SageMaker" else "logGroupName"] = self.rng.choice(
-                ["\ud800", "x\udfffy", "\udc00" * 3, "ok\ud83d"]
-            )
-        elif mutation == "surrogate_key":
-            document["\ud800"] = "x"
-        elif mutation == "null_required":
-            document[self.rng.choice(required)] = None
-        elif mutation == "drop_required":
-            document.pop(self.rng.choice(required), None)
-        elif mutation == "content_type":
-            headers["Content-Type"] = self.rng.choice(
-                ["text/plain", "application/xml", "", "multipart/form-data"]
-            )
-        elif mutation == "security_token":
-            headers["X-Amz-Security-Token"] = self.rng.choice(["garbage", "A" * 2000, "IQoJb3JpZ2luX2VjE"])
-        elif mutation == "unknown_target":
-            target = self.rng.choice(
-                [f"{prefix}.NoSuchOperation", "DynamoDB_20120810.ListTables", prefix, "."]
-            )
-        if mutation == "not_an_object":
-            body = self.rng.choice([b"[]", b'"x"', b"1", b"null", b"true"])
-        elif mutation == "bad_json":
-            body = self.rng.choice([b"{", b'{"a": }', b"\xff\xfe{}", b'{"a": "\\x"}', b"{} {}"])
-        else:
-            body = raw(document, replacements)
-        return Fuzzed(f"{target}:{mutation}", target, body, headers=headers)
+        JSON_MUTATIONS[mutation](self, draft, Slot(path, slot_shape, required, prefix))
+        return Fuzzed(f"{draft.target}:{mutation}", draft.target, draft.encode(), headers=draft.headers)
+
+    def wrong_type(self, draft: "Draft", slot: "Slot") -> None:
+        draft.set(slot.path, self.shapes.wrong_type(slot.shape))
+
+    def out_of_bounds(self, draft: "Draft", slot: "Slot") -> None:
+        draft.set(slot.path, self.shapes.out_of_bounds(slot.shape))
+
+    def unknown_member(self, draft: "Draft", slot: "Slot") -> None:
+        name = self.rng.choice(["Unknown", "été", "a" * 300, "", "__proto__", "ModelName "])
+        draft.document[name] = self.rng.choice(["x", 1, [1], {"a": 1}])
+
+    def deep(self, draft: "Draft", slot: "Slot") -> None:
+        depth = self.rng.choice([65, 200, 1_000, 50_000])
+        draft.set_raw(slot.path, b"[" * depth + b"]" * depth)
+
+    def huge_number(self, draft: "Draft", slot: "Slot") -> None:
+        draft.set_raw(
+            slot.path, self.rng.choice([b"9" * 65, b"1" * 4_301, b"-" + b"7" * 20_000, b"1." + b"0" * 99])
+        )
+
+    def nan(self, draft: "Draft", slot: "Slot") -> None:
+        draft.set_raw(slot.path, self.rng.choice([b"NaN", b"Infinity", b"-Infinity"]))
+
+    def surrogate(self, draft: "Draft", slot: "Slot") -> None:
+        member = "ModelName" if slot.prefix == "SageMaker" else "logGroupName"
+        draft.document[member] = self.rng.choice(["\ud800", "x\udfffy", "\udc00" * 3, "ok\ud83d"])
+
+    def surrogate_key(self, draft: "Draft", slot: "Slot") -> None:
+        draft.document["\ud800"] = "x"
+
+    def null_required(self, draft: "Draft", slot: "Slot") -> None:
+        draft.document[self.rng.choice(slot.required)] = None
+
+    def drop_required(self, draft: "Draft", slot: "Slot") -> None:
+        draft.document.pop(self.rng.choice(slot.required), None)
+
+    def not_an_object(self, draft: "Draft", slot: "Slot") -> None:
+        draft.body = self.rng.choice([b"[]", b'"x"', b"1", b"null", b"true"])
+
+    def bad_json(self, draft: "Draft", slot: "Slot") -> None:
+        draft.body = self.rng.choice([b"{", b'{"a": }', b"\xff\xfe{}", b'{"a": "\\x"}', b"{} {}"])
+
+    def content_type(self, draft: "Draft", slot: "Slot") -> None:
+        draft.headers["Content-Type"] = self.rng.choice(
+            ["text/plain", "application/xml", "", "multipart/form-data"]
+        )
+
+    def security_token(self, draft: "Draft", slot: "Slot") -> None:
+        draft.headers["X-Amz-Security-Token"] = self.rng.choice(["garbage", "A" * 2000, "IQoJb3JpZ2luX2VjE"])
+
+    def unknown_target(self, draft: "Draft", slot: "Slot") -> None:
+        prefix = slot.prefix
+        draft.target = self.rng.choice(
+            [f"{prefix}.NoSuchOperation", "DynamoDB_20120810.ListTables", prefix, "."]
+        )
 
     def token_request(self, prefix: str, operation: str) -> Fuzzed:
         """A read-only operation with a garbage pagination token (otherwise plausible)."""
@@ -315,7 +340,10 @@ class Campaign:
         member = "NextToken" if "NextToken" in shape.members else "nextToken"
         document[member] = garbage_token(self.rng)
         return Fuzzed(
-            f"{prefix}.{operation}:token", f"{prefix}.{operation}", raw(document, {}), must_fail=False
+            f"{prefix}.{operation}:token",
+            f"{prefix}.{operation}",
+            json.dumps(document).encode(),
+            must_fail=False,
         )
 
     def runtime_request(self) -> Fuzzed:
@@ -351,6 +379,17 @@ class Campaign:
         path = f"/endpoints/{quote(name, safe='-._~')}/{suffix}"
         body = self.rng.randbytes(self.rng.choice([0, 10, 1000]))
         return Fuzzed(f"runtime:{mutation}", None, body, path=path, method=method, headers=headers)
+
+
+# Each makes any request invalid.
+JSON_MUTATIONS = {
+    name: getattr(Campaign, name)
+    for name in (
+        "wrong_type", "out_of_bounds", "unknown_member", "deep", "huge_number", "nan", "surrogate",
+        "surrogate_key", "null_required", "drop_required", "not_an_object", "bad_json", "content_type",
+        "security_token", "unknown_target",
+    )
+}  # fmt: skip
 
 
 def database_state() -> dict:
