@@ -176,3 +176,31 @@ def test_runtime_headers_forwarded_to_the_model_must_be_signed(access_key, heade
 
     assert (status, code) == (403, "IncompleteSignatureException")
     assert f"'{header.lower()}'" in message
+
+
+class _NoEndpoints:
+    def route(self, arn):
+        return None
+
+
+def test_stock_botocore_runtime_requests_with_every_header_pass_authentication(make_client, monkeypatch):
+    """botocore signs every header it sends, so its requests meet the stricter rules."""
+    monkeypatch.setattr("endpoints.invocations.get_router", _NoEndpoints)
+    runtime, _ = make_client("sagemaker-runtime")
+
+    with pytest.raises(runtime.exceptions.ValidationError) as raised:
+        runtime.invoke_endpoint(
+            EndpointName="e1",
+            Body=b"1,2,3",
+            ContentType="text/csv",
+            Accept="application/json",
+            CustomAttributes="a  b",
+            TargetModel="model.tar.gz",
+            TargetVariant="v1",
+            TargetContainerHostname="c1",
+            InferenceId="i1",
+            EnableExplanations="`true`",
+            InferenceComponentName="ic",
+            SessionId="NEW_SESSION",
+        )
+    assert raised.value.response["Error"]["Message"] == "Endpoint e1 of account 210987654321 not found."
