@@ -130,12 +130,14 @@ def _check_signed_headers(
     present = [name for name, value in headers.items() if value]
     required = {name for name in present if name.startswith(_MUST_SIGN_PREFIX) or name in _MUST_SIGN}
     required.update(name for name in must_sign if headers.get(name))
+    if not headers.get("x-amz-date") and headers.get("date"):
+        required.add("date")  # the signing time: unsigned, a captured request would never expire
     unsigned = sorted(required.difference(signed))
     if unsigned:
         names = ", ".join(f"'{echo(name)}'" for name in unsigned)
         raise IncompleteSignature(
             f"Headers {names} must be listed in SignedHeaders: the signature must cover every header "
-            "the service acts on (content-type, x-amz-*, and the headers passed to a model)."
+            "the service acts on (content-type, x-amz-*, the date, and the headers passed to a model)."
         )
 
 

@@ -3,6 +3,7 @@ passed off under a forged token or scope (protocol.md §4). The real handlers ru
 so a forgery that got through would change the database these tests look at."""
 
 import json
+from email.utils import formatdate
 from hashlib import sha256
 
 import pytest
@@ -204,3 +205,17 @@ def test_stock_botocore_runtime_requests_with_every_header_pass_authentication(m
             SessionId="NEW_SESSION",
         )
     assert raised.value.response["Error"]["Message"] == "Endpoint e1 of account 210987654321 not found."
+
+
+def test_a_date_header_used_as_the_signing_time_must_be_signed(access_key, victim):
+    """Without X-Amz-Date the Date header is the signing time: unsigned, it could be refreshed
+    on a captured request forever."""
+    request = sign(access_key, json_headers("SageMaker.DeleteModel"), b'{"ModelName": "victim"}')
+    del request.headers["X-Amz-Date"]
+    request.headers["Date"] = formatdate(usegmt=True)
+
+    status, code, message = error_of(replay(Client(), request))
+
+    assert (status, code) == (403, "IncompleteSignatureException")
+    assert "'date'" in message
+    assert victim_exists()
