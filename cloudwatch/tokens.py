@@ -25,6 +25,7 @@ class Position:
 
 START = Position(-1, 0)  # before every event: timestamps are never negative
 END = Position(2**63 - 1, 0)  # after every event
+_MAX_ID = 2**63 - 1
 
 
 def position_of(event) -> Position:
@@ -53,5 +54,13 @@ def encode(direction: str, position: Position) -> str:
 def decode(token: str) -> tuple[str, Position]:
     match = _TOKEN.match(token)
     if match is None:
-        raise InvalidParameterException("The specified nextToken is invalid.")
-    return match["direction"], Position(int(match["timestamp"]), int(match["event_id"]))
+        raise _invalid_token()
+    position = Position(int(match["timestamp"]), int(match["event_id"]))
+    # Nineteen digits can still overflow a 64-bit column: no token from here holds such a position.
+    if not START.timestamp_ms <= position.timestamp_ms <= END.timestamp_ms or position.event_id > _MAX_ID:
+        raise _invalid_token()
+    return match["direction"], position
+
+
+def _invalid_token() -> InvalidParameterException:
+    return InvalidParameterException("The specified nextToken is invalid.")

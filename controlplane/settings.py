@@ -63,6 +63,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # AWS-format answers only on the API port (the admin aside): JSON 1.1 requests start here.
+    "controlplane.protocol.middleware.AwsErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     # InvokeEndpoint (the data path) stops here: what follows serves the admin.
@@ -106,8 +108,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
+# The largest JSON API (SageMaker, CloudWatch Logs) request body accepted; a larger one is refused
+# with 413 RequestEntityTooLargeException before it is read.
+SAGEPORT_MAX_REQUEST_BYTES = _env_int("SAGEPORT_MAX_REQUEST_BYTES", 6 * 1024 * 1024)
 # InvokeEndpoint bodies may be 6 MiB; larger ones get a ValidationError from the runtime API.
-DATA_UPLOAD_MAX_MEMORY_SIZE = 7 * 1024 * 1024
+# Both APIs refuse oversized bodies themselves, before Django's own (HTML-free) limit applies.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(7 * 1024 * 1024, SAGEPORT_MAX_REQUEST_BYTES + 1024 * 1024)
 STATIC_ROOT = DATA_DIR / "static"
 
 # --- SageMaker API -------------------------------------------------------------------------

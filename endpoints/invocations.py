@@ -14,13 +14,18 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
-from django.views.decorators.http import require_POST
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
 from controlplane.protocol.arns import log_group_arn, make_arn
 from controlplane.protocol.authentication import authenticate
 from controlplane.protocol.context import RequestContext
-from controlplane.protocol.errors import InternalFailure, ServiceError, ValidationException
+from controlplane.protocol.errors import (
+    InternalFailure,
+    ServiceError,
+    UnknownOperationException,
+    ValidationException,
+)
+from controlplane.protocol.limits import declared_length
 from controlplane.protocol.serialization import REST_JSON, error_response
 from controlplane.protocol.validation import validate_input
 from endpoints.router import Choice, NoRoute, get_router
@@ -46,6 +51,8 @@ REQUEST_HEADERS = {
     "SessionId": "X-Amzn-SageMaker-Session-Id",
     "PrefixAwareId": "X-Amzn-SageMaker-Prefix-Aware-Id",
 }
+# What the container receives must be what the client signed (botocore signs all of these).
+_FORWARDED_HEADERS = tuple(header.lower() for header in REQUEST_HEADERS.values())
 # Container response headers InvokeEndpoint returns (besides Content-Type).
 RESPONSE_HEADERS = (
     "X-Amzn-SageMaker-Custom-Attributes",
@@ -86,7 +93,6 @@ class RuntimeApiMiddleware:
         return self.get_response(request)
 
 
-@require_POST
 def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpResponse:
     request_id = str(uuid.uuid4())
     try:
@@ -101,13 +107,17 @@ def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpRespon
 
 
 def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpResponse:
-    if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
+    if request.method != "POST":
+        raise UnknownOperationException(
+            f"InvokeEndpoint is POST /endpoints/<name>/invocations, not {request.method[:16]}."
+        )
+    if declared_length(request) > MAX_BODY_BYTES:
         # Refused before reading (and so before authenticating, which needs the whole body).
         raise ValidationError(
             "1 validation error detected: Value at 'body' failed to satisfy constraint: "
             f"Member must have length less than or equal to {MAX_BODY_BYTES}"
         )
-    ctx = authenticate(request, request_id=request_id)
+    ctx = authenticate(request, request_id=request_id, must_sign=_FORWARDED_HEADERS)
     params = _params(request, endpoint_name)
     arn = make_arn(ctx.region, ctx.account_id, "endpoint", endpoint_name)
     router = get_router()

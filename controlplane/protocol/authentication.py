@@ -1,6 +1,7 @@
 """SigV4 authentication of a Django request: the entry point both APIs (JSON 1.1 and the
 runtime REST API) call before anything else."""
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -14,13 +15,19 @@ from controlplane.protocol.context import RequestContext
 
 
 def authenticate(
-    request: HttpRequest, *, signing_name: str = "sagemaker", request_id: str | None = None
+    request: HttpRequest,
+    *,
+    signing_name: str = "sagemaker",
+    request_id: str | None = None,
+    must_sign: Iterable[str] = (),
 ) -> RequestContext:
     """Verify the request's SigV4 signature for `signing_name` (the service in the credential
-    scope) and return its context; raise a 403 ServiceError (protocol.md §4.5) otherwise."""
+    scope) and return its context; raise a 403 ServiceError (protocol.md §4.5) otherwise.
+    `must_sign`: lower-case names of further headers the caller acts on (refused unsigned)."""
     context = sigv4.verify(
         signed_request(request),
         signing_name=signing_name,
+        must_sign=must_sign,
         # Resolved on each call so tests and deployments can point the setting elsewhere.
         resolve=import_string(settings.SAGEPORT_CREDENTIAL_RESOLVER),
         now=timezone.now(),

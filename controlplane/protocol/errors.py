@@ -67,6 +67,13 @@ class SerializationException(ServiceError):
     status = 400
 
 
+class RequestEntityTooLarge(ServiceError):
+    """A body over the API's size limit (the code and status AWS Lambda answers for one)."""
+
+    code = "RequestEntityTooLargeException"
+    status = 413
+
+
 class MissingAuthenticationToken(ServiceError):
     code = "MissingAuthenticationTokenException"
     status = 403
@@ -84,6 +91,11 @@ class UnrecognizedClient(ServiceError):
 
 class InvalidSignature(ServiceError):
     code = "InvalidSignatureException"
+    status = 403
+
+
+class AccessDenied(ServiceError):
+    code = "AccessDeniedException"
     status = 403
 
 

@@ -9,6 +9,10 @@ from django.db.models import QuerySet
 
 from controlplane.protocol.errors import ValidationException
 
+# Far beyond any real listing, and small enough that offset + page size stays a 64-bit integer
+# for the database (a forged token past 2**63 would otherwise overflow it: a 500).
+MAX_OFFSET = 2**53
+
 
 def paginate(
     items: Sequence | QuerySet, next_token: str | None, max_results: int | None, default_max: int = 100
@@ -34,6 +38,6 @@ def _decode(token: str) -> int:
         offset = json.loads(base64.urlsafe_b64decode(token.encode()))["offset"]
     except (binascii.Error, UnicodeError, ValueError, TypeError, KeyError):
         offset = None
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
         raise ValidationException("The provided NextToken is not valid.")
     return offset

@@ -7,8 +7,12 @@ from django.http import HttpResponse
 from django.utils.http import http_date
 
 from controlplane.protocol.errors import ServiceError
+from controlplane.protocol.limits import echo
 
 AMZ_JSON_11 = "application/x-amz-json-1.1"
+# A last bound on any error message (the modeled Message is ≤1024 in SageMaker; ModelError
+# carries up to 4 KiB of the container's own text), whatever raised it.
+MAX_MESSAGE_CHARS = 8192
 REST_JSON = "application/json"
 
 
@@ -40,7 +44,7 @@ def error_response(error: ServiceError, request_id: str, *, content_type: str = 
     """An error both protocols read: `__type` and `Message` (capital M, so botocore also fills
     the modeled shape's `Message`), the error's extra members, and `X-Amzn-ErrorType`, which
     the REST-JSON parser prefers over the body. Pass `content_type=REST_JSON` for the runtime."""
-    body = {"__type": error.code, "Message": error.message, **error.extra}
+    body = {"__type": error.code, "Message": echo(error.message, MAX_MESSAGE_CHARS), **error.extra}
     response = json_response(body, request_id, status=error.status, content_type=content_type)
     response["X-Amzn-ErrorType"] = error.code
     return response

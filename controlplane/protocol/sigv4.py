@@ -1,18 +1,24 @@
 """AWS Signature Version 4 verification (protocol.md §4.2, §4.5).
 
 The signature is recomputed with botocore's own SigV4 signer, told exactly which headers the
-client signed, over the raw request target and body as they came off the wire."""
+client signed, over the raw request target and body as they came off the wire.
+
+Enforced as AWS does, so that a captured request cannot be re-aimed or re-filled: `host`,
+`content-type` and every `x-amz-*` header present (X-Amz-Target, X-Amz-Date, ...) must be
+signed, plus whatever headers the caller acts on; the payload hash in the canonical request is
+always the body's own, so an `X-Amz-Content-SHA256` header must equal it (`UNSIGNED-PAYLOAD`
+is refused); the scope's region must look like a region."""
 
 import hmac
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from hashlib import sha256
 from urllib.parse import quote, urlsplit
 
-from botocore.auth import SIGV4_TIMESTAMP, SigV4Auth
+from botocore.auth import SIGV4_TIMESTAMP, STREAMING_UNSIGNED_PAYLOAD_TRAILER, UNSIGNED_PAYLOAD, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
@@ -24,6 +30,7 @@ from controlplane.protocol.errors import (
     MissingAuthenticationToken,
     UnrecognizedClient,
 )
+from controlplane.protocol.limits import echo
 
 # Returns (secret access key, account id) for an active access key id, else None.
 CredentialResolver = Callable[[str], tuple[str, str] | None]
@@ -35,6 +42,12 @@ _AUTHORIZATION = re.compile(
     r"\s*Signature=(?P<signature>[0-9a-f]{64})$"
 )
 _PARTS = ("Credential", "SignedHeaders", "Signature")
+# Headers that must be signed whenever the request carries them (besides `host`, always).
+_MUST_SIGN_PREFIX = "x-amz-"
+_MUST_SIGN = ("content-type",)
+# A region name as every AWS partition spells one (botocore's partitions.json regionRegex, merged).
+_REGION = re.compile(r"^[a-z]{2,4}(?:-[a-z]+)+-\d{1,2}$")
+_INVALID_TOKEN = "The security token included in the request is invalid."
 _SIGNATURE_MISMATCH = (
     "The request signature we calculated does not match the signature you provided. Check your AWS "
     "Secret Access Key and signing method. Consult the service documentation for details."
@@ -68,16 +81,22 @@ def verify(
     resolve: CredentialResolver,
     now: datetime,
     max_skew: timedelta,
+    must_sign: Iterable[str] = (),
 ) -> RequestContext:
-    """Check the request's signature; return who signed it, or raise a 403 ServiceError."""
+    """Check the request's signature; return who signed it, or raise a 403 ServiceError.
+    `must_sign`: further (lower-case) header names the caller acts on, refused unless signed."""
     authorization = parse_authorization(request.headers.get("authorization"))
+    _check_signed_headers(request.headers, authorization.signed_headers, must_sign)
     amz_date, signed_at = _request_timestamp(request.headers)
     _check_scope(authorization, amz_date, signing_name)
+    if "x-amz-security-token" in request.headers:
+        check_session_token(request.headers["x-amz-security-token"], authorization.access_key_id)
     credentials = resolve(authorization.access_key_id)
     if credentials is None:
-        raise UnrecognizedClient("The security token included in the request is invalid.")
+        raise UnrecognizedClient(_INVALID_TOKEN)
     secret, account_id = credentials
     _check_skew(amz_date, signed_at, now, max_skew)
+    _check_payload_hash(request)
     expected = compute_signature(request, authorization, amz_date, secret)
     if not hmac.compare_digest(expected, authorization.signature):
         raise InvalidSignature(_SIGNATURE_MISMATCH)
@@ -97,9 +116,48 @@ def parse_authorization(header: str | None) -> Authorization:
     return Authorization(signed_headers=signed_headers, **parts)
 
 
+def check_session_token(token: str, access_key_id: str) -> None:
+    """Refuse a session token Sageport did not issue. It issues none yet, so every token is
+    refused, as AWS refuses a forged one; temporary credentials will be validated here."""
+    raise UnrecognizedClient(_INVALID_TOKEN)
+
+
+def _check_signed_headers(
+    headers: Mapping[str, str], signed: tuple[str, ...], must_sign: Iterable[str]
+) -> None:
+    """An unsigned header that changes the request's meaning (the operation in X-Amz-Target, a
+    header forwarded to a model) would let anyone who saw one signed request send another."""
+    present = [name for name, value in headers.items() if value]
+    required = {name for name in present if name.startswith(_MUST_SIGN_PREFIX) or name in _MUST_SIGN}
+    required.update(name for name in must_sign if headers.get(name))
+    if not headers.get("x-amz-date") and headers.get("date"):
+        required.add("date")  # the signing time: unsigned, a captured request would never expire
+    unsigned = sorted(required.difference(signed))
+    if unsigned:
+        names = ", ".join(f"'{echo(name)}'" for name in unsigned)
+        raise IncompleteSignature(
+            f"Headers {names} must be listed in SignedHeaders: the signature must cover every header "
+            "the service acts on (content-type, x-amz-*, the date, and the headers passed to a model)."
+        )
+
+
+def _check_payload_hash(request: SignedRequest) -> None:
+    """botocore's signer takes a (signed) X-Amz-Content-SHA256 as the payload's hash instead of
+    hashing the body: unless it is the body's own hash, any body could be sent under it."""
+    claimed = request.headers.get("x-amz-content-sha256")
+    if claimed is None:
+        return
+    if claimed in (UNSIGNED_PAYLOAD, STREAMING_UNSIGNED_PAYLOAD_TRAILER):
+        raise InvalidSignature(
+            f"{claimed} is not accepted by this service: sign the payload (botocore does by default)."
+        )
+    if not hmac.compare_digest(claimed.encode(), sha256(request.body).hexdigest().encode()):
+        raise InvalidSignature("The provided 'x-amz-content-sha256' header does not match what was computed.")
+
+
 def _describe_malformed(header: str) -> str:
     if not header.startswith(_ALGORITHM + " "):
-        return f"Only {_ALGORITHM} header authorization is supported. Authorization={header}"
+        return f"Only {_ALGORITHM} header authorization is supported. Authorization={echo(header)}"
     missing = [part for part in _PARTS if f"{part}=" not in header]
     if missing:
         return " ".join(f"Authorization header requires '{part}' parameter." for part in missing)
@@ -118,13 +176,14 @@ def _request_timestamp(headers: Mapping[str, str]) -> tuple[str, datetime]:
             return amz_date, datetime.strptime(amz_date, SIGV4_TIMESTAMP).replace(tzinfo=UTC)
         except ValueError:
             raise IncompleteSignature(
-                f"X-Amz-Date must be in the form yyyyMMddTHHmmssZ, got {amz_date!r}."
+                f"X-Amz-Date must be in the form yyyyMMddTHHmmssZ, got {echo(amz_date)!r}."
             ) from None
     if headers.get("date"):
         try:
             amz_date = parsedate_to_datetime(headers["date"]).astimezone(UTC).strftime(SIGV4_TIMESTAMP)
         except (TypeError, ValueError):
-            raise IncompleteSignature(f"Date header is not an HTTP date: {headers['date']!r}.") from None
+            date = echo(headers["date"])
+            raise IncompleteSignature(f"Date header is not an HTTP date: {date!r}.") from None
         return amz_date, datetime.strptime(amz_date, SIGV4_TIMESTAMP).replace(tzinfo=UTC)
     raise IncompleteSignature(
         "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header."
@@ -134,6 +193,10 @@ def _request_timestamp(headers: Mapping[str, str]) -> tuple[str, datetime]:
 def _check_scope(authorization: Authorization, amz_date: str, signing_name: str) -> None:
     if authorization.service != signing_name:
         raise InvalidSignature(f"Credential should be scoped to correct service: '{signing_name}'.")
+    if not _REGION.match(authorization.region):
+        raise InvalidSignature(
+            f"Credential should be scoped to a valid region, not '{echo(authorization.region)}'."
+        )
     if authorization.date != amz_date[:8]:
         raise InvalidSignature(
             "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: "

@@ -15,11 +15,17 @@ from datetime import UTC, datetime
 from botocore.model import Shape, StructureShape
 
 from controlplane.protocol.errors import ValidationException
+from controlplane.protocol.limits import echo
 from controlplane.protocol.patterns import compile_pattern, display_pattern
 from controlplane.protocol.shapes import operation_model
 
 # JSON 1.1 sends non-finite floats as these strings (botocore's serializer).
 _NON_FINITE_FLOATS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+# Problems spelled out in one error (all are counted): a request with thousands of bad members
+# gets a readable answer, not one larger than itself.
+MAX_LISTED_PROBLEMS = 20
+# What Java's Integer and Long hold: a number outside is not of the member's type.
+_INTEGER_RANGES = {"integer": range(-(2**31), 2**31), "long": range(-(2**63), 2**63)}
 
 
 def validate_input(service: str, operation: str, params: dict) -> dict:
@@ -40,7 +46,10 @@ def validate_input(service: str, operation: str, params: dict) -> dict:
     if problems:
         count = len(problems)
         noun = "error" if count == 1 else "errors"
-        raise ValidationException(f"{count} validation {noun} detected: " + "; ".join(problems))
+        listed = "; ".join(problems[:MAX_LISTED_PROBLEMS])
+        if count > MAX_LISTED_PROBLEMS:
+            listed += f"; and {count - MAX_LISTED_PROBLEMS} more"
+        raise ValidationException(f"{count} validation {noun} detected: {listed}")
     return cleaned
 
 
@@ -49,8 +58,9 @@ def _problem(value: object, path: str, constraint: str) -> str:
 
 
 def _render(value: object) -> str:
-    """A value as AWS quotes it (Java's toString): null bare, everything else in quotes."""
-    return "null" if value is None else f"'{_java_string(value)}'"
+    """A value as AWS quotes it (Java's toString): null bare, everything else in quotes; cut
+    short, so that a large value never makes a larger error."""
+    return "null" if value is None else f"'{echo(_java_string(value))}'"
 
 
 def _java_string(value: object) -> str:
@@ -181,17 +191,24 @@ def _convert(type_name: str, value: object) -> object | None:
     if isinstance(value, bool):
         return value if type_name == "boolean" else None
     if type_name in ("integer", "long"):
-        return value if isinstance(value, int) else None
+        return value if isinstance(value, int) and value in _INTEGER_RANGES[type_name] else None
     if type_name in ("float", "double"):
         if isinstance(value, str):
             return _NON_FINITE_FLOATS.get(value)
-        return float(value) if isinstance(value, int | float) else None
+        return _to_float(value) if isinstance(value, int | float) else None
     if type_name == "timestamp":
         # JSON 1.1 timestamps are epoch seconds (an int, or a float with microseconds).
         return _epoch_to_datetime(value) if isinstance(value, int | float) else None
     if type_name in ("string", "blob"):
         return value if isinstance(value, str) else None
     return None
+
+
+def _to_float(value: int | float) -> float | None:
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the largest double
+        return None
 
 
 def _epoch_to_datetime(seconds: float) -> datetime | None:

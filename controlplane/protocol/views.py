@@ -1,9 +1,9 @@
 """The AWS JSON 1.1 endpoint: `POST` anywhere with `X-Amz-Target: <Prefix>.<Operation>`."""
 
-import json
 import logging
 import uuid
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from controlplane.protocol import registry
@@ -11,11 +11,14 @@ from controlplane.protocol.authentication import authenticate
 from controlplane.protocol.errors import (
     InternalFailure,
     NotImplementedOperation,
+    RequestEntityTooLarge,
     SerializationException,
     ServiceError,
     UnknownOperationException,
     ValidationException,
 )
+from controlplane.protocol.json_body import parse_json_object
+from controlplane.protocol.limits import declared_length, echo
 from controlplane.protocol.serialization import error_response, json_response
 from controlplane.protocol.shapes import operation_model, service_model
 from controlplane.protocol.validation import validate_input
@@ -41,11 +44,14 @@ def json_protocol_view(request: HttpRequest) -> HttpResponse:
 
 def _dispatch(request: HttpRequest, request_id: str) -> dict | None:
     service, operation = _target(request)
+    _check_size(request, operation)
     context = authenticate(
         request, signing_name=service_model(service.botocore_name).signing_name, request_id=request_id
     )
     if operation_model(service.botocore_name, operation) is None:
-        raise UnknownOperationException(f"Operation {service.target_prefix}.{operation} does not exist.")
+        raise UnknownOperationException(
+            f"Operation {service.target_prefix}.{echo(operation)} does not exist."
+        )
     handler = registry.handler_for(service.target_prefix, operation)
     if handler is None:
         raise NotImplementedOperation(f"Sageport does not implement {service.target_prefix}.{operation}")
@@ -65,24 +71,25 @@ def _target(request: HttpRequest) -> tuple[registry.Service, str]:
     prefix, _, operation = target.partition(".")
     if request.method != "POST" or prefix not in registry.SERVICES or not operation:
         raise UnknownOperationException(
-            f"Unknown operation {target!r}: send POST with X-Amz-Target set to one of "
+            f"Unknown operation {echo(target)!r}: send POST with X-Amz-Target set to one of "
             f"{', '.join(registry.SERVICES)} followed by '.<Operation>'."
         )
     return registry.SERVICES[prefix], operation
+
+
+def _check_size(request: HttpRequest, operation: str) -> None:
+    """Refused before the body is read (authentication hashes all of it)."""
+    limit = settings.SAGEPORT_MAX_REQUEST_BYTES
+    if declared_length(request) > limit:
+        raise RequestEntityTooLarge(
+            f"Request must be smaller than {limit} bytes for the {echo(operation)} operation."
+        )
 
 
 def _json_body(request: HttpRequest) -> dict:
     content_type = request.content_type or ""
     if content_type not in _ACCEPTED_CONTENT_TYPES:
         raise SerializationException(
-            f"Unsupported Content-Type {content_type!r}; expected {', '.join(_ACCEPTED_CONTENT_TYPES)}."
+            f"Unsupported Content-Type {echo(content_type)!r}; expected {', '.join(_ACCEPTED_CONTENT_TYPES)}."
         )
-    if not request.body:
-        return {}
-    try:
-        body = json.loads(request.body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SerializationException(f"The request body is not valid JSON: {error}") from None
-    if not isinstance(body, dict):
-        raise SerializationException("The request body must be a JSON object.")
-    return body
+    return parse_json_object(request.body)

@@ -13,6 +13,7 @@ from django.test import Client
 
 from controlplane.accesskeys import create_access_key
 from controlplane.protocol import registry
+from controlplane.protocol.shapes import service_model
 
 ENDPOINT_URL = "http://127.0.0.1:5005"
 REGION = "eu-west-1"
@@ -71,14 +72,23 @@ def make_client(access_key):
     """make_client(service="sagemaker", **options) -> (boto3 client, DjangoTransport)."""
 
     def make(
-        service="sagemaker", *, endpoint_url=ENDPOINT_URL, secret=None, key_id=None, raw_uri=True, **config
+        service="sagemaker",
+        *,
+        endpoint_url=ENDPOINT_URL,
+        secret=None,
+        key_id=None,
+        raw_uri=True,
+        region=REGION,
+        session_token=None,
+        **config,
     ):
         client = boto3.client(
             service,
             endpoint_url=endpoint_url,
-            region_name=REGION,
+            region_name=region,
             aws_access_key_id=key_id or access_key.access_key_id,
             aws_secret_access_key=secret or access_key.secret_access_key,
+            aws_session_token=session_token,
             config=Config(retries={"max_attempts": 1}, **config),
         )
         transport = DjangoTransport(raw_uri=raw_uri)
@@ -101,6 +111,8 @@ def signed_post(access_key):
     For bodies and content types that botocore would never send."""
 
     def post(target: str, body: bytes, content_type: str = "application/x-amz-json-1.1"):
+        prefix = target.partition(".")[0]
+        service = registry.SERVICES[prefix].botocore_name if prefix in registry.SERVICES else "sagemaker"
         request = AWSRequest(
             "POST",
             ENDPOINT_URL + "/",
@@ -108,7 +120,7 @@ def signed_post(access_key):
             data=body,
         )
         credentials = Credentials(access_key.access_key_id, access_key.secret_access_key)
-        SigV4Auth(credentials, "sagemaker", REGION).add_auth(request)
+        SigV4Auth(credentials, service_model(service).signing_name, REGION).add_auth(request)
         return replay(Client(), request.prepare())
 
     return post

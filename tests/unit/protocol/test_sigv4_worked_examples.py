@@ -108,7 +108,7 @@ def test_invoke_endpoint_capture_collapses_header_whitespace_and_reproduces_sign
     verify(request)
 
 
-def test_prefixed_endpoint_with_session_token_reproduces_signature():
+def test_prefixed_endpoint_with_session_token_reproduces_signature_but_the_token_is_refused():
     request = capture(
         "sagemaker",
         lambda sm: sm.list_models(),
@@ -126,8 +126,12 @@ def test_prefixed_endpoint_with_session_token_reproduces_signature():
         "x-amz-security-token",
         "x-amz-target",
     )
-    assert authorization.signature == "0f704edfc064dcc9273b640a7b22a694ca063fc060d15ae44589c0d3e6f00cd0"
-    assert verify(request).region == "eu-west-1"
+    expected = "0f704edfc064dcc9273b640a7b22a694ca063fc060d15ae44589c0d3e6f00cd0"
+    assert authorization.signature == expected
+    assert sigv4.compute_signature(request, authorization, "20240115T120000Z", SECRET) == expected
+    # Sageport issues no session tokens: a correctly signed request carrying one is still refused.
+    with pytest.raises(sigv4.UnrecognizedClient, match="security token included in the request is invalid"):
+        verify(request)
 
 
 def test_unsigned_headers_added_after_signing_do_not_affect_verification():
