@@ -4,16 +4,27 @@ import json
 
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
 
-# Each host writes its resourceconfig and proves it can reach the other by name (with retries,
-# as SageMaker advises, since names can take a moment to resolve).
+# Each host writes its resourceconfig and proves it reaches the other by name over TCP (with
+# retries, as SageMaker advises, since names can take a moment to resolve; no ping: raw sockets
+# need NET_RAW, which containers do not get). It answers until both hosts reached it, so that
+# neither leaves before the other's probe.
 PEER_PROBE = """
 me=$(hostname)
 cp /opt/ml/input/config/resourceconfig.json /opt/ml/model/resourceconfig-$me.json
+printf '#!/bin/sh\\necho x >> /tmp/contacts\\necho reachable\\n' > /tmp/answer
+chmod +x /tmp/answer
+nc -ll -p 7000 -e /tmp/answer &
 for peer in algo-1 algo-2; do
   for attempt in $(seq 1 50); do
-    if ping -c 1 -W 1 $peer > /dev/null 2>&1; then echo reachable > /opt/ml/model/$me-sees-$peer; break; fi
+    if nc -w 1 $peer 7000 < /dev/null > /tmp/reply 2>/dev/null && [ -s /tmp/reply ]; then
+      cp /tmp/reply /opt/ml/model/$me-sees-$peer; break
+    fi
     sleep 0.2
   done
+done
+for attempt in $(seq 1 150); do
+  if [ "$(cat /tmp/contacts 2>/dev/null | wc -l)" -ge 2 ]; then break; fi
+  sleep 0.2
 done
 ls /opt/ml/input/data/train > /opt/ml/model/files-$me
 """
