@@ -11,21 +11,15 @@ from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_sta
 PEER_PROBE = """
 me=$(hostname)
 cp /opt/ml/input/config/resourceconfig.json /opt/ml/model/resourceconfig-$me.json
-printf '#!/bin/sh\\necho x >> /tmp/contacts\\necho reachable\\n' > /tmp/answer
-chmod +x /tmp/answer
-nc -ll -p 7000 -e /tmp/answer &
-for peer in algo-1 algo-2; do
-  for attempt in $(seq 1 50); do
-    if nc -w 1 $peer 7000 < /dev/null > /tmp/reply 2>/dev/null && [ -s /tmp/reply ]; then
-      cp /tmp/reply /opt/ml/model/$me-sees-$peer; break
-    fi
+printf 'echo>>/tmp/in;echo reachable' >/tmp/a
+nc -ll -p 7000 -e sh /tmp/a &
+for p in algo-1 algo-2; do
+  for i in $(seq 50); do
+    nc -w 1 $p 7000 </dev/null >/tmp/r 2>&1 && [ -s /tmp/r ] && cp /tmp/r /opt/ml/model/$me-sees-$p && break
     sleep 0.2
   done
 done
-for attempt in $(seq 1 150); do
-  if [ "$(cat /tmp/contacts 2>/dev/null | wc -l)" -ge 2 ]; then break; fi
-  sleep 0.2
-done
+for i in $(seq 150); do [ $(cat /tmp/in | wc -l) -ge 2 ] && break; sleep 0.2; done
 ls /opt/ml/input/data/train > /opt/ml/model/files-$me
 """
 
