@@ -12,6 +12,7 @@ COPY controlplane ./controlplane
 COPY jobs ./jobs
 COPY endpoints ./endpoints
 COPY workers ./workers
+COPY cloudwatch ./cloudwatch
 RUN pip install '.[postgres]'
 
 EXPOSE 8080

@@ -153,7 +153,29 @@ SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
 
 # --- Training ------------------------------------------------------------------------------
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
+# Every algorithm and model container: at most this many processes and threads (generous: a
+# training job with many data-loader workers and their threads stays far below it).
+SAGEPORT_CONTAINER_PIDS_LIMIT = _env_int("SAGEPORT_CONTAINER_PIDS_LIMIT", 4096)
+if SAGEPORT_CONTAINER_PIDS_LIMIT < 1:
+    raise RuntimeError(
+        f"SAGEPORT_CONTAINER_PIDS_LIMIT must be 1 or more, got {SAGEPORT_CONTAINER_PIDS_LIMIT}"
+    )
 SAGEPORT_POLL_INTERVAL_SECONDS = _env_float("SAGEPORT_POLL_INTERVAL_SECONDS", 2.0)
+
+
+def _env_positive_seconds(name: str, default: float) -> float:
+    value = _env_float(name, default)
+    if value <= 0:
+        raise RuntimeError(f"{name} must be more than 0, got {value}")
+    return value
+
+
+# How long the phases where the platform works may take before the job fails
+# (workers/phase_deadlines.py). Starting is timed from when the job got its capacity (the image
+# pull included): waiting for capacity (Pending) never times out.
+SAGEPORT_STARTING_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_STARTING_TIMEOUT_SECONDS", 3600)
+SAGEPORT_DOWNLOADING_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_DOWNLOADING_TIMEOUT_SECONDS", 6 * 3600)
+SAGEPORT_UPLOADING_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_UPLOADING_TIMEOUT_SECONDS", 6 * 3600)
 SAGEPORT_LOG_TAIL_LINES = _env_int("SAGEPORT_LOG_TAIL_LINES", 20)
 # Container log events older than this many days are deleted by the sweeper; 0 keeps them forever
 # (CloudWatch's "Never expire", SageMaker's default for its log groups).

@@ -7,7 +7,7 @@ import re
 from pathlib import PurePosixPath
 
 from controlplane.protocol.errors import ValidationException
-from workers import instance_types
+from workers import instance_types, workspace
 
 DEFAULT_MAX_RUNTIME_SECONDS = 86400
 # The platform's own mounts: a checkpoint directory may not overlap them.
@@ -76,8 +76,14 @@ def _channel_problems(params: dict) -> list[str]:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         problems.append(f"Channel names must be unique; repeated: {', '.join(duplicates)}.")
-    for channel in params.get("InputDataConfig", []):
+    for position, channel in enumerate(params.get("InputDataConfig", []), start=1):
         name = channel["ChannelName"]
+        if not workspace.is_directory_name(name):
+            problems.append(
+                f"Value '{name}' at 'inputDataConfig.{position}.member.channelName' failed to satisfy "
+                "constraint: Member must not be '.' or '..' (a channel is the directory "
+                "/opt/ml/input/data/<ChannelName>)."
+            )
         source = channel["DataSource"].get("S3DataSource")
         if source is None:
             problems.append(f"Channel '{name}': only S3DataSource is supported.")

@@ -68,6 +68,8 @@ def _step(endpoint: Endpoint, token: str) -> float | None:
         _watch_health(endpoint, deployment, observed)
     for deployment in endpoint.deployments.all():
         PHASE_STEPS[deployment.phase](endpoint, deployment, token)
+        if deployment.pk is None:
+            continue  # retired with nothing left: _retire deleted it
         for container in deployment.containers.exclude(status__in=LIVE):
             _advance_stop(endpoint, container, observed.get(container.name))
     return _settle(endpoint, observed)

@@ -7,6 +7,7 @@ serving container of an endpoint, one GPU of its node. The unique constraint on 
 what makes GPUs exclusive: two schedulers racing for the same device cannot both commit it."""
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from jobs.models import TrainingJob
 
@@ -38,6 +39,9 @@ class Placement(models.Model):
     # The container limits: the instance type's size, capped at the node's.
     nano_cpus = models.PositiveBigIntegerField()
     memory_bytes = models.PositiveBigIntegerField()
+    # When the job got this capacity: its start work (image, workspace) is timed from here, so
+    # that the time spent waiting for capacity (Pending) never counts.
+    placed_at = models.DateTimeField(default=timezone.now)
     # When its container was created: a container missing after that has vanished (an
     # infrastructure fault), not merely "not started yet".
     container_started_at = models.DateTimeField(null=True)

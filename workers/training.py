@@ -13,7 +13,17 @@ from django.utils import timezone
 
 from jobs import transitions as t
 from jobs.models import TrainingJob
-from workers import artifacts, container_logs, leases, metrics, nodes, scheduler, training_sidecars, workspace
+from workers import (
+    artifacts,
+    container_logs,
+    leases,
+    metrics,
+    nodes,
+    phase_deadlines,
+    scheduler,
+    training_sidecars,
+    workspace,
+)
 from workers import training_containers as containers
 from workers.reconcile import reconcile_once
 from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
@@ -33,7 +43,20 @@ def reconcile(job_id: int) -> float | None:
 
 
 def _step(job: TrainingJob, token: str) -> float | None:
+    overdue = phase_deadlines.overdue(job, timezone.now())
+    if overdue:
+        return _fail_overdue(job, overdue)
     return STEPS[t.state_of(job)](job, token)
+
+
+def _fail_overdue(job: TrainingJob, reason: str) -> float | None:
+    """A phase took too long: fail the job and remove what it holds (the artifacts are not
+    uploaded: uploading may be what hangs)."""
+    training_sidecars.stop(job)
+    if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
+        return AT_ONCE  # it moved meanwhile: look again
+    _remove_resources(job)
+    return None
 
 
 def _poll() -> float:
@@ -74,6 +97,10 @@ def _ensure_image(image: str) -> None:
 
 
 def _download(job: TrainingJob, token: str) -> float | None:
+    unusable = [name for name in _channel_names(job) if not workspace.is_directory_name(name)]
+    if unusable:  # refused at create time; never staged, whatever the stored request says
+        names = ", ".join(repr(name) for name in unusable)
+        return _fail_before_training(job, f"ClientError: channel name {names} cannot be a directory name.")
     try:
         with leases.kept_alive(TrainingJob, job.pk, token):
             _stage_channels(job)
@@ -82,6 +109,10 @@ def _download(job: TrainingJob, token: str) -> float | None:
         return _fail_before_training(job, f"ClientError: {exc}")
     t.transition(job, t.TRAINING)
     return AT_ONCE
+
+
+def _channel_names(job: TrainingJob) -> list[str]:
+    return [channel["ChannelName"] for channel in job.request.get("InputDataConfig", [])]
 
 
 def _stage_channels(job: TrainingJob) -> None:
@@ -105,6 +136,11 @@ def _fail_before_training(job: TrainingJob, reason: str) -> float | None:
 
 
 def _train(job: TrainingJob, token: str) -> float | None:
+    # Before the engine is asked anything: an engine that does not answer cannot keep a job
+    # training past its MaxRuntimeInSeconds (Stopping has its own deadline).
+    if not job.outcome and _runtime_exceeded(job):
+        t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
+        return AT_ONCE
     states = _observe(job)
     _collect_logs(job, states)
     if job.outcome:  # a container failed: the others are being stopped
@@ -116,9 +152,6 @@ def _train(job: TrainingJob, token: str) -> float | None:
             return _begin_restart(job, reason)
         _decide(job, outcome="Failed", failure_reason=_infrastructure_failure(job, reason))
         return _after_drain(job, states, t.UPLOADING)
-    if _runtime_exceeded(job):
-        t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
-        return AT_ONCE
     failure = training_sidecars.ensure_running(job)  # Pipe feeders and checkpoint sync, restarted if dead
     if failure is None and any(state is None for state in states.values()):
         failure = _start_missing(job, states)

@@ -20,6 +20,11 @@ INSTANCE_GROUP_NAME = "homogeneousCluster"
 DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
 
 
+def is_directory_name(name: str) -> bool:
+    """Whether `name` is one directory entry of its own: not empty, `.`, `..`, or a path."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
 def host_names(instance_count: int) -> list[str]:
     """SageMaker's host names, sorted as resourceconfig.json lists them."""
     return sorted(f"algo-{index}" for index in range(1, instance_count + 1))
@@ -43,6 +48,8 @@ class HostWorkspace:
         return self.root / "input" / "data"
 
     def channel_dir(self, channel_name: str) -> Path:
+        if not is_directory_name(channel_name):
+            raise ValueError(f"Channel name {channel_name!r} cannot be a directory under input/data")
         return self.data_dir / channel_name
 
     @property

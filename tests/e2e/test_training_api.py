@@ -67,6 +67,26 @@ def test_missing_training_image_is_rejected_before_anything_runs(sagemaker, buck
     assert described["Error"]["Code"] == "ValidationException"
 
 
+@pytest.mark.parametrize("channel_name", [".", ".."])
+def test_a_channel_name_that_cannot_be_a_directory_is_refused_and_nothing_is_created(
+    sagemaker, bucket, shell_algo_image, channel_name
+):
+    name = unique_name("dot-channel")
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/train"}}
+    channels = [{"ChannelName": channel_name, "DataSource": source}]
+    request = shell_job(name, shell_algo_image, bucket, "true", InputDataConfig=channels)
+
+    response = error_of(sagemaker.create_training_job, **request)
+
+    assert response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert response["Error"]["Code"] == "ValidationException"
+    assert response["Error"]["Message"].startswith(
+        f"Value '{channel_name}' at 'inputDataConfig.1.member.channelName' failed to satisfy constraint"
+    )
+    described = error_of(sagemaker.describe_training_job, TrainingJobName=name)
+    assert described["Error"]["Message"] == "Requested resource not found."
+
+
 def test_describe_returns_every_required_member_and_the_request_as_given(sagemaker, bucket, shell_algo_image):
     name = unique_name("shape")
     request = shell_job(name, shell_algo_image, bucket, "true", HyperParameters={"a": "1"})

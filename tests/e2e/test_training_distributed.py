@@ -4,17 +4,22 @@ import json
 
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
 
-# Each host writes its resourceconfig and proves it can reach the other by name (with retries,
-# as SageMaker advises, since names can take a moment to resolve).
+# Each host writes its resourceconfig and proves it reaches the other by name over TCP (with
+# retries, as SageMaker advises, since names can take a moment to resolve; no ping: raw sockets
+# need NET_RAW, which containers do not get). It answers until both hosts reached it, so that
+# neither leaves before the other's probe.
 PEER_PROBE = """
 me=$(hostname)
 cp /opt/ml/input/config/resourceconfig.json /opt/ml/model/resourceconfig-$me.json
-for peer in algo-1 algo-2; do
-  for attempt in $(seq 1 50); do
-    if ping -c 1 -W 1 $peer > /dev/null 2>&1; then echo reachable > /opt/ml/model/$me-sees-$peer; break; fi
+printf 'echo>>/tmp/in;echo reachable' >/tmp/a
+nc -ll -p 7000 -e sh /tmp/a &
+for p in algo-1 algo-2; do
+  for i in $(seq 50); do
+    nc -w 1 $p 7000 </dev/null >/tmp/r 2>&1 && [ -s /tmp/r ] && cp /tmp/r /opt/ml/model/$me-sees-$p && break
     sleep 0.2
   done
 done
+for i in $(seq 150); do [ $(cat /tmp/in | wc -l) -ge 2 ] && break; sleep 0.2; done
 ls /opt/ml/input/data/train > /opt/ml/model/files-$me
 """
 

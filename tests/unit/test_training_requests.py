@@ -93,3 +93,18 @@ def test_recordio_wrapping_is_refused_rather_than_ignored():
     source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}
     channel = {"ChannelName": "train", "DataSource": source, "RecordWrapperType": "RecordIO"}
     assert "RecordWrapperType RecordIO" in problems_of(request(InputDataConfig=[channel]))
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_channel_names_that_cannot_be_directories_are_refused(name):
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bucket/train"}}
+    channels = [{"ChannelName": "train", "DataSource": source}, {"ChannelName": name, "DataSource": source}]
+    assert problems_of(request(InputDataConfig=channels)) == (
+        f"Value '{name}' at 'inputDataConfig.2.member.channelName' failed to satisfy constraint: "
+        "Member must not be '.' or '..' (a channel is the directory /opt/ml/input/data/<ChannelName>)."
+    )
+
+
+def test_channel_names_with_dots_inside_are_directories_and_pass():
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bucket/train"}}
+    check_create_request(request(InputDataConfig=[{"ChannelName": "..train.v2", "DataSource": source}]))

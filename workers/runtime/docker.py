@@ -34,6 +34,25 @@ STACK_LABEL = "sageport.stack"
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
 
+# Least privilege for every algorithm and model container (training and serving alike). The
+# process stays root inside (the SageMaker contract: images expect it), but it is a root with
+# Docker's default capabilities minus those a tenant could use against the host or its neighbours:
+#   kept  CHOWN, DAC_OVERRIDE, FOWNER, FSETID  root's file powers over its own tree and over the
+#         bind-mounted /opt/ml dirs, which belong to the worker's (host) user: writing the model,
+#         checkpoints and output there, unpacking archives, pip/conda installs at start-up.
+#   kept  SETUID, SETGID  servers that drop to an unprivileged user (nginx, gunicorn workers,
+#         `su`/`gosu` in entrypoints).
+#   kept  KILL  root signalling its own processes that run as another user (nginx's workers).
+#   kept  NET_BIND_SERVICE  a server binding a port below 1024 inside its own network namespace.
+#   dropped NET_RAW (raw sockets: ARP/IP spoofing on a shared bridge), MKNOD (device nodes; FIFOs
+#         need no capability), SYS_CHROOT, AUDIT_WRITE, SETFCAP, SETPCAP. sshd (MPI jobs, not
+#         supported yet) would need SYS_CHROOT and AUDIT_WRITE back.
+# `no-new-privileges` stops setuid binaries and file capabilities from regaining anything dropped.
+CAPABILITIES_KEPT = (
+    "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE",
+)
+SECURITY_OPTIONS = ("no-new-privileges:true",)
+
 
 class DockerRuntime:
     def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float = 900):
@@ -222,6 +241,13 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         "command": spec.command,
         "labels": {**spec.labels, **_own_labels()},
         "init": False,  # the algorithm is PID 1 and receives SIGTERM itself
+        # Never privileged, never the host's network or PID namespace, no Docker socket: the
+        # mounts are only those of the spec (the job's own directories).
+        "privileged": False,
+        "cap_drop": ["ALL"],
+        "cap_add": list(CAPABILITIES_KEPT),
+        "security_opt": list(SECURITY_OPTIONS),
+        "pids_limit": settings.SAGEPORT_CONTAINER_PIDS_LIMIT,  # a fork bomb stays in its container
         "mounts": [
             DockerMount(mount.container_path, mount.host_path, type="bind", read_only=mount.read_only)
             for mount in spec.mounts

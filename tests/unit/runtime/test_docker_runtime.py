@@ -125,6 +125,25 @@ def test_read_only_mount_refuses_writes_and_writable_mount_reaches_the_host(runt
     assert (tmp_path / "model" / "m").read_text() == "saved\n"
 
 
+def test_processes_beyond_the_pids_limit_are_refused_inside_the_container(runtime, busybox_image, settings):
+    settings.SAGEPORT_CONTAINER_PIDS_LIMIT = 16
+    forks = "i=0; while [ $i -lt 40 ]; do sleep 30 & i=$((i+1)); done; echo all-forked"
+    container = spec(busybox_image, "sh", "-c", forks)
+    runtime.run(container)
+    state = wait_until_exited(runtime, container.name)
+    lines = runtime.logs(container.name)
+    assert state.exit_code != 0  # busybox sh gives up at the first refused fork
+    assert [line.message for line in lines if line.stream == "stdout"] == []
+    assert "sh: can't fork: Resource temporarily unavailable" in [line.message for line in lines]
+
+
+def test_containers_hold_only_the_documented_capabilities_and_gain_no_privileges(runtime, busybox_image):
+    container = spec(busybox_image, "grep", "-E", "^(CapEff|NoNewPrivs):", "/proc/self/status")
+    runtime.run(container)
+    # CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE: bits 0-1, 3-7, 10.
+    assert output(runtime, container.name) == ["CapEff:\t00000000000004fb", "NoNewPrivs:\t1"]
+
+
 def test_network_none_leaves_only_the_loopback_interface(runtime, busybox_image):
     container = spec(busybox_image, "sh", "-c", "ls /sys/class/net", network="none")
     runtime.run(container)
