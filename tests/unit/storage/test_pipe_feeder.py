@@ -2,7 +2,6 @@
 import gzip
 import hashlib
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from workers import pipe_feeder, sidecars
+from workers.storage import safe_files
 from workers.storage.s3 import put_bytes
 
 BIG = os.urandom(300 * 1024)  # more than a pipe buffer holds, so an early close means EPIPE
@@ -30,7 +30,7 @@ def start_feeder(tmp_path):
         return fifo_dir
 
     yield start
-    shutil.rmtree(fifo_dir, ignore_errors=True)
+    safe_files.remove_tree(fifo_dir)  # as workspace.remove does at the job's end
     for thread in threads:
         thread.join(timeout=10)
         assert not thread.is_alive()
@@ -80,3 +80,15 @@ def test_a_restarted_feeder_continues_after_the_last_epoch_it_began(tmp_path):
     assert pipe_feeder.first_epoch(epoch_file) == 0
     epoch_file.write_text("4")
     assert pipe_feeder.first_epoch(epoch_file) == 5
+
+
+def test_a_link_in_place_of_the_fifo_is_refused_never_written_through(bucket, tmp_path):
+    put_bytes(bucket, "data/a", b"records")
+    fifo_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    fifo_dir.mkdir()
+    os.mkfifo(elsewhere)
+    os.symlink(elsewhere, fifo_dir / "train_0")
+    helpers = tmp_path / "sidecars"
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    with pytest.raises(sidecars.HelperFailed, match="train_0 in the input data directory is not a pipe"):
+        pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
