@@ -3,6 +3,7 @@ writes: the worker never reads a host file through them, never blocks on them, a
 serving other jobs."""
 import io
 import tarfile
+import time
 
 import pytest
 
@@ -98,19 +99,16 @@ def test_uncompressed_model_upload_skips_links_to_host_files(
     assert [item["Key"] for item in listing.get("Contents", ())] == [f"{prefix}sub/weights.bin"]
 
 
-# Swaps its checkpoint directory `real` (holding step.pt) with a link to a host directory that
-# holds a step.pt too, again and again while the sync scans and uploads, then ends.
+# Swaps its checkpoint directory `real` (holding step.pt) with a link to a host directory (holding
+# a step.pt of its own and more) as fast as it can while the sync scans and uploads, then ends.
 SWAPS_CHECKPOINT_DIR = """
-mkdir -p /opt/ml/checkpoints/real && echo mine > /opt/ml/checkpoints/real/step.pt
+cd /opt/ml/checkpoints && mkdir real && echo mine > real/step.pt
 i=0
-while [ $i -lt 60 ]; do
-  mv /opt/ml/checkpoints/real /opt/ml/checkpoints/parked && ln -s {host} /opt/ml/checkpoints/real
-  sleep 0.05
-  rm /opt/ml/checkpoints/real && mv /opt/ml/checkpoints/parked /opt/ml/checkpoints/real
-  sleep 0.05
+while [ $i -lt 1500 ]; do
+  mv real parked && ln -s {host} real && rm real && mv parked real
   i=$((i + 1))
 done
-ln -s {host} /opt/ml/checkpoints/linked
+ln -s {host} linked
 """
 
 
@@ -123,13 +121,30 @@ def test_checkpoint_dirs_swapped_for_links_to_a_host_dir_upload_nothing_of_it(
     request = shell_job(name, shell_algo_image, bucket, script, CheckpointConfig=config)
     sagemaker.create_training_job(**request)
 
+    leaked = set()
+    deadline = time.monotonic() + 120
+    while sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] == "InProgress":
+        leaked |= _checkpoints_with_host_content(s3, bucket)  # what the sync uploaded so far
+        assert time.monotonic() < deadline, "the job never ended"
     job = wait_for_status(sagemaker, name)
 
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    assert leaked == set()
     listing = s3.list_objects_v2(Bucket=bucket, Prefix="ckpt/")
-    keys = [item["Key"] for item in listing.get("Contents", ())]
-    assert keys == ["ckpt/real/step.pt"]
+    assert [item["Key"] for item in listing.get("Contents", ())] == ["ckpt/real/step.pt"]
     assert s3.get_object(Bucket=bucket, Key="ckpt/real/step.pt")["Body"].read() == b"mine\n"
+
+
+def _checkpoints_with_host_content(s3, bucket: str) -> set[str]:
+    found = set()
+    for item in s3.list_objects_v2(Bucket=bucket, Prefix="ckpt/").get("Contents", ()):
+        try:
+            body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            continue  # deleted by the sync meanwhile
+        if SECRET.encode() in body or item["Key"].endswith("secret.txt"):
+            found.add(item["Key"])
+    return found
 
 
 def _members(s3, bucket: str, key: str) -> dict[str, tarfile.TarInfo]:
