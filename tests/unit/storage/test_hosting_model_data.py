@@ -1,31 +1,20 @@
 """Model data staging against real S3: the size limit, before and after unpacking."""
-import gzip
-import io
-import tarfile
-
 import pytest
 
+from tests.unit.storage.test_archives import archive_with, file_member
 from workers import hosting_model_data
 from workers.hosting_model_data import ModelDataError
 from workers.storage.s3 import put_bytes
 
 
-def tar_gz(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return gzip.compress(buffer.getvalue())
-
-
 def test_an_archive_that_unpacks_beyond_the_limit_fails_and_writes_nothing(bucket, tmp_path, settings):
-    archive = tar_gz({"zeros.bin": bytes(64 * 1024)})  # a few hundred bytes compressed
+    big = file_member("big.bin")
+    big.size = 64 * 1024
+    archive = archive_with(tmp_path, big).read_bytes()  # a few hundred bytes compressed
     put_bytes(bucket, "model.tar.gz", archive)
     settings.SAGEPORT_MAX_MODEL_DATA_BYTES = 32 * 1024
     assert len(archive) < settings.SAGEPORT_MAX_MODEL_DATA_BYTES
-    with pytest.raises(ModelDataError, match="its files hold 65536 bytes, more than the limit of 32768 bytes"):
+    with pytest.raises(ModelDataError, match="files hold 65536 bytes, more than the limit of 32768 bytes"):
         hosting_model_data.stage({"ModelDataUrl": f"s3://{bucket}/model.tar.gz"}, tmp_path / "model")
     assert list((tmp_path / "model").iterdir()) == []
 
