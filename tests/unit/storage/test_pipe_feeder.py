@@ -92,3 +92,43 @@ def test_a_link_in_place_of_the_fifo_is_refused_never_written_through(bucket, tm
     pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
     with pytest.raises(sidecars.HelperFailed, match="train_0 in the input data directory is not a pipe"):
         pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
+
+
+def test_a_feeder_ends_when_the_removal_of_its_directory_races_its_next_fifo(bucket, tmp_path, monkeypatch):
+    """The removal lists the directory, the feeder creates the next FIFO, the removal's rmdir
+    finds the directory not empty: the directory must still go, and the feeder end."""
+    put_bytes(bucket, "data/a", b"records")
+    fifo_dir, helpers = tmp_path / "data", tmp_path / "sidecars"
+    fifo_dir.mkdir()
+    listed = threading.Event()
+    real_mkfifo, real_rmdir = os.mkfifo, os.rmdir
+
+    def mkfifo_once_listed(path, *args, **kwargs):
+        if Path(path).name == "train_1":
+            listed.wait(10)
+        return real_mkfifo(path, *args, **kwargs)
+
+    def rmdir_once_the_next_fifo_is_there(path, *args, **kwargs):
+        if Path(path) == fifo_dir and not listed.is_set():  # the first pass only
+            listed.set()
+            deadline = time.monotonic() + 10
+            while not os.path.lexists(fifo_dir / "train_1") and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkfifo", mkfifo_once_listed)
+    monkeypatch.setattr(os, "rmdir", rmdir_once_the_next_fifo_is_there)
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    thread = threading.Thread(target=pipe_feeder.feed, args=(sidecars.spec_of(helpers, "pipe-train"),))
+    thread.start()
+    with open_epoch(fifo_dir, 0) as pipe:
+        assert pipe.read() == b"records"
+    deadline = time.monotonic() + 10
+    while (fifo_dir / "train_0").exists():  # the feeder is between the two epochs
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+    safe_files.remove_tree(fifo_dir)
+
+    thread.join(timeout=10)
+    assert not fifo_dir.exists() and not thread.is_alive()
