@@ -20,6 +20,13 @@ def _env_int(name: str, default: int) -> int:
         raise RuntimeError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _env_positive_int(name: str, default: int) -> int:
+    value = _env_int(name, default)
+    if value <= 0:
+        raise RuntimeError(f"{name} must be a positive integer, got {value}")
+    return value
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -150,6 +157,11 @@ SAGEPORT_S3_ENDPOINT_URL = os.environ.get("SAGEPORT_S3_ENDPOINT_URL", "http://12
 SAGEPORT_S3_ACCESS_KEY_ID = os.environ.get("SAGEPORT_S3_ACCESS_KEY_ID", "sageport")
 SAGEPORT_S3_SECRET_ACCESS_KEY = os.environ.get("SAGEPORT_S3_SECRET_ACCESS_KEY", "sageport-secret")
 SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
+# The most bytes one File/FastFile training channel may stage on one instance, and the most an
+# endpoint's model data may hold once unpacked: a job or endpoint over the limit fails with a
+# FailureReason that says so, instead of filling the host's disk.
+SAGEPORT_MAX_CHANNEL_BYTES = _env_positive_int("SAGEPORT_MAX_CHANNEL_BYTES", 100 * 1024**3)
+SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES", 100 * 1024**3)
 
 # --- Training ------------------------------------------------------------------------------
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)

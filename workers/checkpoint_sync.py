@@ -15,7 +15,6 @@ when the restore completes. Only a file in the manifest is ever deleted in S3, s
 the host never had (another host's file, one written to S3 meanwhile) is never removed."""
 import json
 import logging
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -23,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 
 from workers import sidecars
-from workers.storage import s3
+from workers.storage import s3, safe_files
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +101,8 @@ def sync_once(spec: dict, previous: dict[str, Signature], final: bool) -> dict[s
     uploaded = _load_manifest(manifest)
     todo = plan(current, previous, uploaded, final)
     if todo.uploads:
-        s3.upload_many([(local_dir / rel, bucket, prefix + rel) for rel in todo.uploads])
-        uploaded.update({rel: current[rel] for rel in todo.uploads})
+        done = s3.upload_contained(local_dir, [(rel, bucket, prefix + rel) for rel in todo.uploads])
+        uploaded.update({rel: current[rel] for rel in done})
     if todo.deletions:
         s3.delete_keys(bucket, [prefix + rel for rel in todo.deletions])
         for rel in todo.deletions:
@@ -115,16 +114,14 @@ def sync_once(spec: dict, previous: dict[str, Signature], final: bool) -> dict[s
 
 
 def scan(local_dir: Path) -> dict[str, Signature]:
-    """The regular files under `local_dir` (symlinks are not followed), by relative path."""
-    found = {}
-    for path in local_dir.rglob("*"):
-        try:
-            status = path.lstat()
-        except FileNotFoundError:
-            continue  # deleted while we looked
-        if stat.S_ISREG(status.st_mode):
-            found[path.relative_to(local_dir).as_posix()] = (status.st_size, status.st_mtime_ns)
-    return found
+    """The regular files under `local_dir`, by relative path. The container owns the tree: no
+    symlink is followed, at any depth (a directory swapped for a link to a host directory is
+    not entered), and a file swapped for one before its upload is skipped by the upload."""
+    return {
+        entry.relative: (entry.status.st_size, entry.status.st_mtime_ns)
+        for entry in safe_files.walk(local_dir)
+        if entry.kind == safe_files.FILE
+    }
 
 
 def _bucket_and_prefix(s3_uri: str) -> tuple[str, str]:
@@ -134,8 +131,8 @@ def _bucket_and_prefix(s3_uri: str) -> tuple[str, str]:
 
 
 def _relative_path(bucket: str, key: str, prefix: str) -> PurePosixPath:
-    relative = PurePosixPath(key[len(prefix):])
-    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+    relative = safe_files.contained(key[len(prefix):])
+    if relative is None:
         raise s3.StorageError(
             f"Refusing to restore checkpoint {s3.s3_uri(bucket, key)}: "
             "it would land outside the checkpoint directory"

@@ -2,16 +2,22 @@
 containers mount read-only at /opt/ml/model.
 
 - `ModelDataUrl`, or `ModelDataSource.S3DataSource` with CompressionType Gzip: one `.tar.gz`,
-  extracted with tar-slip protection (a member that would land outside is refused by name).
+  extracted with tar-slip protection (a member that would land outside, or a link that points
+  outside however it chains through other links, is refused by name).
 - `ModelDataSource.S3DataSource` with CompressionType None: an `S3Object` lands under its
-  basename; an `S3Prefix` (ending in `/`) lands with every key's path below the prefix."""
+  basename; an `S3Prefix` (ending in `/`) lands with every key's path below the prefix.
+Either way the model data may hold at most SAGEPORT_MAX_MODEL_DATA_BYTES (the archive, and what
+it unpacks to), so a small archive cannot fill the host's disk."""
 
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from django.conf import settings
+
 from workers.storage.archives import ArchiveError, safe_extract
-from workers.storage.s3 import StorageError, download_many, list_keys, parse_s3_uri
+from workers.storage.s3 import ByteBudget, StorageError, download_many, list_keys, parse_s3_uri
+from workers.storage.safe_files import contained
 
 
 class ModelDataError(Exception):
@@ -40,9 +46,9 @@ def _unpack_archive(uri: str, dest: Path) -> None:
     bucket, key = parse_s3_uri(uri)
     with tempfile.TemporaryDirectory(dir=dest.parent) as scratch:
         archive = Path(scratch) / "model.tar.gz"
-        download_many([(bucket, key, archive)])
+        download_many([(bucket, key, archive)], _budget())
         try:
-            safe_extract(archive, dest)
+            safe_extract(archive, dest, settings.SAGEPORT_MAX_MODEL_DATA_BYTES)
         except ArchiveError as error:
             raise ModelDataError(f"Could not unpack the model data {uri}: {error}") from None
 
@@ -56,11 +62,16 @@ def _download_uncompressed(uri: str, data_type: str, dest: Path) -> None:
         items = [(bucket, key, _below(dest, key, key[len(prefix) :], uri)) for key in keys]
     if not items:
         raise ModelDataError(f"Could not download the model data: no S3 objects found under {uri}")
-    download_many(items)
+    download_many(items, _budget())
+
+
+def _budget() -> ByteBudget:
+    limit = settings.SAGEPORT_MAX_MODEL_DATA_BYTES
+    return ByteBudget(limit, f"the model data holds more than {limit} bytes (SAGEPORT_MAX_MODEL_DATA_BYTES)")
 
 
 def _below(dest: Path, key: str, relative: str, uri: str) -> Path:
-    parts = PurePosixPath(relative).parts
-    if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
+    path = contained(relative)
+    if path is None:
         raise ModelDataError(f"Refusing S3 key '{key}' of {uri}: it would be written outside /opt/ml/model")
-    return dest.joinpath(*parts)
+    return dest.joinpath(*path.parts)

@@ -85,28 +85,37 @@ def first_epoch(epoch_file: Path) -> int:
 
 def _open_when_read(fifo: Path) -> int | None:
     """Create the FIFO and wait until the algorithm opens it; the write end, or None once the
-    directory is gone."""
+    directory is gone. Only a FIFO is ever opened, never through a symlink (O_NOFOLLOW, then
+    checked on the descriptor), so nothing planted in its place is written to."""
     try:
         os.mkfifo(fifo)
         os.chmod(fifo, FIFO_MODE)  # mkfifo's mode is filtered by the umask
     except FileExistsError:
-        if not stat.S_ISFIFO(fifo.stat().st_mode):
-            reason = f"ClientError: {fifo.name} in the input data directory is not a pipe"
-            raise sidecars.HelperFailed(reason) from None
+        if not stat.S_ISFIFO(fifo.lstat().st_mode):
+            raise _not_a_pipe(fifo) from None
     except FileNotFoundError:
         return None
     while True:
         try:
-            descriptor = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            descriptor = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise _not_a_pipe(fifo) from None
             if error.errno != errno.ENXIO:  # ENXIO: no reader yet
                 raise
             time.sleep(READER_POLL_SECONDS)
             continue
+        if not stat.S_ISFIFO(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise _not_a_pipe(fifo)
         os.set_blocking(descriptor, True)  # from now on, write at the reader's pace
         return descriptor
+
+
+def _not_a_pipe(fifo: Path) -> sidecars.HelperFailed:
+    return sidecars.HelperFailed(f"ClientError: {fifo.name} in the input data directory is not a pipe")
 
 
 def _write_epoch(descriptor: int, spec: dict, channel: str) -> bool:

@@ -5,7 +5,6 @@ containers (found by label), do one idempotent step, write the status that follo
 functions return when the job wants its next look (seconds), or None when it needs none. A
 worker killed anywhere in here loses nothing: the next reconcile observes and carries on."""
 import logging
-import shutil
 from datetime import timedelta
 
 from django.conf import settings
@@ -28,6 +27,7 @@ from workers import training_containers as containers
 from workers.reconcile import reconcile_once
 from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from workers.runtime.docker import get_runtime
+from workers.storage import safe_files
 from workers.storage.channels import ChannelError, stage_channel
 from workers.storage.s3 import StorageError
 
@@ -122,7 +122,7 @@ def _stage_channels(job: TrainingJob) -> None:
             if channel["InputMode"] == training_sidecars.PIPE:
                 continue  # streamed while the job trains, never staged
             destination = workspace.host_workspace(job, host).channel_dir(channel["ChannelName"])
-            shutil.rmtree(destination, ignore_errors=True)  # a half-staged channel from a crash
+            safe_files.remove_tree(destination)  # a half-staged channel from a crash
             destination.mkdir(parents=True)
             stage_channel(channel, destination, index, len(hosts))
 

@@ -6,7 +6,6 @@ CheckpointConfig.LocalPath, only when configured) read-write; the platform write
 before the container starts, exactly as SageMaker documents them."""
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,10 +13,13 @@ from django.conf import settings
 
 from jobs.models import TrainingJob
 from workers.runtime.base import Mount
+from workers.storage import safe_files
 
 NETWORK_INTERFACE_NAME = "eth0"
 INSTANCE_GROUP_NAME = "homogeneousCluster"
 DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
+FAILURE_FILE = "failure"  # in /opt/ml/output
+_MAX_UTF8_BYTES = 4  # per character
 
 
 def is_directory_name(name: str) -> bool:
@@ -68,10 +70,6 @@ class HostWorkspace:
     def checkpoint_dir(self) -> Path:
         return self.root / "checkpoints"
 
-    @property
-    def failure_file(self) -> Path:
-        return self.root / "output" / "failure"
-
     def mounts(self) -> tuple[Mount, ...]:
         # Pipe mode's FIFOs live in the read-only input tree: reading a FIFO needs no write access.
         mounts = (
@@ -84,12 +82,14 @@ class HostWorkspace:
         return mounts
 
     def failure_description(self, limit: int = 1024) -> str:
-        """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any."""
+        """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any.
+        Read without trusting the container: a symlink (even to a host file), a FIFO, a device
+        or a directory there is ignored as if absent, and never opened."""
         try:
-            with open(self.failure_file, encoding="utf-8", errors="replace") as handle:
-                return handle.read(limit).strip()
-        except (FileNotFoundError, IsADirectoryError):
+            head = safe_files.read_bounded(self.output_dir, FAILURE_FILE, limit * _MAX_UTF8_BYTES)
+        except (FileNotFoundError, safe_files.UnsafeFile):
             return ""
+        return head.decode("utf-8", errors="replace")[:limit].strip()
 
 
 def job_root(job: TrainingJob) -> Path:
@@ -155,7 +155,7 @@ def resource_config(request: dict, current_host: str, hosts: list[str]) -> dict:
 
 
 def remove(job: TrainingJob) -> None:
-    shutil.rmtree(job_root(job), ignore_errors=True)
+    safe_files.remove_tree(job_root(job))
 
 
 def _write_json(path: Path, value) -> None:

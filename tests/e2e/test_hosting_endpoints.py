@@ -251,6 +251,28 @@ def test_model_archive_with_a_path_escaping_member_fails_the_endpoint(
     assert "s3://" in endpoint["FailureReason"]
 
 
+def test_model_archive_whose_links_chain_outside_the_model_dir_fails_the_endpoint(
+    sagemaker, s3, bucket, probe_image, hosting
+):
+    # `up` is harmless when extracted (`here` does not exist yet); `here` then makes it `..`.
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, target in [("up", "here/.."), ("here", ".")]:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            archive.addfile(info)
+    s3.put_object(Bucket=bucket, Key="models/chained.tar.gz", Body=buffer.getvalue())
+    url = f"s3://{bucket}/models/chained.tar.gz"
+    name = hosting.endpoint(
+        hosting.config(("AllTraffic", hosting.model(probe_image, ModelDataUrl=url), 1, 1.0))
+    )
+
+    endpoint = wait_for_endpoint(sagemaker, name, statuses={"Failed"})
+
+    reason = endpoint["FailureReason"]
+    assert "Refusing archive member 'up': it links to 'here/..', outside the destination" in reason
+
+
 def test_endpoint_whose_container_never_becomes_healthy_fails_naming_what_it_answered(
     sagemaker, probe_image, hosting
 ):

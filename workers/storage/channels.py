@@ -10,9 +10,20 @@ SageMaker's rules, kept exactly:
   FullyReplicated gives every host everything."""
 import json
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from workers.storage.s3 import StorageError, download_many, get_bytes, list_keys, parse_s3_uri, s3_uri
+from django.conf import settings
+
+from workers.storage.s3 import (
+    ByteBudget,
+    StorageError,
+    download_many,
+    get_bytes,
+    list_keys,
+    parse_s3_uri,
+    s3_uri,
+)
+from workers.storage.safe_files import contained
 
 
 class ChannelError(StorageError):
@@ -28,12 +39,18 @@ class _Object:
 
 def stage_channel(channel: dict, dest: Path, host_index: int, host_count: int) -> int:
     """Download this host's share of `channel` (a CreateTrainingJob `Channel`) into `dest`;
-    returns the number of objects staged."""
+    returns the number of objects staged. More than SAGEPORT_MAX_CHANNEL_BYTES in all fails
+    (s3.SizeLimitExceeded) once the limit is crossed."""
     objects = _channel_objects(channel)
     name = channel["ChannelName"]
     targets = {obj: _safe_destination(dest, obj, name) for obj in objects}  # all checked first
     objects = _host_share(channel, objects, host_index, host_count)
-    download_many([(obj.bucket, obj.key, targets[obj]) for obj in objects])
+    max_bytes = settings.SAGEPORT_MAX_CHANNEL_BYTES
+    budget = ByteBudget(max_bytes, (
+        f"Data download failed: channel '{name}' holds more than {max_bytes} bytes, "
+        "the limit of one channel (SAGEPORT_MAX_CHANNEL_BYTES)"
+    ))
+    download_many([(obj.bucket, obj.key, targets[obj]) for obj in objects], budget)
     return len(objects)
 
 
@@ -114,8 +131,8 @@ def _manifest_objects(name: str, bucket: str, key: str) -> list[_Object]:
 
 
 def _safe_destination(dest: Path, obj: _Object, channel_name: str) -> Path:
-    relative = PurePosixPath(obj.relative_path)
-    if not obj.relative_path or relative.is_absolute() or ".." in relative.parts or not relative.parts:
+    relative = contained(obj.relative_path)
+    if relative is None:
         raise ChannelError(
             f"Refusing to stage S3 key '{obj.key}' of channel '{channel_name}': "
             f"it would be written outside /opt/ml/input/data/{channel_name}"

@@ -2,11 +2,13 @@
 
 Every failure becomes a `StorageError` whose message names the S3 location and the service's
 error code (`Could not read s3://b/k: NoSuchBucket`), fit to become a job's FailureReason."""
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 import boto3
@@ -14,6 +16,8 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, EndpointConnectionError
 from django.conf import settings
+
+from workers.storage import safe_files
 
 # Enough connections for the transfer pools below; many small objects are latency-bound, so a
 # pool of single-request get/put is 2-4x faster than one managed transfer per object.
@@ -132,53 +136,95 @@ def delete_keys(bucket: str, keys: list[str]) -> None:
             raise StorageError(f"Could not delete {location}: {error.get('Code', 'Unknown')}")
 
 
-def download_many(items: list[tuple[str, str, Path]]) -> None:
-    """Download each (bucket, key, destination file) concurrently; parents are created."""
-    _in_pool(_download_one, items)
+class SizeLimitExceeded(StorageError):
+    """More bytes than a configured limit (SAGEPORT_MAX_*_BYTES) would be written."""
+
+
+class ByteBudget:
+    """A total of bytes that several concurrent downloads may write together; the download that
+    crosses it fails with `message`, and so do the others at their next chunk."""
+
+    def __init__(self, limit: int, message: str):
+        self.limit, self.message, self.used = limit, message, 0
+        self._lock = threading.Lock()
+
+    def charge(self, count: int) -> None:
+        with self._lock:
+            self.used += count
+            if self.used > self.limit:
+                raise SizeLimitExceeded(self.message)
+
+
+def download_many(items: list[tuple[str, str, Path]], budget: ByteBudget | None = None) -> None:
+    """Download each (bucket, key, destination file) concurrently; parents are created. With a
+    `budget`, all of them together may write at most its limit."""
+    _in_pool(_download_one, [(*item, budget) for item in items])
 
 
 def upload_file(path: Path, bucket: str, key: str) -> None:
-    with _s3_errors("write", s3_uri(bucket, key)):
-        if path.stat().st_size > _MULTIPART_THRESHOLD_BYTES:
-            config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=4)
-            get_client().upload_file(str(path), bucket, key, Config=config)
-        else:
-            with path.open("rb") as body:
-                get_client().put_object(Bucket=bucket, Key=key, Body=body)
+    """Upload a file of the platform's own (an archive it packed), opened by its path."""
+    with path.open("rb") as body:
+        _upload_body(body, bucket, key)
 
 
-def upload_many(items: list[tuple[Path, str, str]]) -> None:
-    """Upload each (file, bucket, key) concurrently."""
-    _in_pool(upload_file, items)
+def upload_contained(root: Path, items: list[tuple[str, str, str]]) -> list[str]:
+    """Upload each (relative path below `root`, bucket, key) concurrently, where `root` is a tree
+    a container writes to: each file is opened by `safe_files.open_regular`, so a symlink
+    anywhere on its path, or a file that is not regular, is skipped, never followed, as is a file
+    gone since it was listed. Returns the relative paths uploaded."""
+
+    def upload_one(relative: str, bucket: str, key: str) -> bool:
+        try:
+            body = safe_files.open_regular(root, relative)
+        except (FileNotFoundError, safe_files.UnsafeFile):
+            return False
+        with body:
+            _upload_body(body, bucket, key)
+        return True
+
+    done = _in_pool(upload_one, items)
+    return [item[0] for item, uploaded in zip(items, done, strict=True) if uploaded]
 
 
 def upload_tree(root: Path, bucket: str, prefix: str) -> int:
-    """Upload every file under `root` to `prefix` + its path relative to `root`; returns the count."""
+    """Upload every regular file under `root` (a tree a container wrote; symlinks, FIFOs and
+    devices are left out, never followed) to `prefix` + its path relative to `root`; returns the
+    count uploaded."""
     if prefix and not prefix.endswith("/"):
         prefix += "/"
-    files = sorted(path for path in root.rglob("*") if path.is_file() and not path.is_symlink())
-    upload_many([(path, bucket, prefix + path.relative_to(root).as_posix()) for path in files])
-    return len(files)
+    files = [entry.relative for entry in safe_files.walk(root) if entry.kind == safe_files.FILE]
+    return len(upload_contained(root, [(relative, bucket, prefix + relative) for relative in files]))
 
 
-def _download_one(bucket: str, key: str, destination: Path) -> None:
+def _upload_body(body: BinaryIO, bucket: str, key: str) -> None:
+    with _s3_errors("write", s3_uri(bucket, key)):
+        if os.fstat(body.fileno()).st_size > _MULTIPART_THRESHOLD_BYTES:
+            config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=4)
+            get_client().upload_fileobj(body, bucket, key, Config=config)
+        else:
+            get_client().put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def _download_one(bucket: str, key: str, destination: Path, budget: ByteBudget | None) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
     with _s3_errors("read", s3_uri(bucket, key)):
         body = get_client().get_object(Bucket=bucket, Key=key)["Body"]
         with destination.open("wb") as file:
             for chunk in body.iter_chunks(_CHUNK_BYTES):
+                if budget is not None:
+                    budget.charge(len(chunk))
                 file.write(chunk)
 
 
-def _in_pool(function, argument_tuples: list[tuple]) -> None:
-    """Run `function(*arguments)` for each tuple on a thread pool; the first error is raised."""
+def _in_pool(function, argument_tuples: list[tuple]) -> list:
+    """Run `function(*arguments)` for each tuple on a thread pool; their results in order, or
+    the first error raised."""
     if not argument_tuples:
-        return
+        return []
     with ThreadPoolExecutor(max_workers=min(_TRANSFER_THREADS, len(argument_tuples))) as pool:
         futures = [pool.submit(function, *arguments) for arguments in argument_tuples]
         try:
-            for future in futures:
-                future.result()
+            return [future.result() for future in futures]
         finally:
             for future in futures:
                 future.cancel()

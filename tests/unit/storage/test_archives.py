@@ -4,6 +4,7 @@ import tarfile
 
 import pytest
 
+from workers.storage import archives, safe_files
 from workers.storage.archives import ArchiveError, pack_tar_gz, safe_extract
 
 
@@ -110,3 +111,69 @@ def test_safe_extract_reports_a_corrupt_archive(tmp_path):
     (tmp_path / "bad.tar.gz").write_bytes(b"not a tar")
     with pytest.raises(ArchiveError, match="Could not extract bad.tar.gz"):
         safe_extract(tmp_path / "bad.tar.gz", tmp_path / "dest")
+
+
+def test_pack_never_enters_a_directory_link_and_leaves_out_fifos(tmp_path):
+    write(tmp_path / "host" / "secret", "secret")
+    write(tmp_path / "model" / "weights.bin", "weights")
+    os.symlink(tmp_path / "host", tmp_path / "model" / "linked-dir")
+    os.mkfifo(tmp_path / "model" / "pipe")
+    archive = tmp_path / "model.tar.gz"
+    pack_tar_gz([tmp_path / "model"], archive)
+    with tarfile.open(archive) as tar:
+        members = {member.name: member for member in tar.getmembers()}
+    assert sorted(members) == ["linked-dir", "weights.bin"]
+    assert members["linked-dir"].issym() and members["linked-dir"].linkname == str(tmp_path / "host")
+
+
+def test_pack_does_not_follow_a_directory_swapped_for_a_link_after_it_was_listed(tmp_path, monkeypatch):
+    write(tmp_path / "host" / "ckpt.bin", "host secret")
+    write(tmp_path / "model" / "sub" / "ckpt.bin", "model")
+    listed = safe_files.walk(tmp_path / "model")
+    (tmp_path / "model" / "sub" / "ckpt.bin").unlink()
+    (tmp_path / "model" / "sub").rmdir()
+    os.symlink(tmp_path / "host", tmp_path / "model" / "sub")  # the swap, between listing and reading
+    monkeypatch.setattr(archives.safe_files, "walk", lambda root: listed)
+    archive = tmp_path / "model.tar.gz"
+    pack_tar_gz([tmp_path / "model"], archive)
+    assert read_members(archive) == {}
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        # Each link is harmless alone, and when extracted; together `b` points above the destination.
+        [link_member("b", "a/.."), link_member("a", ".")],
+        [link_member("a", "c/.."), link_member("c", "d"), link_member("d", ".")],
+        [link_member("loop", "loop/x")],
+        [link_member("l", "."), link_member("h", "l/../x", tarfile.LNKTYPE)],
+    ],
+)
+def test_safe_extract_refuses_links_that_leave_the_destination_through_other_links(tmp_path, members):
+    with pytest.raises(ArchiveError, match="outside the destination"):
+        safe_extract(archive_with(tmp_path, *members), tmp_path / "dest")
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_safe_extract_refuses_a_member_placed_through_a_link(tmp_path):
+    members = [link_member("inside", "sub"), file_member("inside/x")]
+    with pytest.raises(ArchiveError, match="'inside/x': its path goes through the link 'inside'"):
+        safe_extract(archive_with(tmp_path, *members), tmp_path / "dest")
+
+
+def test_safe_extract_keeps_links_that_stay_inside(tmp_path):
+    members = [
+        file_member("data/w.bin"), link_member("latest", "data/w.bin"), link_member("data/self", "../latest"),
+    ]
+    assert safe_extract(archive_with(tmp_path, *members), tmp_path / "dest") == 3
+    assert (tmp_path / "dest" / "data" / "self").read_text() == "x"
+
+
+def test_safe_extract_refuses_an_archive_whose_files_exceed_the_size_limit(tmp_path):
+    big = file_member("big")
+    big.size = 2048
+    archive = archive_with(tmp_path, big, file_member("small"))
+    with pytest.raises(ArchiveError, match="2049 bytes, more than the limit of 2048 bytes"):
+        safe_extract(archive, tmp_path / "dest", max_bytes=2048)
+    assert list((tmp_path / "dest").iterdir()) == []
+    assert safe_extract(archive, tmp_path / "ok", max_bytes=2049) == 2

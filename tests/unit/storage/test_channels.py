@@ -3,7 +3,7 @@ import json
 import pytest
 
 from workers.storage.channels import ChannelError, stage_channel
-from workers.storage.s3 import put_bytes
+from workers.storage.s3 import SizeLimitExceeded, put_bytes
 
 
 def channel(uri, data_type="S3Prefix", distribution=None, name="train"):
@@ -107,3 +107,14 @@ def test_a_malformed_manifest_is_reported(bucket, tmp_path):
 def test_unsupported_data_sources_are_refused_clearly(spec, message, tmp_path):
     with pytest.raises(ChannelError, match=f"Channel 'train': {message}"):
         stage_channel(spec, tmp_path, 0, 1)
+
+
+def test_a_channel_larger_than_the_limit_fails_with_a_clear_reason(dataset, tmp_path, settings):
+    settings.SAGEPORT_MAX_CHANNEL_BYTES = 20  # the two objects hold 16 + 20 bytes
+    with pytest.raises(SizeLimitExceeded, match=(
+        r"^Data download failed: channel 'train' holds more than 20 bytes, "
+        r"the limit of one channel \(SAGEPORT_MAX_CHANNEL_BYTES\)$"
+    )):
+        stage_channel(channel(f"s3://{dataset}/data/train/"), tmp_path, 0, 1)
+    settings.SAGEPORT_MAX_CHANNEL_BYTES = 36
+    assert stage_channel(channel(f"s3://{dataset}/data/train/"), tmp_path, 0, 1) == 2

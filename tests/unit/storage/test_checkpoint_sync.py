@@ -47,3 +47,43 @@ def test_restore_then_sync_mirror_the_directory_under_the_prefix(bucket, tmp_pat
     checkpoint_sync.final_sync(helpers, "checkpoints-algo-1")
 
     assert list_keys(bucket, "") == ["ckpt/step-2.pt", "elsewhere/x"]
+
+
+def test_sync_uploads_nothing_through_links_to_host_files_or_directories(bucket, tmp_path):
+    host = tmp_path / "host"
+    write(host / "secret.txt", b"host secret", 10**18)
+    local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
+    local.mkdir()
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, f"s3://{bucket}/ckpt")
+    checkpoint_sync.restore(helpers, "checkpoints-algo-1")
+    write(local / "mine.pt", b"mine", 10**18)
+    os.symlink(host, local / "dir-link")
+    os.symlink(host / "secret.txt", local / "file-link")
+
+    checkpoint_sync.final_sync(helpers, "checkpoints-algo-1")
+
+    assert list_keys(bucket, "") == ["ckpt/mine.pt"]
+
+
+def test_a_file_swapped_for_a_link_after_the_scan_is_skipped_and_tried_again(bucket, tmp_path, monkeypatch):
+    host = tmp_path / "host"
+    write(host / "secret.txt", b"host secret", 10**18)
+    local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
+    write(local / "sub" / "step.pt", b"step", 10**18)
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, f"s3://{bucket}/ckpt")
+    spec = checkpoint_sync.sidecars.spec_of(helpers, "checkpoints-algo-1")
+    scanned = checkpoint_sync.scan(local)
+    (local / "sub" / "step.pt").unlink()
+    (local / "sub").rmdir()
+    os.symlink(host, local / "sub")
+    (host / "step.pt").write_bytes(b"host file")
+    monkeypatch.setattr(checkpoint_sync, "scan", lambda directory: scanned)  # the swap came after it
+
+    checkpoint_sync.sync_once(spec, previous={}, final=True)
+
+    assert list_keys(bucket, "") == []
+    monkeypatch.undo()
+    (local / "sub").unlink()
+    write(local / "sub" / "step.pt", b"step", 10**18)
+    checkpoint_sync.sync_once(spec, previous={}, final=True)  # not recorded as uploaded: tried again
+    assert list_keys(bucket, "") == ["ckpt/sub/step.pt"]

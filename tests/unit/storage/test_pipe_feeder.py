@@ -2,7 +2,6 @@
 import gzip
 import hashlib
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from workers import pipe_feeder, sidecars
+from workers.storage import safe_files
 from workers.storage.s3 import put_bytes
 
 BIG = os.urandom(300 * 1024)  # more than a pipe buffer holds, so an early close means EPIPE
@@ -30,7 +30,7 @@ def start_feeder(tmp_path):
         return fifo_dir
 
     yield start
-    shutil.rmtree(fifo_dir, ignore_errors=True)
+    safe_files.remove_tree(fifo_dir)  # as workspace.remove does at the job's end
     for thread in threads:
         thread.join(timeout=10)
         assert not thread.is_alive()
@@ -80,3 +80,55 @@ def test_a_restarted_feeder_continues_after_the_last_epoch_it_began(tmp_path):
     assert pipe_feeder.first_epoch(epoch_file) == 0
     epoch_file.write_text("4")
     assert pipe_feeder.first_epoch(epoch_file) == 5
+
+
+def test_a_link_in_place_of_the_fifo_is_refused_never_written_through(bucket, tmp_path):
+    put_bytes(bucket, "data/a", b"records")
+    fifo_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    fifo_dir.mkdir()
+    os.mkfifo(elsewhere)
+    os.symlink(elsewhere, fifo_dir / "train_0")
+    helpers = tmp_path / "sidecars"
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    with pytest.raises(sidecars.HelperFailed, match="train_0 in the input data directory is not a pipe"):
+        pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
+
+
+def test_a_feeder_ends_when_the_removal_of_its_directory_races_its_next_fifo(bucket, tmp_path, monkeypatch):
+    """The removal lists the directory, the feeder creates the next FIFO, the removal's rmdir
+    finds the directory not empty: the directory must still go, and the feeder end."""
+    put_bytes(bucket, "data/a", b"records")
+    fifo_dir, helpers = tmp_path / "data", tmp_path / "sidecars"
+    fifo_dir.mkdir()
+    listed = threading.Event()
+    real_mkfifo, real_rmdir = os.mkfifo, os.rmdir
+
+    def mkfifo_once_listed(path, *args, **kwargs):
+        if Path(path).name == "train_1":
+            listed.wait(10)
+        return real_mkfifo(path, *args, **kwargs)
+
+    def rmdir_once_the_next_fifo_is_there(path, *args, **kwargs):
+        if Path(path) == fifo_dir and not listed.is_set():  # the first pass only
+            listed.set()
+            deadline = time.monotonic() + 10
+            while not os.path.lexists(fifo_dir / "train_1") and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkfifo", mkfifo_once_listed)
+    monkeypatch.setattr(os, "rmdir", rmdir_once_the_next_fifo_is_there)
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    thread = threading.Thread(target=pipe_feeder.feed, args=(sidecars.spec_of(helpers, "pipe-train"),))
+    thread.start()
+    with open_epoch(fifo_dir, 0) as pipe:
+        assert pipe.read() == b"records"
+    deadline = time.monotonic() + 10
+    while (fifo_dir / "train_0").exists():  # the feeder is between the two epochs
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+    safe_files.remove_tree(fifo_dir)
+
+    thread.join(timeout=10)
+    assert not fifo_dir.exists() and not thread.is_alive()

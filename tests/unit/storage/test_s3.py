@@ -1,6 +1,10 @@
+import os
+
 import pytest
 
 from workers.storage.s3 import (
+    ByteBudget,
+    SizeLimitExceeded,
     StorageError,
     delete_keys,
     download_many,
@@ -80,3 +84,26 @@ def test_iter_object_streams_from_an_offset_and_delete_keys_ignores_missing_keys
     delete_keys(bucket, ["stream/a", "stream/never-existed"])
 
     assert list_keys(bucket, "stream/") == []
+
+
+def test_upload_tree_uploads_regular_files_only_never_through_links(bucket, tmp_path):
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "secret").write_text("host secret")
+    root = tmp_path / "model"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "weights").write_text("weights")
+    os.symlink(tmp_path / "host" / "secret", root / "file-link")
+    os.symlink(tmp_path / "host", root / "dir-link")
+    os.mkfifo(root / "fifo")
+    assert upload_tree(root, bucket, "job/model") == 1
+    assert list_keys(bucket, "") == ["job/model/sub/weights"]
+
+
+def test_a_byte_budget_stops_downloads_that_together_exceed_it(bucket, tmp_path):
+    put_bytes(bucket, "a", b"x" * 600)
+    put_bytes(bucket, "b", b"y" * 600)
+    items = [(bucket, "a", tmp_path / "a"), (bucket, "b", tmp_path / "b")]
+    with pytest.raises(SizeLimitExceeded, match="^too much$"):
+        download_many(items, ByteBudget(1000, "too much"))
+    download_many(items, ByteBudget(1200, "too much"))
+    assert (tmp_path / "b").read_bytes() == b"y" * 600
