@@ -132,9 +132,14 @@ class Supervisor:
         with self._lock:
             _signal_group(self._children[name].process, sig)
 
-    def pid(self, name: str) -> int:
+    def pid(self, name: str) -> int | None:
+        """The pid of a child that runs, None while it is down. (A restart holds the lock until
+        the child is ready, so a new pid is a ready child.)"""
         with self._lock:
-            return self._children[name].process.pid
+            child = self._children[name]
+            if child.restart_at is not None or child.process.poll() is not None:
+                return None
+            return child.process.pid
 
     def stop_all(self) -> None:
         self._stopping = True  # a child dying now is part of the shutdown: no restart
