@@ -283,10 +283,10 @@ def _describe_exit(status: int) -> str:
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:
     """A preexec function: the child gets SIGKILL when the supervisor dies (Linux)."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
 
     def preexec() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent_pid:  # the supervisor died before prctl took effect
             os._exit(1)
 
