@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import kombu.exceptions
 import redis
 
 log = logging.getLogger(__name__)
@@ -516,4 +517,7 @@ def _redis_answers(url: str) -> bool:
 def _celery_answers(node: str) -> bool:
     from controlplane.celery import app
 
-    return bool(app.control.ping(destination=[node], timeout=0.5))
+    try:
+        return bool(app.control.ping(destination=[node], timeout=0.5))
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):
+        return False  # e.g. a pooled connection to a Redis that has restarted since: asked again

@@ -5,11 +5,14 @@ import signal
 import time
 from pathlib import Path
 
+import kombu.exceptions
 import pytest
+import redis
 from django.conf import settings
 
+from controlplane.celery import app as celery_app
 from controlplane.stack import redis_spec
-from tests.e2e.hosting import invoke_json
+from tests.e2e.hosting import invoke_json, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image, probe_image
 
@@ -22,6 +25,13 @@ def endpoint_name(hosting, probe_image, runtime):
     name = hosting.probe_endpoint(probe_image)
     assert invoke_json(runtime, name)["tag"] == "blue"  # every API process has loaded its table
     return name
+
+
+def worker_answers() -> bool:
+    try:
+        return bool(celery_app.control.ping(timeout=0.5))
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):
+        return False
 
 
 def invoke_repeatedly(runtime, name: str) -> list[str]:
@@ -38,6 +48,9 @@ def test_invoke_endpoint_answers_while_redis_is_stopped(stack, runtime, endpoint
         tags = invoke_repeatedly(runtime, endpoint_name)
     finally:
         stack.supervisor.start(redis_spec(Path(settings.DATA_DIR), settings.CELERY_BROKER_URL))
+        # Later tests need the worker back on the new Redis (and this process's pooled broker
+        # connection, broken by the restart, fails once before it reconnects).
+        wait_until(worker_answers, timeout=60, what="the worker reconnects to Redis")
 
     assert tags == ["blue"] * REQUESTS
 
