@@ -6,7 +6,7 @@ import string
 import time
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from controlplane.models import AccessKey, account_id_validator
 
@@ -16,22 +16,29 @@ _SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
 
 # Known keys, remembered briefly: every request (InvokeEndpoint's data path included) resolves
 # its key, and the database read was the largest share of a request's cost. Only hits are
-# remembered, so a new key works at once; a revoked key stops within the TTL.
-_known: dict[str, tuple[float, tuple[str, str]]] = {}
+# remembered, so a new key works at once; a revoked key stops within the TTL. While the database
+# fails, a key it confirmed within the last SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS is still accepted
+# (a revocation needs the database anyway), so that endpoints keep serving through a short outage.
+_known: dict[str, tuple[float, tuple[str, str]]] = {}  # key id -> (when confirmed, resolution)
 
 
 def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
     """(secret access key, account id) of an active key, or None."""
     now = time.monotonic()
     cached = _known.get(access_key_id)
-    if cached and cached[0] > now:
+    if cached and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS:
         return cached[1]
-    key = AccessKey.objects.filter(access_key_id=access_key_id, active=True).first()
+    try:
+        key = AccessKey.objects.filter(access_key_id=access_key_id, active=True).first()
+    except DatabaseError:
+        if cached and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS:
+            return cached[1]
+        raise
     if key is None:
         _known.pop(access_key_id, None)
         return None
     resolved = (key.secret_access_key, key.account_id)
-    _known[access_key_id] = (now + settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS, resolved)
+    _known[access_key_id] = (now, resolved)
     return resolved
 
 

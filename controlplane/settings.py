@@ -132,6 +132,8 @@ SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15
 SAGEPORT_CREDENTIAL_RESOLVER = "controlplane.accesskeys.resolve_access_key"
 # How long an API process remembers a resolved access key (a deactivated key works that long).
 SAGEPORT_ACCESS_KEY_CACHE_SECONDS = _env_float("SAGEPORT_ACCESS_KEY_CACHE_SECONDS", 5.0)
+# While the database fails, a key it confirmed this recently is still accepted (accesskeys.py).
+SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS = _env_float("SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS", 300.0)
 
 # --- Celery --------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("SAGEPORT_REDIS_URL", "redis://127.0.0.1:6390/0")
@@ -239,10 +241,9 @@ SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS = _env_float("SAGEPORT_STARTUP_HEALTH_TI
 SAGEPORT_SERVE_KILL_GRACE_SECONDS = _env_float("SAGEPORT_SERVE_KILL_GRACE_SECONDS", 30.0)
 # InvokeEndpoint waits this long for a container's answer (SageMaker: 60 s).
 SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SECONDS", 60.0)
-# API processes look for routing changes this often, never route on a table older than the
-# stale limit, and their acknowledgement of a table expires after the TTL (endpoints/routing.py).
+# API processes look for routing changes this often (in the background: a request never waits
+# on Redis), and their acknowledgement of a table expires after the TTL (endpoints/routing.py).
 SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)
-SAGEPORT_ROUTING_STALE_SECONDS = _env_float("SAGEPORT_ROUTING_STALE_SECONDS", 2.0)
 SAGEPORT_ROUTING_ACK_TTL_SECONDS = _env_float("SAGEPORT_ROUTING_ACK_TTL_SECONDS", 5.0)
 
 LOGGING = {

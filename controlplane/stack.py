@@ -4,7 +4,17 @@ child processes of one supervisor.
 `manage.py runstack` (behind `make run` / `make up`) and the test fixtures both use it. Each
 child runs in its own session so that a Ctrl-C in the terminal reaches only the supervisor, which
 then stops the children in reverse start order (SIGTERM, then SIGKILL after a grace period).
-A child that dies is reported, never restarted behind the user's back."""
+
+A child that dies is restarted after a backoff delay (doubling from RESTART_DELAY_SECONDS up to
+MAX_RESTART_DELAY_SECONDS, back to the shortest once it has stayed up STABLE_SECONDS); every
+death and restart is reported. Nothing is restarted once stopping has begun. Children get
+SIGKILL if the supervisor itself dies, so that a crashed stack leaves no orphan holding a port.
+
+The API's listening socket belongs to the supervisor, which hands it to gunicorn
+(`--bind fd://N`): while the API restarts, connections wait in the kernel's backlog instead of
+being refused."""
+import ctypes
+import logging
 import os
 import shlex
 import shutil
@@ -22,12 +32,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import kombu.exceptions
 import redis
+
+log = logging.getLogger(__name__)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
 POLL_SECONDS = 0.1
 LOG_TAIL_LINES = 20
+RESTART_DELAY_SECONDS = 0.5
+MAX_RESTART_DELAY_SECONDS = 30.0
+STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
+LISTEN_BACKLOG = 1024
+_PR_SET_PDEATHSIG = 1
 
 
 class ServiceFailed(RuntimeError):
@@ -48,66 +66,91 @@ class ServiceSpec:
     drop_env_prefixes: tuple[str, ...] = ()  # variables the child must not inherit
     ports: tuple[int, ...] = ()  # must be free before start, or readiness could see a stranger
     leftovers: tuple[Path, ...] = ()  # files the program leaves behind when it stops
+    listener: socket.socket | None = field(default=None, compare=False)  # passed down, kept here
     start_timeout: float = 60.0
     stop_timeout: float = 10.0
 
 
-class Supervisor:
-    """Starts children, waits until each is ready, and stops them in reverse order."""
+@dataclass
+class _Child:
+    spec: ServiceSpec
+    process: subprocess.Popen
+    started_at: float
+    restarts: int = 0  # deaths in a row, each followed by a restart
+    restart_at: float | None = None  # while it is down: when it is started again
 
-    def __init__(self, log_dir: Path, stop_event: threading.Event | None = None):
+
+def restart_delay(restarts: int) -> float:
+    """The backoff before the restart that follows `restarts` earlier ones in a row."""
+    return min(RESTART_DELAY_SECONDS * 2**restarts, MAX_RESTART_DELAY_SECONDS)
+
+
+class Supervisor:
+    """Starts children, waits until each is ready, restarts those that die, and stops them in
+    reverse order. `run()` supervises in the calling thread; `watching()` in a background one."""
+
+    def __init__(
+        self,
+        log_dir: Path,
+        stop_event: threading.Event | None = None,
+        report: Callable[[str], None] = log.warning,
+    ):
         self.log_dir = log_dir
         self._stop_event = stop_event or threading.Event()
-        self._children: dict[str, tuple[ServiceSpec, subprocess.Popen]] = {}
+        self._report = report
+        self._lock = threading.RLock()  # held while a child is started, checked or restarted
+        self._children: dict[str, _Child] = {}
+        self._stopping = False
 
     def start(self, spec: ServiceSpec) -> subprocess.Popen:
-        if spec.name in self._children:
-            raise ServiceFailed(f"{spec.name} is already running")
-        for port in spec.ports:
-            _require_free_port(spec.name, port)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path(spec.name), "ab") as log:
-            process = subprocess.Popen(
-                spec.argv, cwd=PROJECT_DIR, env=_child_env(spec), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        self._children[spec.name] = (spec, process)
-        self._wait_until_ready(spec, process)
-        return process
+        with self._lock:
+            if spec.name in self._children:
+                raise ServiceFailed(f"{spec.name} is already running")
+            process = self._spawn(spec)
+            self._children[spec.name] = _Child(spec, process, time.monotonic())
+            failure = self._wait_until_ready(spec, process)
+            if failure:
+                self._finish(self._pop(spec.name))
+                raise ServiceFailed(self._failure(spec.name, failure))
+            return process
 
     def stop(self, name: str) -> None:
-        spec, process = self._children.pop(name)
-        _signal_group(process, signal.SIGTERM)
+        child = self._pop(name)
+        _signal_group(child.process, signal.SIGTERM)
         try:
-            process.wait(spec.stop_timeout)
+            child.process.wait(child.spec.stop_timeout)
         except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait()
-        # Stragglers (gunicorn or celery pool processes) share the child's process group.
-        _signal_group(process, signal.SIGKILL)
-        for path in spec.leftovers:
-            path.unlink(missing_ok=True)
+            pass
+        self._finish(child)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a child and everything in its process group, as a crash would."""
-        _spec, process = self._children.pop(name)
-        _signal_group(process, signal.SIGKILL)
-        process.wait()
+        """SIGKILL a child and everything in its process group, as a crash would, and stop
+        supervising it (`signal(name, SIGKILL)` is a crash the supervisor repairs)."""
+        self._finish(self._pop(name))
+
+    def signal(self, name: str, sig: int) -> None:
+        """Send `sig` to a child's process group; it stays supervised."""
+        with self._lock:
+            _signal_group(self._children[name].process, sig)
+
+    def pid(self, name: str) -> int | None:
+        """The pid of a child that runs, None while it is down. (A restart holds the lock until
+        the child is ready, so a new pid is a ready child.)"""
+        with self._lock:
+            child = self._children[name]
+            if child.restart_at is not None or child.process.poll() is not None:
+                return None
+            return child.process.pid
 
     def stop_all(self) -> None:
-        for name in reversed(list(self._children)):
+        self._stopping = True  # a child dying now is part of the shutdown: no restart
+        with self._lock:
+            names = list(self._children)
+        for name in reversed(names):
             self.stop(name)
 
     def log_path(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"
-
-    def wait_for_exit(self) -> tuple[str, int]:
-        """Block until a child exits; return its name and exit status."""
-        while True:
-            for name, (_spec, process) in self._children.items():
-                if process.poll() is not None:
-                    return name, process.returncode
-            self._sleep()
 
     def log_tail(self, name: str) -> str:
         try:
@@ -116,17 +159,114 @@ class Supervisor:
             return ""
         return "\n".join(lines[-LOG_TAIL_LINES:])
 
-    def _wait_until_ready(self, spec: ServiceSpec, process: subprocess.Popen) -> None:
+    # --- supervision -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Supervise until the stop event is set (then raise StopRequested)."""
+        while True:
+            self.supervise_once()
+            self._sleep()
+
+    @contextmanager
+    def watching(self) -> Iterator["Supervisor"]:
+        """Supervise in a background thread for the duration of the block."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(POLL_SECONDS):
+                self.supervise_once()
+
+        thread = threading.Thread(target=watch, name="supervisor", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            thread.join()
+
+    def supervise_once(self) -> None:
+        with self._lock:
+            names = list(self._children)
+        for name in names:
+            with self._lock:
+                child = self._children.get(name)
+                if child is not None and not self._stopping:
+                    self._check(child)
+
+    def _check(self, child: _Child) -> None:
+        now = time.monotonic()
+        if child.restart_at is None:
+            status = child.process.poll()
+            if status is None:
+                if child.restarts and now - child.started_at >= STABLE_SECONDS:
+                    child.restarts = 0
+                return
+            _signal_group(child.process, signal.SIGKILL)  # its pool or worker processes
+            self._schedule_restart(child, _describe_exit(status))
+        elif now >= child.restart_at:
+            self._restart(child)
+
+    def _schedule_restart(self, child: _Child, what: str) -> None:
+        delay = restart_delay(child.restarts)
+        child.restart_at = time.monotonic() + delay
+        self._report(
+            f"{child.spec.name} {what}; restart #{child.restarts + 1} in {delay:g}s "
+            f"(log: {self.log_path(child.spec.name)})"
+        )
+
+    def _restart(self, child: _Child) -> None:
+        spec = child.spec
+        child.restarts += 1
+        child.restart_at = None
+        try:
+            child.process = self._spawn(spec)
+        except ServiceFailed as error:
+            return self._schedule_restart(child, f"could not be started ({error})")
+        child.started_at = time.monotonic()
+        failure = self._wait_until_ready(spec, child.process)
+        if failure:
+            _signal_group(child.process, signal.SIGKILL)
+            child.process.wait()
+            return self._schedule_restart(child, failure)
+        self._report(f"{spec.name} restarted (restart #{child.restarts}, pid {child.process.pid})")
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def _spawn(self, spec: ServiceSpec) -> subprocess.Popen:
+        for port in spec.ports:
+            _require_free_port(spec.name, port)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        pass_fds = (spec.listener.fileno(),) if spec.listener else ()
+        with open(self.log_path(spec.name), "ab") as log_file:
+            return subprocess.Popen(
+                spec.argv, cwd=PROJECT_DIR, env=_child_env(spec), stdin=subprocess.DEVNULL,
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
+                preexec_fn=_die_with_parent(os.getpid()),
+            )
+
+    def _wait_until_ready(self, spec: ServiceSpec, process: subprocess.Popen) -> str | None:
+        """None once ready, else why not."""
         deadline = time.monotonic() + spec.start_timeout
         while process.poll() is None:
             if spec.ready is None or spec.ready():
-                return
+                return None
             if time.monotonic() > deadline:
-                self.stop(spec.name)
-                raise ServiceFailed(self._failure(spec.name, f"not ready after {spec.start_timeout:.0f}s"))
+                return f"not ready after {spec.start_timeout:.0f}s"
             self._sleep()
-        self._children.pop(spec.name)
-        raise ServiceFailed(self._failure(spec.name, f"exited with status {process.returncode}"))
+        return _describe_exit(process.returncode)
+
+    def _pop(self, name: str) -> _Child:
+        with self._lock:
+            return self._children.pop(name)
+
+    def _finish(self, child: _Child) -> None:
+        """Kill what is left of a child that supervision has let go of, and its files."""
+        _signal_group(child.process, signal.SIGKILL)
+        child.process.wait()
+        if child.spec.listener:
+            child.spec.listener.close()
+        for path in child.spec.leftovers:
+            path.unlink(missing_ok=True)
 
     def _sleep(self) -> None:
         if self._stop_event.wait(POLL_SECONDS):
@@ -134,6 +274,24 @@ class Supervisor:
 
     def _failure(self, name: str, what: str) -> str:
         return f"{name} {what}; last lines of {self.log_path(name)}:\n{self.log_tail(name)}"
+
+
+def _describe_exit(status: int) -> str:
+    if status < 0:
+        return f"was killed by {signal.Signals(-status).name}"
+    return f"exited with status {status}"
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """A preexec function: the child gets SIGKILL when the supervisor dies (Linux)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the supervisor died before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 @contextmanager
@@ -201,18 +359,21 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
 
 
 def api_spec(data_dir: Path, port: int) -> ServiceSpec:
+    """Binds the API's port now: the socket outlives every gunicorn that serves it."""
     url = f"http://{LOOPBACK}:{port}"
+    listener = _listening_socket("api", port)
     # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
-    # Two processes with 8 threads each measured best on 2 cores (bench/invoke.py).
+    # Two processes with 8 threads each measured best on 2 cores (bench/invoke.py); gunicorn's
+    # master replaces a worker that dies while the other one keeps serving.
     return ServiceSpec(
         name="api",
         argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
-              "--bind", f"{LOOPBACK}:{port}", "--workers", "2", "--worker-class", "gthread",
+              "--bind", f"fd://{listener.fileno()}", "--workers", "2", "--worker-class", "gthread",
               "--threads", "8"],
         listens=url,
         ready=lambda: _http_answers(f"{url}/"),
         env=_django_env(data_dir),
-        ports=(port,),
+        listener=listener,
     )
 
 
@@ -289,6 +450,18 @@ def _loopback_port(url: str, setting_name: str) -> int:
     return parts.port
 
 
+def _listening_socket(name: str, port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((LOOPBACK, port))
+    except OSError as error:
+        sock.close()
+        raise ServiceFailed(f"cannot start {name}: {LOOPBACK}:{port} is taken ({error.strerror})") from None
+    sock.listen(LISTEN_BACKLOG)
+    return sock
+
+
 def _require_free_port(name: str, port: int) -> None:
     with socket.socket() as sock:
         if sock.connect_ex((LOOPBACK, port)) == 0:
@@ -344,4 +517,7 @@ def _redis_answers(url: str) -> bool:
 def _celery_answers(node: str) -> bool:
     from controlplane.celery import app
 
-    return bool(app.control.ping(destination=[node], timeout=0.5))
+    try:
+        return bool(app.control.ping(destination=[node], timeout=0.5))
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):
+        return False  # e.g. a pooled connection to a Redis that has restarted since: asked again

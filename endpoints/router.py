@@ -2,8 +2,10 @@
 thread, and pooled keep-alive connections to the serving containers.
 
 See endpoints/routing.py for how the table is refreshed and acknowledged. A request never
-queries the database: it reads the table under a lock, picks a container, counts itself in
-flight there (the count travels in the process's ack, so a drain waits for it), and forwards."""
+touches Redis and queries the database only for an endpoint its table lacks (or shows unusable):
+it reads the table under a lock, picks a container, counts itself in flight there (the count
+travels in the process's ack, so a drain waits for it), and forwards. While Redis or the
+database is away, the refresh thread keeps the last table it could load and requests go on."""
 
 import functools
 import logging
@@ -16,9 +18,10 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
+import redis
 import urllib3
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 
 from endpoints import routing
 from endpoints.routing import Backend, EndpointRoute, RouteGroup, RoutingTable
@@ -46,70 +49,95 @@ class Router:
     def __init__(self):
         self._process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()  # guards the table, the version and the in-flight counts
-        self._refresh_lock = threading.Lock()  # one reload at a time
+        self._start_lock = threading.Lock()
         self._table: RoutingTable = {}
-        self._version: int | None = None
-        self._loaded_at = 0.0
-        self._fresh_at = 0.0  # when the table was last confirmed current (monotonic)
+        self._version: int | None = None  # the version the table is known to include
+        self._loaded_at = 0.0  # when the database read behind the table began (monotonic)
         self._busy: Counter[str] = Counter()
         self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
         self._started = False
+        self._failing: str | None = None  # what the refresh thread last failed on, for the log
 
     # --- table --------------------------------------------------------------------------------
 
     def route(self, endpoint_arn: str) -> EndpointRoute | None:
         """The endpoint's route. One that looks unusable is read again from the database first,
-        so that an endpoint DescribeEndpoint already shows InService is never refused."""
-        self._ensure_fresh()
+        so that an endpoint DescribeEndpoint already shows InService is never refused. Never
+        touches Redis, and a database that fails leaves the last table in use."""
+        if not self._started:
+            self._start()
         with self._lock:
             route = self._table.get(endpoint_arn)
         if route is None or route.status not in routing.ROUTABLE_ENDPOINT_STATUSES:
-            self.refresh(force=True)
+            try:
+                self._reload()
+            except DatabaseError as error:
+                log.warning("routing table reload failed, serving the last one: %s", error)
             with self._lock:
                 route = self._table.get(endpoint_arn)
         return route
 
-    def _ensure_fresh(self) -> None:
-        if not self._started:
-            self._start()
-        if time.monotonic() - self._fresh_at > settings.SAGEPORT_ROUTING_STALE_SECONDS:
-            self.refresh()  # the background thread is late: never route on an old table
-
     def _start(self) -> None:
-        with self._refresh_lock:
+        with self._start_lock:
             if self._started:
                 return
-            # Announce this process before reading anything (see routing.py for why).
-            routing.publish_ack(self._process_id, 0, {})
-            self._reload(routing.current_version())
-            self._publish()
+            self._reload()  # the first request needs a table; Redis is the thread's business
             threading.Thread(target=self._refresh_forever, name="routing-refresh", daemon=True).start()
             self._started = True
 
     def _refresh_forever(self) -> None:
+        # Announce this process before reading the version (see routing.py for why); the table
+        # loaded by `_start` is at most this thread's start-up older, well within a drain's minimum.
+        self._attempt(lambda: routing.publish_ack(self._process_id, 0, {}))
         while True:
+            self._attempt(self.refresh)
             time.sleep(settings.SAGEPORT_ROUTING_REFRESH_SECONDS)
-            try:
-                self.refresh()
-            except Exception:  # Redis or the database away for a moment: requests refresh themselves
-                log.exception("routing table refresh failed")
 
-    def refresh(self, force: bool = False) -> None:
-        with self._refresh_lock:
+    def _attempt(self, action) -> None:
+        """Run a refresh step; Redis or the database away for a while is logged once, not per tick."""
+        try:
+            action()
+        except (redis.RedisError, DatabaseError) as error:
+            if self._failing is None:
+                log.warning("routing refresh failing, serving the last table: %s", error)
+            self._failing = str(error)
+            return
+        except Exception:
+            log.exception("routing table refresh failed")
+            return
+        if self._failing is not None:
+            log.warning("routing refresh works again")
+            self._failing = None
+
+    def refresh(self) -> None:
+        """Reload the table when the version moved (and now and then), then acknowledge it.
+        Without Redis the version is unknown, so the table is reloaded from the database at every
+        tick: a container leaving the table is still seen at once, while its drain waits for Redis."""
+        try:
             version = routing.current_version()
-            stale = time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS
-            if force or stale or version != self._version:
-                self._reload(version)
-            self._publish()
+        except redis.RedisError:
+            self._reload()
+            raise
+        stale = time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS
+        if stale or version != self._version:
+            self._reload(version)
+        self._publish()
 
-    def _reload(self, version: int) -> None:
+    def _reload(self, version: int | None = None) -> None:
+        """Read the table from the database. `version`: read from Redis before this load began,
+        hence included in it. Loads may overlap (a request's, the thread's): the one begun last wins."""
+        began = time.monotonic()
         close_old_connections()
         table = routing.load_table()
         live = {
             backend.container_name for route in table.values() for g in route.groups for backend in g.backends
         }
         with self._lock:
-            self._table, self._version, self._loaded_at = table, version, time.monotonic()
+            if version is not None:
+                self._version = version
+            if began < self._loaded_at:
+                return
+            self._table, self._loaded_at = table, began
             for name in [name for name in self._pools if name not in live and not self._busy[name]]:
                 self._pools.pop(name).close()
 
@@ -118,7 +146,6 @@ class Router:
             version = self._version or 0
             busy = {name: count for name, count in self._busy.items() if count}
         routing.publish_ack(self._process_id, version, busy)
-        self._fresh_at = time.monotonic()
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -13,7 +13,12 @@ A container may be stopped once every live ack has a version at least the one re
 `bump` after it left the routing table, and no ack lists it as busy (`has_drained`). Why this is
 safe: an ack with version ≥ V was read after the bump, hence after the commit, so that process's
 table no longer has the container. A process that starts routing writes a placeholder ack (version
-0) before reading the version, so a drainer either sees it and waits, or it read the new state."""
+0) before reading the version, so a drainer either sees it and waits, or it read the new state.
+
+Requests never touch Redis (endpoints/router.py): while Redis is away an API process reloads its
+table from the database at every refresh instead and serves on; drains wait, since neither `bump`
+nor `has_drained` can answer. A process whose ack vanished with a restarted Redis republishes it
+within one refresh, which the drain's minimum wait covers."""
 
 import functools
 import json

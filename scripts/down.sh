@@ -12,9 +12,9 @@ if [ ! -f "$PID_FILE" ]; then
     echo "Sageport is not running (no $PID_FILE)"
     exit 0
 fi
-pid=$(cat "$PID_FILE")
+source scripts/stack-pid.sh
 # The pid may have been reused since: only signal the process if it is still our runstack.
-if ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "manage.py runstack"; then
+if ! pid=$(running_stack_pid "$PID_FILE"); then
     echo "Sageport is not running (stale $PID_FILE removed)"
     rm -f "$PID_FILE"
     exit 0

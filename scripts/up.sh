@@ -8,9 +8,14 @@ PID_FILE=$DATA_DIR/sageport.pid
 LOG_FILE=$DATA_DIR/sageport.log
 READY_BANNER="Sageport is running."  # printed by manage.py runstack once every service is ready
 
-if [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
-    echo "Sageport is already running (pid $(cat "$PID_FILE")); stop it with: make down"
+source scripts/stack-pid.sh
+if pid=$(running_stack_pid "$PID_FILE"); then
+    echo "Sageport is already running (pid $pid); stop it with: make down"
     exit 0
+fi
+if [ -f "$PID_FILE" ]; then
+    echo "Removing the stale $PID_FILE (pid $(cat "$PID_FILE") is not a running Sageport)"
+    rm -f "$PID_FILE"
 fi
 mkdir -p "$DATA_DIR"
 # Its own session, so that a Ctrl-C in this terminal never reaches the stack.

@@ -6,8 +6,10 @@ and is stopped at the end of the session, together with any container or network
 left behind."""
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ from controlplane.stack import (
 from workers.runtime.docker import STACK_LABEL
 
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
+CRASH_RECOVERY_SECONDS = 90
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,11 @@ def session_data_dir() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def supervisor(session_data_dir):
+    """Restarts a server that dies, as `manage.py runstack` does; `kill` takes one out for good."""
     supervisor = Supervisor(log_dir=session_data_dir / "logs")
-    yield supervisor
-    supervisor.stop_all()
+    with supervisor.watching():
+        yield supervisor
+        supervisor.stop_all()
     _remove_docker_objects_left_by_this_session()
 
 
@@ -118,8 +123,21 @@ class LiveStack:
         return boto3.client(service_name, **options)
 
     def kill_worker(self) -> None:
-        """SIGKILL the Celery worker and its pool processes, as a crash of the machine would."""
+        """SIGKILL the Celery worker and its pool processes, as a crash of the machine would; it
+        stays down (no restart) until `start_worker`."""
         self.supervisor.kill("worker")
+
+    def crash(self, name: str) -> tuple[float, float]:
+        """SIGKILL a server's whole process group and wait (bounded) until the supervisor has
+        restarted it and it is ready again; returns both moments (time.monotonic())."""
+        old_pid = self.supervisor.pid(name)
+        killed_at = time.monotonic()
+        self.supervisor.signal(name, signal.SIGKILL)
+        deadline = killed_at + CRASH_RECOVERY_SECONDS
+        while self.supervisor.pid(name) in (None, old_pid):  # a new pid is a ready server
+            assert time.monotonic() < deadline, f"{name} was not restarted within {CRASH_RECOVERY_SECONDS}s"
+            time.sleep(0.1)
+        return killed_at, time.monotonic()
 
     def start_worker(self) -> None:
         self.supervisor.start(worker_spec(self.data_dir))

@@ -115,13 +115,16 @@ class Load:
     MAX_REQUESTS = 5000
     MAX_SECONDS = 120.0
 
-    def __init__(self, stack, endpoint_name: str, threads: int = 3):
+    def __init__(self, stack, endpoint_name: str, threads: int = 3, interval: float = 0.0):
+        """`interval`: seconds between the starts of one thread's requests (0: back to back)."""
         self._clients = [stack.client("sagemaker-runtime", config=NO_RETRIES) for _ in range(threads)]
         self._name = endpoint_name
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.tags: Counter[str] = Counter()
         self.failures: list[str] = []
+        self.failed_at: list[float] = []  # time.monotonic() of each failure, in order
+        self._interval = interval
         self._threads = [
             threading.Thread(target=self._run, args=(client,), daemon=True) for client in self._clients
         ]
@@ -143,6 +146,7 @@ class Load:
             return sum(self.tags.values()) + len(self.failures)
 
     def _run(self, client) -> None:
+        next_start = time.monotonic()
         while not self._stop.is_set() and self.count < self.MAX_REQUESTS:
             if time.monotonic() - self._started > self.MAX_SECONDS:
                 return
@@ -151,6 +155,9 @@ class Load:
             except Exception as error:  # every failure counts, whatever its kind
                 with self._lock:
                     self.failures.append(repr(error))
+                    self.failed_at.append(time.monotonic())
             else:
                 with self._lock:
                     self.tags[tag] += 1
+            next_start += self._interval
+            self._stop.wait(max(0.0, next_start - time.monotonic()))

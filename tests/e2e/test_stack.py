@@ -1,10 +1,13 @@
 """The live stack as a user meets it: started by the fixture, described by `<data>/env`."""
+import signal
+import time
 import uuid
 
 import boto3
 
 from controlplane.celery import app as celery_app
 from tests.conftest import read_env_file
+from tests.e2e.hosting import NO_RETRIES
 
 USER_ENDPOINT_VARIABLES = (
     "AWS_ENDPOINT_URL_SAGEMAKER",
@@ -58,3 +61,24 @@ def test_an_access_key_created_for_another_account_is_accepted(stack):
     other = stack.client("sagemaker", aws_access_key_id=access_key_id, aws_secret_access_key=secret)
 
     assert other.list_training_jobs()["TrainingJobSummaries"] == []
+
+
+def test_a_crashed_api_is_restarted_and_a_request_sent_while_it_is_down_is_answered(stack):
+    client = stack.client("sagemaker", config=NO_RETRIES)
+    crashed = stack.supervisor.pid("api")
+
+    stack.supervisor.signal("api", signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while stack.supervisor.pid("api") == crashed:  # until the supervisor has seen it die
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    # The supervisor keeps the listening socket: the connection waits for the new gunicorn.
+    assert client.list_training_jobs()["TrainingJobSummaries"] is not None
+    assert stack.supervisor.pid("api") not in (None, crashed)
+
+
+def test_a_crashed_worker_is_restarted_by_the_supervisor(stack):
+    stack.crash("worker")
+
+    assert celery_app.control.ping(timeout=1)

@@ -1,6 +1,7 @@
 """`manage.py runstack`: the whole embedded stack in the foreground, stopped by Ctrl-C."""
 
 import time
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -49,13 +50,11 @@ class Command(BaseCommand):
             beat_spec(data_dir),
         ]
         with stop_on_signals() as stop_event:
-            supervisor = Supervisor(data_dir / "logs", stop_event)
+            supervisor = Supervisor(data_dir / "logs", stop_event, report=self._report)
             try:
                 self._start_all(supervisor, specs)
                 self._print_banner(supervisor, specs, data_dir, env_file)
-                name, status = supervisor.wait_for_exit()
-                tail = supervisor.log_tail(name)
-                raise CommandError(f"{name} exited with status {status}, so the stack is stopping.\n{tail}")
+                supervisor.run()  # restarts a child that dies, until Ctrl-C or SIGTERM
             except StopRequested:
                 self.stdout.write("Stopping...")
             except ServiceFailed as error:
@@ -63,6 +62,10 @@ class Command(BaseCommand):
             finally:
                 supervisor.stop_all()
         self.stdout.write("Stopped.")
+
+    def _report(self, message: str) -> None:
+        self.stdout.write(f"{datetime.now().isoformat(sep=' ', timespec='seconds')} {message}")
+        self.stdout.flush()
 
     def _start_all(self, supervisor: Supervisor, specs) -> None:
         for spec in specs:

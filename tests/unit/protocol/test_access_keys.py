@@ -3,8 +3,10 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.db import OperationalError
 
 from controlplane.accesskeys import create_access_key, ensure_default_access_key, resolve_access_key
+from controlplane.models import AccessKey
 
 
 def test_created_key_looks_like_an_aws_key_pair(db):
@@ -49,3 +51,37 @@ def test_createaccesskey_prints_key_secret_and_account_on_one_line(db, capsys):
 def test_createaccesskey_rejects_a_malformed_account_id(db):
     with pytest.raises(CommandError, match="12 digits"):
         call_command("createaccesskey", "--account-id", "abc")
+
+
+@pytest.fixture
+def database_down(monkeypatch):
+    """Every AccessKey query fails, as while the database is unavailable."""
+
+    def fail(*args, **kwargs):
+        raise OperationalError("database is unavailable")
+
+    return lambda: monkeypatch.setattr(AccessKey.objects, "filter", fail)
+
+
+def test_a_recently_confirmed_key_is_accepted_while_the_database_fails(db, settings, database_down):
+    settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS = 0  # every call asks the database
+    key = create_access_key("123456789012")
+    assert resolve_access_key(key.access_key_id) == (key.secret_access_key, "123456789012")
+
+    database_down()
+
+    assert resolve_access_key(key.access_key_id) == (key.secret_access_key, "123456789012")
+
+
+def test_an_unconfirmed_or_too_old_key_is_not_accepted_while_the_database_fails(db, settings, database_down):
+    settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS = 0
+    settings.SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS = 0  # nothing is recent enough
+    key = create_access_key("123456789012")
+    resolve_access_key(key.access_key_id)
+
+    database_down()
+
+    with pytest.raises(OperationalError):
+        resolve_access_key(key.access_key_id)
+    with pytest.raises(OperationalError):
+        resolve_access_key("AKIANOSUCHKEY0000000")
