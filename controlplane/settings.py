@@ -20,11 +20,14 @@ def _env_int(name: str, default: int) -> int:
         raise RuntimeError(f"{name} must be an integer, got {raw!r}") from None
 
 
-def _env_positive_int(name: str, default: int) -> int:
-    value = _env_int(name, default)
+def _positive(name: str, value: float) -> float:
     if value <= 0:
-        raise RuntimeError(f"{name} must be a positive integer, got {value}")
+        raise RuntimeError(f"{name} must be more than 0, got {value}")
     return value
+
+
+def _env_positive_int(name: str, default: int) -> int:
+    return _positive(name, _env_int(name, default))
 
 
 def _env_float(name: str, default: float) -> float:
@@ -35,6 +38,10 @@ def _env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise RuntimeError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _env_positive_seconds(name: str, default: float) -> float:
+    return _positive(name, _env_float(name, default))
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -169,19 +176,8 @@ SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
 # Every algorithm and model container: at most this many processes and threads (generous: a
 # training job with many data-loader workers and their threads stays far below it).
-SAGEPORT_CONTAINER_PIDS_LIMIT = _env_int("SAGEPORT_CONTAINER_PIDS_LIMIT", 4096)
-if SAGEPORT_CONTAINER_PIDS_LIMIT < 1:
-    raise RuntimeError(
-        f"SAGEPORT_CONTAINER_PIDS_LIMIT must be 1 or more, got {SAGEPORT_CONTAINER_PIDS_LIMIT}"
-    )
+SAGEPORT_CONTAINER_PIDS_LIMIT = _env_positive_int("SAGEPORT_CONTAINER_PIDS_LIMIT", 4096)
 SAGEPORT_POLL_INTERVAL_SECONDS = _env_float("SAGEPORT_POLL_INTERVAL_SECONDS", 2.0)
-
-
-def _env_positive_seconds(name: str, default: float) -> float:
-    value = _env_float(name, default)
-    if value <= 0:
-        raise RuntimeError(f"{name} must be more than 0, got {value}")
-    return value
 
 
 # How long the phases where the platform works may take before the job fails
