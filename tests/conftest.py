@@ -19,7 +19,7 @@ import docker
 import pytest
 from django.conf import settings
 
-from controlplane.stack import (
+from devstack.stack import (
     LOOPBACK,
     PROJECT_DIR,
     Supervisor,
@@ -29,7 +29,7 @@ from controlplane.stack import (
     seaweedfs_spec,
     worker_spec,
 )
-from workers.runtime.docker import STACK_LABEL
+from runtime.docker import STACK_LABEL
 
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
 CRASH_RECOVERY_SECONDS = 90

@@ -3,7 +3,7 @@ or fails for good at once when the spec says so."""
 import time
 from pathlib import Path
 
-from workers import sidecars
+from training.data import sidecars
 
 
 def wait_or_fail(spec: dict) -> None:

@@ -2,9 +2,9 @@
 import logging
 from unittest import mock
 
-from endpoints.models import DeploymentPhase, Endpoint, EndpointStatus
+from hosting import reconciler as hosting
+from hosting.models import DeploymentPhase, Endpoint, EndpointStatus
 from tests.unit.test_hosting_gpus import make_deployment
-from workers import hosting
 
 
 class _EmptyEngine:

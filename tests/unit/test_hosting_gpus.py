@@ -4,11 +4,14 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from endpoints.models import ContainerStatus, Endpoint, EndpointDeployment, ServingContainer
-from jobs.models import TrainingJob
+from capacity.gpus import gpu_ids
+from capacity.models import GpuAllocation
+from hosting import containers as hosting_containers
+from hosting import gpus as hosting_gpus
+from hosting.models import ContainerStatus, Endpoint, EndpointDeployment, ServingContainer
 from tests.unit.test_scheduler import make_job, make_node
-from workers import hosting_containers, hosting_gpus, scheduler
-from workers.models import GpuAllocation
+from training import scheduler
+from training.models import TrainingJob
 
 _created = 0
 
@@ -39,7 +42,7 @@ def add(deployment: EndpointDeployment, count: int = 1, first: int = 1) -> bool:
 
 
 def gpus_of(deployment: EndpointDeployment) -> list[tuple[str, ...]]:
-    return [scheduler.gpu_ids(row) for row in deployment.containers.all()]
+    return [gpu_ids(row) for row in deployment.containers.all()]
 
 
 def test_each_container_of_a_gpu_type_gets_its_own_free_gpus(db):

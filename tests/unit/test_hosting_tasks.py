@@ -1,9 +1,9 @@
 """Endpoint steps run on the hosting node's queue only: the API's host, recorded per endpoint."""
 from unittest import mock
 
-from endpoints.models import Endpoint
+from hosting import tasks as hosting_tasks
+from hosting.models import Endpoint
 from tests.unit.test_hosting_gpus import make_deployment
-from workers import hosting_tasks
 
 
 def test_an_endpoint_records_the_hosting_node_of_the_process_that_creates_it(settings):
@@ -17,7 +17,7 @@ def test_a_step_that_reached_another_node_is_handed_to_the_hosting_node_unproces
     endpoint = make_deployment("ml.m5.large").endpoint  # hosted on node-a
     with (
         mock.patch.object(hosting_tasks.reconcile_endpoint, "apply_async") as sent,
-        mock.patch.object(hosting_tasks.hosting, "reconcile") as reconciled,
+        mock.patch.object(hosting_tasks.reconciler, "reconcile") as reconciled,
     ):
         hosting_tasks.reconcile_endpoint(endpoint.pk)
     reconciled.assert_not_called()
@@ -29,7 +29,7 @@ def test_the_hosting_node_runs_the_step_and_schedules_the_next_on_its_own_queue(
     endpoint = make_deployment("ml.m5.large").endpoint
     with (
         mock.patch.object(hosting_tasks.reconcile_endpoint, "apply_async") as sent,
-        mock.patch.object(hosting_tasks.hosting, "reconcile", return_value=2.5) as reconciled,
+        mock.patch.object(hosting_tasks.reconciler, "reconcile", return_value=2.5) as reconciled,
     ):
         hosting_tasks.reconcile_endpoint(endpoint.pk)
     reconciled.assert_called_once_with(endpoint.pk)

@@ -1,7 +1,7 @@
 import botocore.session
 import pytest
 
-from workers.instance_types import UnknownInstanceType, container_limits, lookup
+from capacity.instance_types import UnknownInstanceType, container_limits, lookup
 
 GIB = 1024 * 1024 * 1024
 

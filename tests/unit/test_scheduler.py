@@ -6,10 +6,11 @@ import pytest
 from django.db import IntegrityError
 from django.utils import timezone
 
-from jobs.models import TrainingJob
-from workers import inventory, nodes, scheduler
-from workers import training_containers as containers
-from workers.models import GpuAllocation, Node
+from capacity import inventory, nodes
+from capacity.gpus import gpu_ids
+from capacity.models import GpuAllocation, Node
+from training import containers, scheduler
+from training.models import TrainingJob
 
 GIB = 1024 * 1024 * 1024
 H100_SMI_OUTPUT = (
@@ -54,7 +55,7 @@ def finish(job: TrainingJob) -> None:
 
 
 def gpus_of(job: TrainingJob) -> dict[str, tuple[str, ...]]:
-    return {host: scheduler.gpu_ids(scheduler.placement_of(job, host)) for host in containers.hosts(job)}
+    return {host: gpu_ids(scheduler.placement_of(job, host)) for host in containers.hosts(job)}
 
 
 # --- inventory ------------------------------------------------------------------------------
@@ -226,7 +227,7 @@ def test_a_cpu_instance_gets_no_gpu_at_all(db, settings):
 
 
 def test_a_silent_node_is_declared_lost_once_and_a_heartbeat_brings_it_back(db, settings, monkeypatch):
-    monkeypatch.setattr(nodes, "remove_disowned_containers", lambda: None)  # no engine needed here
+    monkeypatch.setattr(nodes, "_registered_hooks", [])  # no engine needed here
     settings.SAGEPORT_NODE_NAME = "node-a"
     settings.SAGEPORT_NODE_GPUS = "0,1"
     nodes.register()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import sidecars
+from training.data import sidecars
 
 MODULE = "tests.unit.sidecar_example"
 

@@ -5,12 +5,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import transitions as t
-from jobs.models import SecondaryStatusTransition, TrainingJob
+from capacity.models import Placement
+from runtime.base import RuntimeUnavailable
 from tests.unit.test_scheduler import make_job, make_node
-from workers import scheduler, training
-from workers.models import Placement
-from workers.runtime.base import RuntimeUnavailable
+from training import reconciler as training
+from training import scheduler
+from training import transitions as t
+from training.models import SecondaryStatusTransition, TrainingJob
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,9 +2,9 @@
 import pytest
 from kombu.exceptions import OperationalError
 
-from controlplane.protocol.context import RequestContext
-from jobs import services
-from jobs.models import TrainingJob
+from protocol.context import RequestContext
+from training import services
+from training.models import TrainingJob
 
 CTX = RequestContext(account_id="123456789012", region="us-east-1", access_key_id="AKIATEST")
 

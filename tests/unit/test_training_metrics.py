@@ -1,7 +1,7 @@
 """MetricDefinitions applied to log lines: the first group of a match, read as a float."""
 import re
 
-from workers.metrics import MetricDefinition, extract
+from training.metrics import MetricDefinition, extract
 
 
 def definitions(**regexes: str) -> list[MetricDefinition]:

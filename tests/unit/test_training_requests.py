@@ -2,8 +2,8 @@
 
 import pytest
 
-from controlplane.protocol.errors import ValidationException
-from jobs.requests import check_create_request, with_defaults
+from protocol.errors import ValidationException
+from training.requests import check_create_request, with_defaults
 
 
 def request(**overrides) -> dict:

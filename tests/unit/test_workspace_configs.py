@@ -1,7 +1,7 @@
 """The config files a training container finds under /opt/ml/input/config."""
 
-from workers import workspace
-from workers.container_logs import rfc3339_to_ms
+from logs.container_logs import rfc3339_to_ms
+from training import workspace
 
 
 def channel(name: str, **extra) -> dict:

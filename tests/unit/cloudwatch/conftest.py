@@ -2,7 +2,7 @@
 and helpers that write streams the way the worker does."""
 import pytest
 
-from cloudwatch import store
+from logs import store
 from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
 
 GROUP = "/aws/sagemaker/TrainingJobs"

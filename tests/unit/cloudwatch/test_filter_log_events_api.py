@@ -1,7 +1,7 @@
 """FilterLogEvents through a stock boto3 "logs" client: streams, patterns, time range, pages."""
 import pytest
 
-from cloudwatch import queries
+from logs import queries
 from tests.unit.cloudwatch.conftest import GROUP
 
 

@@ -1,7 +1,7 @@
 """GetLogEvents through a stock boto3 "logs" client: time windows, both directions, stable tokens."""
 import pytest
 
-from cloudwatch import queries
+from logs import queries
 from tests.unit.cloudwatch.conftest import GROUP
 
 STREAM = "job/algo-1-1700000000"

@@ -1,7 +1,7 @@
 """The sweeper's purge of log events older than SAGEPORT_LOG_RETENTION_DAYS."""
-from cloudwatch import store
-from cloudwatch.models import LogEvent, LogStream
-from cloudwatch.retention import DAY_MS, purge_expired_events
+from logs import store
+from logs.models import LogEvent, LogStream
+from logs.retention import DAY_MS, purge_expired_events
 
 NOW_MS = 100 * DAY_MS
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from controlplane.protocol.errors import ValidationException
-from endpoints.requests import check_create_model, check_deployment_config, check_weights_and_capacities
+from hosting.requests import check_create_model, check_deployment_config, check_weights_and_capacities
+from protocol.errors import ValidationException
 
 
 def test_a_model_needs_one_container_with_an_image_and_a_tar_gz_model():

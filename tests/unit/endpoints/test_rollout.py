@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from workers.hosting_rollout import execution_deadline, share_percent, termination_wait, traffic_steps
+from hosting.rollout import execution_deadline, share_percent, termination_wait, traffic_steps
 
 
 def policy(routing: dict, **extra) -> dict:

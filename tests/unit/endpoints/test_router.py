@@ -4,9 +4,9 @@ import pytest
 import redis
 from django.db import OperationalError
 
-from endpoints import routing
-from endpoints.models import ServingContainer
-from endpoints.router import Router
+from hosting.models import ServingContainer
+from hosting.runtime_api import routing
+from hosting.runtime_api.router import Router
 from tests.unit.endpoints.test_routing import ARN, container, deployment, endpoint
 
 pytestmark = pytest.mark.django_db

@@ -3,8 +3,8 @@
 import pytest
 from django.utils import timezone
 
-from endpoints.models import Endpoint, EndpointDeployment, ServingContainer
-from endpoints.routing import load_table
+from hosting.models import Endpoint, EndpointDeployment, ServingContainer
+from hosting.runtime_api.routing import load_table
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:endpoint/e"
 

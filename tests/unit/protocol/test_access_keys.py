@@ -5,8 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.db import OperationalError
 
-from controlplane.accesskeys import create_access_key, ensure_default_access_key, resolve_access_key
-from controlplane.models import AccessKey
+from accounts.accesskeys import create_access_key, ensure_default_access_key, resolve_access_key
+from accounts.models import AccessKey
 
 
 def test_created_key_looks_like_an_aws_key_pair(db):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from controlplane.stack import PROJECT_DIR
+from devstack.stack import PROJECT_DIR
 
 LOOKUP = 'source scripts/stack-pid.sh; running_stack_pid "$1"'
 

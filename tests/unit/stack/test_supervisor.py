@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from controlplane import stack
-from controlplane.stack import LOOPBACK, ServiceSpec, Supervisor
+from devstack import stack
+from devstack.stack import LOOPBACK, ServiceSpec, Supervisor
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 # Answers each connection on the inherited listening socket (fd in argv[1]) with "hello".
@@ -161,7 +161,7 @@ def test_a_port_in_use_is_refused_before_anything_starts():
 def test_children_die_with_the_supervisor(tmp_path):
     """A supervisor killed with SIGKILL leaves no orphan holding a port or a file."""
     program = (
-        "import sys, time; from pathlib import Path; from controlplane.stack import Supervisor, ServiceSpec; "
+        "import sys, time; from pathlib import Path; from devstack.stack import Supervisor, ServiceSpec; "
         "s = Supervisor(Path(sys.argv[1])); "
         f"s.start(ServiceSpec(name='sleeper', argv={SLEEPER!r})); "
         "print(s.pid('sleeper'), flush=True); time.sleep(60)"

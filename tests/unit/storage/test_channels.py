@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from workers.storage.channels import ChannelError, stage_channel
-from workers.storage.s3 import SizeLimitExceeded, put_bytes
+from storage.s3 import SizeLimitExceeded, put_bytes
+from training.data.channels import ChannelError, stage_channel
 
 
 def channel(uri, data_type="S3Prefix", distribution=None, name="train"):

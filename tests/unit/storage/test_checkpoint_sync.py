@@ -2,9 +2,9 @@
 import os
 from pathlib import Path
 
-from workers import checkpoint_sync
-from workers.checkpoint_sync import Plan, plan
-from workers.storage.s3 import list_keys, put_bytes
+from storage.s3 import list_keys, put_bytes
+from training.data import checkpoint_sync
+from training.data.checkpoint_sync import Plan, plan
 
 
 def test_a_file_is_uploaded_once_its_size_and_mtime_held_still_for_a_scan():

@@ -1,10 +1,10 @@
 """Model data staging against real S3: the size limit, before and after unpacking."""
 import pytest
 
+from hosting import model_data as hosting_model_data
+from hosting.model_data import ModelDataError
+from storage.s3 import put_bytes
 from tests.unit.storage.test_archives import archive_with, file_member
-from workers import hosting_model_data
-from workers.hosting_model_data import ModelDataError
-from workers.storage.s3 import put_bytes
 
 
 def test_an_archive_that_unpacks_beyond_the_limit_fails_and_writes_nothing(bucket, tmp_path, settings):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from workers import pipe_feeder, sidecars
-from workers.storage import safe_files
-from workers.storage.s3 import put_bytes
+from storage import safe_files
+from storage.s3 import put_bytes
+from training.data import pipe_feeder, sidecars
 
 BIG = os.urandom(300 * 1024)  # more than a pipe buffer holds, so an early close means EPIPE
 
