@@ -15,7 +15,7 @@ TEST_LABELS = {"sageport.test": "runtime"}
 
 
 @pytest.fixture
-def runtime():
+def runtime(docker_engine):
     runtime = DockerRuntime()
     yield runtime
     for state in runtime.find(TEST_LABELS):

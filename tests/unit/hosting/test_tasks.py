@@ -3,7 +3,7 @@ from unittest import mock
 
 from hosting import tasks as hosting_tasks
 from hosting.models import Endpoint
-from tests.unit.test_hosting_gpus import make_deployment
+from tests.unit.hosting.test_gpus import make_deployment
 
 
 def test_an_endpoint_records_the_hosting_node_of_the_process_that_creates_it(settings):

@@ -1,5 +1,5 @@
-"""A helper process for tests/unit/test_sidecars.py: waits until its spec's `until` file is gone,
-or fails for good at once when the spec says so."""
+"""A helper process for tests/unit/training/data/test_sidecars.py: waits until its spec's
+`until` file is gone, or fails for good at once when the spec says so."""
 import time
 from pathlib import Path
 

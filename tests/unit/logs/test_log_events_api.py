@@ -2,7 +2,7 @@
 import pytest
 
 from logs import queries
-from tests.unit.cloudwatch.conftest import GROUP
+from tests.unit.logs.conftest import GROUP
 
 STREAM = "job/algo-1-1700000000"
 

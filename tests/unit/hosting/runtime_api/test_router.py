@@ -7,7 +7,7 @@ from django.db import OperationalError
 from hosting.models import ServingContainer
 from hosting.runtime_api import routing
 from hosting.runtime_api.router import Router
-from tests.unit.endpoints.test_routing import ARN, container, deployment, endpoint
+from tests.unit.hosting.runtime_api.test_routing import ARN, container, deployment, endpoint
 
 pytestmark = pytest.mark.django_db
 

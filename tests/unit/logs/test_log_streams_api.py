@@ -1,7 +1,7 @@
 """DescribeLogStreams through a stock boto3 "logs" client: order, prefix, pages, members."""
 import pytest
 
-from tests.unit.cloudwatch.conftest import GROUP
+from tests.unit.logs.conftest import GROUP
 
 
 def names(response):

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from capacity.models import Placement
 from runtime.base import RuntimeUnavailable
-from tests.unit.test_scheduler import make_job, make_node
+from tests.unit.training.test_scheduler import make_job, make_node
 from training import reconciler as training
 from training import scheduler
 from training import transitions as t

@@ -1,4 +1,5 @@
 """Detached helper processes: started once, restarted when dead, stopped, and failed for good."""
+import importlib.util
 import os
 import time
 from pathlib import Path
@@ -7,7 +8,7 @@ import pytest
 
 from training.data import sidecars
 
-MODULE = "tests.unit.sidecar_example"
+MODULE = "tests.unit.training.data.sidecar_example"
 
 
 def wait_until(condition, timeout: float = 20.0) -> None:
@@ -63,3 +64,26 @@ def test_a_helper_that_failed_for_good_is_reported_and_not_restarted(helpers):
 
     assert sidecars.failure(helpers) == "ClientError: no such bucket"
     assert not sidecars.running(helpers, "broken")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("workers.pipe_feeder", "training.data.pipe_feeder"),
+        ("workers.checkpoint_sync", "training.data.checkpoint_sync"),
+    ],
+)
+def test_a_spec_written_before_the_reorganisation_restarts_its_helper_from_the_new_module(
+    helpers, monkeypatch, old, new
+):
+    """A job started before issue 8 moved the helpers has spec files naming their old modules."""
+    started = []
+    monkeypatch.setattr(sidecars, "_start", lambda directory, name, module: started.append((name, module)))
+    sidecars.define(helpers, "feeder", old, {})
+    sidecars.ensure_all(helpers)
+    assert started == [("feeder", new)]
+    assert importlib.util.find_spec(new) is not None
+
+
+def test_a_current_module_name_is_kept():
+    assert sidecars.current_module(MODULE) == MODULE

@@ -9,7 +9,7 @@ from capacity.models import GpuAllocation
 from hosting import containers as hosting_containers
 from hosting import gpus as hosting_gpus
 from hosting.models import ContainerStatus, Endpoint, EndpointDeployment, ServingContainer
-from tests.unit.test_scheduler import make_job, make_node
+from tests.unit.training.test_scheduler import make_job, make_node
 from training import scheduler
 from training.models import TrainingJob
 
