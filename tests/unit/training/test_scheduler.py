@@ -1,22 +1,16 @@
-"""The node inventory and the scheduler: GPUs exclusive, first come first served, clear waits
+"""The scheduler: GPUs exclusive, first come first served, clear waits
 and refusals, and what a placed instance's container is given."""
-from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError
 from django.utils import timezone
 
-from capacity import inventory, nodes
 from capacity.gpus import gpu_ids
 from capacity.models import GpuAllocation, Node
 from training import containers, scheduler
 from training.models import TrainingJob
 
 GIB = 1024 * 1024 * 1024
-H100_SMI_OUTPUT = (
-    "0, GPU-5c3e1e6a-6b1c-7d2f-0e8a-1f2b3c4d5e6f, NVIDIA H100 80GB HBM3, 81559\n"
-    "1, GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d, NVIDIA H100 80GB HBM3, 81559\n"
-)
 
 
 def make_node(name="node-a", gpus=4, cpus=2, memory_gib=8, lost=False) -> Node:
@@ -56,38 +50,6 @@ def finish(job: TrainingJob) -> None:
 
 def gpus_of(job: TrainingJob) -> dict[str, tuple[str, ...]]:
     return {host: gpu_ids(scheduler.placement_of(job, host)) for host in containers.hosts(job)}
-
-
-# --- inventory ------------------------------------------------------------------------------
-
-
-def test_nvidia_smi_rows_become_gpus_with_index_uuid_name_and_memory():
-    gpus = inventory.parse_nvidia_smi(H100_SMI_OUTPUT)
-    assert [(gpu.id, gpu.name, gpu.memory_mib) for gpu in gpus] == [
-        ("0", "NVIDIA H100 80GB HBM3", 81559),
-        ("1", "NVIDIA H100 80GB HBM3", 81559),
-    ]
-    assert gpus[1].uuid == "GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
-
-
-def test_gpus_are_detected_with_nvidia_smi_when_none_are_declared(settings, tmp_path, monkeypatch):
-    fake = tmp_path / "nvidia-smi"
-    query = inventory.NVIDIA_SMI_QUERY[0]
-    fake.write_text(f"#!/bin/sh\n[ \"$1\" = \"{query}\" ] && printf '{H100_SMI_OUTPUT}'\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    settings.SAGEPORT_NODE_GPUS = ""
-    assert [gpu.id for gpu in inventory.detect().gpus] == ["0", "1"]
-
-
-def test_declared_gpus_and_sizes_override_detection(settings):
-    settings.SAGEPORT_NODE_GPUS = "0, 2,5"
-    settings.SAGEPORT_NODE_CPUS = 6
-    settings.SAGEPORT_NODE_MEMORY_MIB = 2048
-    found = inventory.detect()
-    assert ([gpu.id for gpu in found.gpus], found.cpus, found.memory_bytes) == (["0", "2", "5"], 6, 2 * GIB)
-    settings.SAGEPORT_NODE_GPUS = "none"
-    assert inventory.detect().gpus == ()
 
 
 # --- placement ------------------------------------------------------------------------------
@@ -221,22 +183,3 @@ def test_a_cpu_instance_gets_no_gpu_at_all(db, settings):
     scheduler.place(job)
     spec = containers.spec_for(job, "algo-1")
     assert (spec.gpu_device_ids, spec.environment["NVIDIA_VISIBLE_DEVICES"]) == ((), "void")
-
-
-# --- node liveness ------------------------------------------------------------------------
-
-
-def test_a_silent_node_is_declared_lost_once_and_a_heartbeat_brings_it_back(db, settings, monkeypatch):
-    monkeypatch.setattr(nodes, "_registered_hooks", [])  # no engine needed here
-    settings.SAGEPORT_NODE_NAME = "node-a"
-    settings.SAGEPORT_NODE_GPUS = "0,1"
-    nodes.register()
-    Node.objects.filter(name="node-a").update(
-        heartbeat_at=timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS + 1)
-    )
-    assert [node.name for node in nodes.declare_lost()] == ["node-a"]
-    assert nodes.declare_lost() == []
-
-    nodes.heartbeat()
-    node = Node.objects.get(name="node-a")
-    assert node.lost_at is None and node.gpu_ids == ["0", "1"]
