@@ -14,6 +14,7 @@ from training import reconciler as training
 from training.models import TERMINAL_STATUSES, TrainingJob
 
 
+# The name is the task's name before issue 8 moved it: queued messages use it.
 @shared_task(name="workers.tasks.reconcile_training_job", acks_late=True, ignore_result=True)
 def reconcile_training_job(job_id: int) -> None:
     """One step of a job. A placed job's containers live on its node's engine, so its steps run
