@@ -8,11 +8,18 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 COPY pyproject.toml manage.py ./
+# Every top-level package (tests/unit/test_dockerfile.py checks the list against pyproject).
 COPY controlplane ./controlplane
-COPY jobs ./jobs
-COPY endpoints ./endpoints
-COPY workers ./workers
-COPY cloudwatch ./cloudwatch
+COPY devstack ./devstack
+COPY training ./training
+COPY hosting ./hosting
+COPY logs ./logs
+COPY capacity ./capacity
+COPY accounts ./accounts
+COPY reconcile ./reconcile
+COPY runtime ./runtime
+COPY storage ./storage
+COPY protocol ./protocol
 RUN pip install '.[postgres]'
 
 EXPOSE 8080

@@ -25,5 +25,7 @@ images: bootstrap
 test: bootstrap images
 	$(VENV)/bin/pytest
 
+## lint: ruff, and the import layers (pyproject [tool.importlinter]; docs/architecture.md)
 lint: bootstrap
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports

@@ -7,4 +7,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 app = Celery("sageport")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["workers"])
+# Task names are explicit (`name=`, the modules' names before issue 8): queued messages and the
+# beat schedule keep working whatever module a task lives in.
+app.autodiscover_tasks(["training", "hosting"])
+app.autodiscover_tasks(["reconcile"], related_name="sweeper")

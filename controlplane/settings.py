@@ -69,20 +69,23 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "controlplane",
-    "jobs",
-    "endpoints",
-    "cloudwatch",
-    "workers",
+    # Each app keeps its old label (controlplane, jobs, endpoints, cloudwatch, workers): tables,
+    # migration history and foreign keys name it. The order is the sweeper's order.
+    "accounts",
+    "training",
+    "hosting",
+    "logs",
+    "capacity",
+    "devstack",
 ]
 
 MIDDLEWARE = [
     # AWS-format answers only on the API port (the admin aside): JSON 1.1 requests start here.
-    "controlplane.protocol.middleware.AwsErrorsMiddleware",
+    "protocol.middleware.AwsErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     # InvokeEndpoint (the data path) stops here: what follows serves the admin.
-    "endpoints.invocations.RuntimeApiMiddleware",
+    "hosting.runtime_api.invocations.RuntimeApiMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -136,7 +139,7 @@ SAGEPORT_REGION = os.environ.get("SAGEPORT_REGION", "us-east-1")
 SAGEPORT_PORT = _env_int("SAGEPORT_PORT", 8080)
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
-SAGEPORT_CREDENTIAL_RESOLVER = "controlplane.accesskeys.resolve_access_key"
+SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_access_key"
 # How long an API process remembers a resolved access key (a deactivated key works that long).
 SAGEPORT_ACCESS_KEY_CACHE_SECONDS = _env_float("SAGEPORT_ACCESS_KEY_CACHE_SECONDS", 5.0)
 # While the database fails, a key it confirmed this recently is still accepted (accesskeys.py).
@@ -181,7 +184,7 @@ SAGEPORT_POLL_INTERVAL_SECONDS = _env_float("SAGEPORT_POLL_INTERVAL_SECONDS", 2.
 
 
 # How long the phases where the platform works may take before the job fails
-# (workers/phase_deadlines.py). Starting is timed from when the job got its capacity (the image
+# (training/phase_deadlines.py). Starting is timed from when the job got its capacity (the image
 # pull included): waiting for capacity (Pending) never times out.
 SAGEPORT_STARTING_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_STARTING_TIMEOUT_SECONDS", 3600)
 SAGEPORT_DOWNLOADING_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_DOWNLOADING_TIMEOUT_SECONDS", 6 * 3600)
@@ -199,7 +202,7 @@ SAGEPORT_CHECKPOINT_SCAN_SECONDS = _env_float("SAGEPORT_CHECKPOINT_SCAN_SECONDS"
 # Pull images that are not in the local engine (off in air-gapped tests to fail fast).
 SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
 
-# --- Nodes and scheduling (workers/inventory.py, workers/scheduler.py) ----------------------
+# --- Nodes and scheduling (capacity/inventory.py, training/scheduler.py) ----------------------
 # This worker host's node: its name, and what it offers when detection should be overridden.
 SAGEPORT_NODE_NAME = os.environ.get("SAGEPORT_NODE_NAME") or socket.gethostname()
 # The node that runs serving containers: the API's host (InvokeEndpoint reaches them on its
@@ -238,7 +241,7 @@ SAGEPORT_SERVE_KILL_GRACE_SECONDS = _env_float("SAGEPORT_SERVE_KILL_GRACE_SECOND
 # InvokeEndpoint waits this long for a container's answer (SageMaker: 60 s).
 SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SECONDS", 60.0)
 # API processes look for routing changes this often (in the background: a request never waits
-# on Redis), and their acknowledgement of a table expires after the TTL (endpoints/routing.py).
+# on Redis), and their acknowledgement of a table expires after the TTL (hosting/runtime_api/routing.py).
 SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)
 SAGEPORT_ROUTING_ACK_TTL_SECONDS = _env_float("SAGEPORT_ROUTING_ACK_TTL_SECONDS", 5.0)
 

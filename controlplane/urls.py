@@ -1,8 +1,8 @@
 from django.contrib import admin
 from django.urls import path, re_path
 
-from controlplane.protocol.views import json_protocol_view
-from endpoints.invocations import invoke_endpoint_view
+from hosting.runtime_api.invocations import invoke_endpoint_view
+from protocol.views import json_protocol_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -19,7 +19,7 @@ import docker
 import pytest
 from django.conf import settings
 
-from controlplane.stack import (
+from devstack.stack import (
     LOOPBACK,
     PROJECT_DIR,
     Supervisor,
@@ -29,7 +29,7 @@ from controlplane.stack import (
     seaweedfs_spec,
     worker_spec,
 )
-from workers.runtime.docker import STACK_LABEL
+from runtime.docker import STACK_LABEL
 
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
 CRASH_RECOVERY_SECONDS = 90
@@ -45,12 +45,39 @@ class RedisService:
     url: str
 
 
+# What a test needs, judged by the fixtures it uses (their whole closure): `pytest -m "not docker
+# and not s3"` is the fast loop, starting neither SeaweedFS nor containers. The stack's worker
+# talks to the engine, so `stack` needs Docker; every end-to-end test does. A test that calls the
+# engine asks for `docker_engine`.
+NEEDS_BY_FIXTURE = {
+    "s3": {"s3_service"},
+    "docker": {"docker_engine", "busybox_image", "python_image", "stack"},
+}
+E2E_DIR = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in NEEDS_BY_FIXTURE.items():
+            if used & fixtures:
+                item.add_marker(marker)
+        if E2E_DIR in Path(item.path).parents:
+            item.add_marker("docker")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_data_dir() -> Iterator[Path]:
     """The session's data dir (settings.DATA_DIR), removed with what it holds at the end."""
     data_dir = Path(settings.DATA_DIR)
     yield data_dir
     shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> docker.DockerClient:
+    """The Docker engine's client; asking for it marks the test `docker`."""
+    return docker.from_env()
 
 
 @pytest.fixture(scope="session")

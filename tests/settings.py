@@ -9,7 +9,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from controlplane.stack import LOOPBACK, free_port
+from devstack.stack import LOOPBACK, free_port
 
 SESSION_MARKER = "SAGEPORT_TEST_SESSION"
 

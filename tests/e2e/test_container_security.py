@@ -7,8 +7,8 @@ import docker
 import pytest
 from django.conf import settings
 
+from runtime.docker import CAPABILITIES_KEPT
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
-from workers.runtime.docker import CAPABILITIES_KEPT
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
 

@@ -11,7 +11,7 @@ import redis
 from django.conf import settings
 
 from controlplane.celery import app as celery_app
-from controlplane.stack import redis_spec
+from devstack.stack import redis_spec
 from tests.e2e.hosting import invoke_json, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image, probe_image

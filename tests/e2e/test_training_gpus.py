@@ -12,7 +12,7 @@ from datetime import datetime
 import docker
 import pytest
 
-from controlplane.stack import worker_spec
+from devstack.stack import worker_spec
 from tests.conftest import _manage
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
 
@@ -199,7 +199,7 @@ def node_b(stack):
     if node.running:
         node.supervisor.stop(node.spec.name)
     # Retire the node, so that later jobs needing eight GPUs fail at once again.
-    _manage("shell", "-c", f"from workers.models import Node; Node.objects.filter(name='{NODE_B}').delete()")
+    _manage("shell", "-c", f"from capacity.models import Node; Node.objects.filter(name='{NODE_B}').delete()")
 
 
 def test_a_lost_node_fails_its_job_and_a_retry_strategy_restarts_it_when_capacity_returns(

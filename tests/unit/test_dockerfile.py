@@ -3,7 +3,7 @@ the compose image fail at start-up (INSTALLED_APPS cannot be imported)."""
 import re
 import tomllib
 
-from controlplane.stack import PROJECT_DIR
+from devstack.stack import PROJECT_DIR
 
 NOT_SHIPPED = {"tests"}  # the test suite is not part of the image
 
@@ -28,7 +28,7 @@ def _copied_directories() -> set[str]:
 
 def test_the_dockerfile_copies_every_top_level_package():
     packages = _top_level_packages()
-    assert {"controlplane", "jobs", "endpoints", "workers", "cloudwatch"} <= packages
+    assert {"controlplane", "training", "hosting", "capacity", "logs", "protocol"} <= packages
     assert packages - _copied_directories() == set()
 
 

@@ -11,9 +11,9 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from django.test import Client
 
-from controlplane.accesskeys import create_access_key
-from controlplane.protocol import registry
-from controlplane.protocol.shapes import service_model
+from accounts.accesskeys import create_access_key
+from protocol import registry
+from protocol.shapes import service_model
 
 ENDPOINT_URL = "http://127.0.0.1:5005"
 REGION = "eu-west-1"

@@ -1,7 +1,7 @@
 import pytest
 
-from controlplane.protocol.arns import Arn, log_group_arn, make_arn, parse_arn
-from controlplane.protocol.errors import ValidationException
+from protocol.arns import Arn, log_group_arn, make_arn, parse_arn
+from protocol.errors import ValidationException
 
 
 def test_arn_lower_cases_the_name():

@@ -13,7 +13,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from django.test import Client
 
-from endpoints.models import SageMakerModel
+from hosting.models import SageMakerModel
 from tests.unit.protocol.conftest import ENDPOINT_URL, REGION, replay
 
 ROLE = "arn:aws:iam::210987654321:role/SageMakerRole"
@@ -186,7 +186,7 @@ class _NoEndpoints:
 
 def test_stock_botocore_runtime_requests_with_every_header_pass_authentication(make_client, monkeypatch):
     """botocore signs every header it sends, so its requests meet the stricter rules."""
-    monkeypatch.setattr("endpoints.invocations.get_router", _NoEndpoints)
+    monkeypatch.setattr("hosting.runtime_api.invocations.get_router", _NoEndpoints)
     runtime, _ = make_client("sagemaker-runtime")
 
     with pytest.raises(runtime.exceptions.ValidationError) as raised:

@@ -27,9 +27,9 @@ from botocore.credentials import Credentials
 from django.apps import apps
 from django.test import Client
 
-from cloudwatch.models import LogStream
-from controlplane.protocol import registry
-from controlplane.protocol.shapes import service_model
+from logs.models import LogStream
+from protocol import registry
+from protocol.shapes import service_model
 from tests.unit.protocol.conftest import ENDPOINT_URL, REGION, replay
 
 SEED = 20261123

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 from django.test import Client
 
-from controlplane.protocol.errors import ResourceNotFound
+from protocol.errors import ResourceNotFound
 
 
 def test_success_response_carries_aws_headers_and_epoch_timestamps(make_client, handlers):

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from cloudwatch.models import LogStream
+from logs.models import LogStream
 from tests.unit.protocol.conftest import REGION
 
 LOGS = "Logs_20140328"
@@ -205,7 +205,7 @@ def test_a_failure_outside_the_views_is_an_internal_failure_in_json(db, monkeypa
     def broken(self, request):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("endpoints.invocations.RuntimeApiMiddleware.__call__", broken)
+    monkeypatch.setattr("hosting.runtime_api.invocations.RuntimeApiMiddleware.__call__", broken)
 
     response = Client(raise_request_exception=False).post("/endpoints/e1/invocations")
 

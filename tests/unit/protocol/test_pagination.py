@@ -2,10 +2,10 @@
 
 import pytest
 
-from controlplane.accesskeys import create_access_key
-from controlplane.models import AccessKey
-from controlplane.protocol.errors import ValidationException
-from controlplane.protocol.pagination import paginate
+from accounts.accesskeys import create_access_key
+from accounts.models import AccessKey
+from protocol.errors import ValidationException
+from protocol.pagination import paginate
 
 
 def all_pages(items, page_size):

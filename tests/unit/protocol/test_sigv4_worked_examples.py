@@ -6,7 +6,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from controlplane.protocol import sigv4
+from protocol import sigv4
 
 CAPTURE_TIME = datetime(2024, 1, 15, 12, 0, 0)
 KEY_ID = "AKIDEXAMPLE"

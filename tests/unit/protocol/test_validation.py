@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 import botocore.session
 import pytest
 
-from controlplane.protocol.errors import ValidationException
-from controlplane.protocol.patterns import compile_pattern
-from controlplane.protocol.validation import validate_input
+from protocol.errors import ValidationException
+from protocol.patterns import compile_pattern
+from protocol.validation import validate_input
 
 NAME_PATTERN = "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
 

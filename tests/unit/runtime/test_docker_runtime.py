@@ -8,26 +8,14 @@ import docker
 import pytest
 from django.conf import settings
 
-from workers.runtime.base import (
-    ContainerSpec,
-    ContainerStartFailed,
-    Mount,
-    NoSuchImage,
-    RuntimeUnavailable,
-)
-from workers.runtime.docker import (
-    MANAGED_LABEL,
-    STACK_LABEL,
-    DockerRuntime,
-    create_kwargs,
-    normalize_timestamp,
-)
+from runtime.base import ContainerSpec, ContainerStartFailed, Mount, NoSuchImage, RuntimeUnavailable
+from runtime.docker import MANAGED_LABEL, STACK_LABEL, DockerRuntime, create_kwargs, normalize_timestamp
 
 TEST_LABELS = {"sageport.test": "runtime"}
 
 
 @pytest.fixture
-def runtime():
+def runtime(docker_engine):
     runtime = DockerRuntime()
     yield runtime
     for state in runtime.find(TEST_LABELS):

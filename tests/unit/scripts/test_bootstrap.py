@@ -4,7 +4,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from controlplane.stack import PROJECT_DIR
+from devstack.stack import PROJECT_DIR
 
 BOOTSTRAP = PROJECT_DIR / "scripts" / "bootstrap.sh"
 # What the script itself runs besides the commands it probes for.

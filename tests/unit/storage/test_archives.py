@@ -4,8 +4,8 @@ import tarfile
 
 import pytest
 
-from workers.storage import archives, safe_files
-from workers.storage.archives import ArchiveError, pack_tar_gz, safe_extract
+from storage import archives, safe_files
+from storage.archives import ArchiveError, pack_tar_gz, safe_extract
 
 
 def write(path, text):

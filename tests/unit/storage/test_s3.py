@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from workers.storage.s3 import (
+from storage.s3 import (
     ByteBudget,
     SizeLimitExceeded,
     StorageError,

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from workers.storage import safe_files
-from workers.storage.safe_files import UnsafeFile, contained, open_regular, read_bounded, walk
+from storage import safe_files
+from storage.safe_files import UnsafeFile, contained, open_regular, read_bounded, walk
 
 
 @pytest.fixture

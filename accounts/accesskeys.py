@@ -1,0 +1,69 @@
+"""Access keys: creation, and the credential resolver the SigV4 verifier calls
+(`settings.SAGEPORT_CREDENTIAL_RESOLVER`)."""
+
+import secrets
+import string
+import time
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, transaction
+
+from accounts.models import AccessKey, account_id_validator
+
+_ID_ALPHABET = string.ascii_uppercase + string.digits
+_SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
+
+
+# Known keys, remembered briefly: every request (InvokeEndpoint's data path included) resolves
+# its key, and the database read was the largest share of a request's cost. Only hits are
+# remembered, so a new key works at once; a revoked key stops within the TTL. While the database
+# fails, a key it confirmed within the last SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS is still accepted
+# (a revocation needs the database anyway), so that endpoints keep serving through a short outage.
+_known: dict[str, tuple[float, tuple[str, str]]] = {}  # key id -> (when confirmed, resolution)
+
+
+def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
+    """(secret access key, account id) of an active key, or None."""
+    now = time.monotonic()
+    cached = _known.get(access_key_id)
+    if cached and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS:
+        return cached[1]
+    try:
+        key = AccessKey.objects.filter(access_key_id=access_key_id, active=True).first()
+    except DatabaseError:
+        if cached and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS:
+            return cached[1]
+        raise
+    if key is None:
+        _known.pop(access_key_id, None)
+        return None
+    resolved = (key.secret_access_key, key.account_id)
+    _known[access_key_id] = (now, resolved)
+    return resolved
+
+
+def create_access_key(account_id: str, *, default: bool = False) -> AccessKey:
+    account_id_validator(account_id)
+    return AccessKey.objects.create(
+        access_key_id="AKIA" + _random(_ID_ALPHABET, 16),
+        secret_access_key=_random(_SECRET_ALPHABET, 40),
+        account_id=account_id,
+        is_default=default,
+    )
+
+
+def ensure_default_access_key() -> AccessKey:
+    """The default key of `settings.SAGEPORT_DEFAULT_ACCOUNT_ID`, created on first use."""
+    existing = AccessKey.objects.filter(is_default=True).first()
+    if existing:
+        return existing
+    try:
+        with transaction.atomic():
+            return create_access_key(settings.SAGEPORT_DEFAULT_ACCOUNT_ID, default=True)
+    except IntegrityError:
+        # Another process created it between our read and our insert.
+        return AccessKey.objects.get(is_default=True)
+
+
+def _random(alphabet: str, length: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(length))

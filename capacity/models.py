@@ -1,0 +1,77 @@
+"""Worker nodes and what training jobs and serving containers hold on them.
+
+A `Node` is one worker host (one Docker engine) with its inventory, as its worker registered it,
+and the time of its last heartbeat. A `Placement` says on which node one instance (`algo-N`) of a
+training job runs and with which container limits; a `GpuAllocation` gives that instance, or one
+serving container of an endpoint, one GPU of its node. The unique constraint on (node, device) is
+what makes GPUs exclusive: two schedulers racing for the same device cannot both commit it."""
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Node(models.Model):
+    name = models.CharField(max_length=128, unique=True)
+    cpus = models.PositiveIntegerField()
+    memory_bytes = models.PositiveBigIntegerField()
+    # NVIDIA GPUs, each {"id": device id for Docker, "uuid": ..., "name": ..., "memory_mib": ...}.
+    gpus = models.JSONField(default=list)
+    registered_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    # Set when the heartbeat went stale (its jobs were then failed or restarted); cleared when the
+    # node's worker comes back.
+    lost_at = models.DateTimeField(null=True)
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def gpu_ids(self) -> list[str]:
+        return [gpu["id"] for gpu in self.gpus]
+
+
+class Placement(models.Model):
+    # By label ("jobs" is the training app): capacity imports no feature.
+    job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="placements")
+    host = models.CharField(max_length=16)  # algo-N
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="placements")
+    # The container limits: the instance type's size, capped at the node's.
+    nano_cpus = models.PositiveBigIntegerField()
+    memory_bytes = models.PositiveBigIntegerField()
+    # When the job got this capacity: its start work (image, workspace) is timed from here, so
+    # that the time spent waiting for capacity (Pending) never counts.
+    placed_at = models.DateTimeField(default=timezone.now)
+    # When its container was created: a container missing after that has vanished (an
+    # infrastructure fault), not merely "not started yet".
+    container_started_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "host"], name="one_placement_per_instance")]
+
+    def __str__(self):
+        return f"{self.job_id}/{self.host}@{self.node_id}"
+
+
+class GpuAllocation(models.Model):
+    """One GPU held by exactly one holder: a training instance or a serving container. Deleting
+    the holder row releases the GPU (cascade)."""
+
+    placement = models.ForeignKey(Placement, null=True, on_delete=models.CASCADE, related_name="gpus")
+    container = models.ForeignKey(
+        "endpoints.ServingContainer", null=True, on_delete=models.CASCADE, related_name="gpus"
+    )
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpu_allocations")
+    device_id = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "device_id"], name="one_holder_per_gpu"),
+            models.CheckConstraint(
+                condition=Q(placement__isnull=False, container__isnull=True)
+                | Q(placement__isnull=True, container__isnull=False),
+                name="gpu_held_by_a_placement_or_a_serving_container",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.node_id}:{self.device_id}"

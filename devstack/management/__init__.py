@@ -1,0 +1,1 @@
+"""Django management package (holds commands/)."""

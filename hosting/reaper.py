@@ -1,0 +1,41 @@
+"""Removes what a deleted endpoint deployment left behind: serving containers and model-data
+directories (after a crash between its row's deletion and its clean-up). Only this installation's
+resources: they carry its stack id.
+
+The engine and the disk are listed BEFORE the database is asked which deployments are live:
+anything listed belongs to a deployment that already existed, so one created meanwhile is never
+reaped."""
+
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+
+from hosting import containers
+from hosting.models import EndpointDeployment
+from runtime.docker import STACK_LABEL, get_runtime
+
+
+def reap_serving_orphans() -> None:
+    """Serving containers and model-data directories of deployments that no longer exist (the
+    endpoint reconciler removes its own; this catches a crash between a row and its cleanup)."""
+    runtime = get_runtime()
+    selector = {"sageport.role": containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    found_containers = runtime.find(selector)
+    deployment_dirs = [
+        (int(directory.name), directory)
+        for endpoint_dir in _numbered_dirs(containers.endpoints_root())
+        for directory in _numbered_dirs(endpoint_dir)
+    ]
+
+    live_deployments = {str(pk) for pk in EndpointDeployment.objects.values_list("pk", flat=True)}
+    for state in found_containers:
+        if state.labels.get("sageport.deployment") not in live_deployments:
+            runtime.remove(state.name)
+    for deployment_id, directory in deployment_dirs:
+        if str(deployment_id) not in live_deployments:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _numbered_dirs(root: Path) -> list[Path]:
+    return [entry for entry in root.iterdir() if entry.name.isdigit()] if root.is_dir() else []

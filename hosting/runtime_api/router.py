@@ -1,0 +1,205 @@
+"""The data path inside one API process: a routing table in memory, kept fresh by a background
+thread, and pooled keep-alive connections to the serving containers.
+
+See hosting/runtime_api/routing.py for how the table is refreshed and acknowledged. A request never
+touches Redis and queries the database only for an endpoint its table lacks (or shows unusable):
+it reads the table under a lock, picks a container, counts itself in flight there (the count
+travels in the process's ack, so a drain waits for it), and forwards. While Redis or the
+database is away, the refresh thread keeps the last table it could load and requests go on."""
+
+import functools
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+import redis
+import urllib3
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+
+from hosting.runtime_api import routing
+from hosting.runtime_api.routing import Backend, EndpointRoute, RouteGroup, RoutingTable
+
+log = logging.getLogger(__name__)
+
+# Even without a change announced, reload now and then (a lost Redis counter, a missed bump).
+FULL_RELOAD_SECONDS = 5.0
+# Containers must accept a connection within 250 ms and answer within 60 s (SageMaker's contract).
+CONNECT_TIMEOUT_SECONDS = 0.25
+POOL_CONNECTIONS_PER_CONTAINER = 16
+
+
+class NoRoute(Exception):
+    """The endpoint has no container that can take this request right now."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    variant_name: str
+    backend: Backend
+
+
+class Router:
+    def __init__(self):
+        self._process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lock = threading.Lock()  # guards the table, the version and the in-flight counts
+        self._start_lock = threading.Lock()
+        self._table: RoutingTable = {}
+        self._version: int | None = None  # the version the table is known to include
+        self._loaded_at = 0.0  # when the database read behind the table began (monotonic)
+        self._busy: Counter[str] = Counter()
+        self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
+        self._started = False
+        self._failing: str | None = None  # what the refresh thread last failed on, for the log
+
+    # --- table --------------------------------------------------------------------------------
+
+    def route(self, endpoint_arn: str) -> EndpointRoute | None:
+        """The endpoint's route. One that looks unusable is read again from the database first,
+        so that an endpoint DescribeEndpoint already shows InService is never refused. Never
+        touches Redis, and a database that fails leaves the last table in use."""
+        if not self._started:
+            self._start()
+        with self._lock:
+            route = self._table.get(endpoint_arn)
+        if route is None or route.status not in routing.ROUTABLE_ENDPOINT_STATUSES:
+            try:
+                self._reload()
+            except DatabaseError as error:
+                log.warning("routing table reload failed, serving the last one: %s", error)
+            with self._lock:
+                route = self._table.get(endpoint_arn)
+        return route
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._started:
+                return
+            self._reload()  # the first request needs a table; Redis is the thread's business
+            threading.Thread(target=self._refresh_forever, name="routing-refresh", daemon=True).start()
+            self._started = True
+
+    def _refresh_forever(self) -> None:
+        # Announce this process before reading the version (see routing.py for why); the table
+        # loaded by `_start` is at most this thread's start-up older, well within a drain's minimum.
+        self._attempt(lambda: routing.publish_ack(self._process_id, 0, {}))
+        while True:
+            self._attempt(self.refresh)
+            time.sleep(settings.SAGEPORT_ROUTING_REFRESH_SECONDS)
+
+    def _attempt(self, action) -> None:
+        """Run a refresh step; Redis or the database away for a while is logged once, not per tick."""
+        try:
+            action()
+        except (redis.RedisError, DatabaseError) as error:
+            if self._failing is None:
+                log.warning("routing refresh failing, serving the last table: %s", error)
+            self._failing = str(error)
+            return
+        except Exception:
+            log.exception("routing table refresh failed")
+            return
+        if self._failing is not None:
+            log.warning("routing refresh works again")
+            self._failing = None
+
+    def refresh(self) -> None:
+        """Reload the table when the version moved (and now and then), then acknowledge it.
+        Without Redis the version is unknown, so the table is reloaded from the database at every
+        tick: a container leaving the table is still seen at once, while its drain waits for Redis."""
+        try:
+            version = routing.current_version()
+        except redis.RedisError:
+            self._reload()
+            raise
+        stale = time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS
+        if stale or version != self._version:
+            self._reload(version)
+        self._publish()
+
+    def _reload(self, version: int | None = None) -> None:
+        """Read the table from the database. `version`: read from Redis before this load began,
+        hence included in it. Loads may overlap (a request's, the thread's): the one begun last wins."""
+        began = time.monotonic()
+        close_old_connections()
+        table = routing.load_table()
+        live = {
+            backend.container_name for route in table.values() for g in route.groups for backend in g.backends
+        }
+        with self._lock:
+            if version is not None:
+                self._version = version
+            if began < self._loaded_at:
+                return
+            self._table, self._loaded_at = table, began
+            for name in [name for name in self._pools if name not in live and not self._busy[name]]:
+                self._pools.pop(name).close()
+
+    def _publish(self) -> None:
+        with self._lock:
+            version = self._version or 0
+            busy = {name: count for name, count in self._busy.items() if count}
+        routing.publish_ack(self._process_id, version, busy)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def choose(self, endpoint_arn: str, target_variant: str | None, avoid: set[str]) -> Choice:
+        """Pick a container by variant weight (or the target variant), the least busy one of its
+        group, and count the request in flight there. Call `release` when done."""
+        with self._lock:
+            route = self._table.get(endpoint_arn)
+            groups = [
+                RouteGroup(
+                    g.variant_name, g.weight, tuple(b for b in g.backends if b.container_name not in avoid)
+                )
+                for g in (route.groups if route else ())
+                if target_variant is None or g.variant_name == target_variant
+            ]
+            groups = [group for group in groups if group.backends]
+            if not groups:
+                raise NoRoute()
+            group = _weighted_choice(groups)
+            backend = min(group.backends, key=lambda b: (self._busy[b.container_name], random.random()))
+            self._busy[backend.container_name] += 1
+            return Choice(group.variant_name, backend)
+
+    def release(self, choice: Choice) -> None:
+        with self._lock:
+            self._busy[choice.backend.container_name] -= 1
+
+    def pool(self, backend: Backend) -> urllib3.HTTPConnectionPool:
+        with self._lock:
+            pool = self._pools.get(backend.container_name)
+            if pool is None or pool.port != backend.port:
+                pool = urllib3.HTTPConnectionPool(
+                    "127.0.0.1",
+                    backend.port,
+                    maxsize=POOL_CONNECTIONS_PER_CONTAINER,
+                    retries=False,
+                    timeout=urllib3.Timeout(
+                        connect=CONNECT_TIMEOUT_SECONDS, read=settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
+                    ),
+                    # Nagle's algorithm would hold small responses back ~40 ms.
+                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                )
+                self._pools[backend.container_name] = pool
+            return pool
+
+
+def _weighted_choice(groups: list[RouteGroup]) -> RouteGroup:
+    weighted = [group for group in groups if group.weight > 0]
+    if not weighted:  # only zero-weight variants left (targeted, or the others have no container)
+        return random.choice(groups)
+    return random.choices(weighted, weights=[group.weight for group in weighted])[0]
+
+
+@functools.cache
+def get_router() -> Router:
+    """The process-wide router (created on the first invocation this process serves)."""
+    return Router()

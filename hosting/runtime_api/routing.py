@@ -1,0 +1,168 @@
+"""Which containers InvokeEndpoint may reach, and how every API process learns of a change.
+
+The database says which containers are routable (status InService in a deployment that takes
+traffic, of an endpoint that is InService or Updating). API processes keep that in memory and
+never query the database per request; a counter in Redis tells them when to reload:
+
+- a writer commits its change, then increments `version` (`announce_change`, `bump`);
+- each API process, every `SAGEPORT_ROUTING_REFRESH_SECONDS`, reads `version`, reloads the table
+  from the database when it moved, and publishes an *ack*: the version it loaded and how many
+  requests it has in flight per container (a Redis key with a TTL, so a dead process's ack goes).
+
+A container may be stopped once every live ack has a version at least the one returned by the
+`bump` after it left the routing table, and no ack lists it as busy (`has_drained`). Why this is
+safe: an ack with version ≥ V was read after the bump, hence after the commit, so that process's
+table no longer has the container. A process that starts routing writes a placeholder ack (version
+0) before reading the version, so a drainer either sees it and waits, or it read the new state.
+
+Requests never touch Redis (hosting/runtime_api/router.py): while Redis is away an API process reloads its
+table from the database at every refresh instead and serves on; drains wait, since neither `bump`
+nor `has_drained` can answer. A process whose ack vanished with a restarted Redis republishes it
+within one refresh, which the drain's minimum wait covers."""
+
+import functools
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import redis
+from django.conf import settings
+from django.db import transaction
+
+from hosting.models import ROUTED_PHASES, ContainerStatus, Endpoint, EndpointStatus
+
+log = logging.getLogger(__name__)
+
+ROUTABLE_ENDPOINT_STATUSES = (EndpointStatus.IN_SERVICE, EndpointStatus.UPDATING)
+
+
+@functools.cache
+def _redis() -> redis.Redis:
+    """One client (a thread-safe connection pool) per process."""
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+def _key(name: str) -> str:
+    return f"sageport:{settings.SAGEPORT_STACK_ID}:routing:{name}"
+
+
+# --- Writers' side ---------------------------------------------------------------------------
+
+
+def bump() -> int:
+    """Tell every API process to reload; returns the new version."""
+    return int(_redis().incr(_key("version")))
+
+
+def announce_change() -> None:
+    """Bump once the current transaction commits (a reload before the commit would miss it)."""
+    transaction.on_commit(_bump_quietly)
+
+
+def _bump_quietly() -> None:
+    try:
+        bump()
+    except redis.RedisError as error:  # the API processes also reload on a timer
+        log.warning("could not announce a routing change: %s", error)
+
+
+@dataclass(frozen=True)
+class Ack:
+    version: int
+    busy: dict[str, int]  # container name -> requests in flight
+
+
+def acks() -> list[Ack]:
+    client = _redis()
+    keys = list(client.scan_iter(match=_key("ack:*"), count=100))
+    found = []
+    for raw in client.mget(keys) if keys else []:
+        if raw is not None:  # expired between the scan and the read
+            value = json.loads(raw)
+            found.append(Ack(version=value["version"], busy=value["busy"]))
+    return found
+
+
+def has_drained(container_name: str, version: int) -> bool:
+    """No API process can send `container_name` a new request, and none has one in flight."""
+    return all(ack.version >= version and not ack.busy.get(container_name) for ack in acks())
+
+
+# --- API processes' side ---------------------------------------------------------------------
+
+
+def current_version() -> int:
+    return int(_redis().get(_key("version")) or 0)
+
+
+def publish_ack(process_id: str, version: int, busy: dict[str, int]) -> None:
+    ttl_ms = int(settings.SAGEPORT_ROUTING_ACK_TTL_SECONDS * 1000)
+    _redis().set(_key(f"ack:{process_id}"), json.dumps({"version": version, "busy": busy}), px=ttl_ms)
+
+
+def withdraw_ack(process_id: str) -> None:
+    _redis().delete(_key(f"ack:{process_id}"))
+
+
+@dataclass(frozen=True)
+class Backend:
+    container_name: str
+    port: int
+
+
+@dataclass(frozen=True)
+class RouteGroup:
+    """One variant of one deployment: its share of the endpoint's traffic and its containers."""
+
+    variant_name: str
+    weight: float
+    backends: tuple[Backend, ...]
+
+
+@dataclass(frozen=True)
+class EndpointRoute:
+    endpoint_name: str
+    account_id: str
+    region: str
+    status: str
+    groups: tuple[RouteGroup, ...]
+
+
+RoutingTable = dict[str, EndpointRoute]  # by endpoint ARN
+
+
+def load_table() -> RoutingTable:
+    endpoints = Endpoint.objects.prefetch_related("deployments__containers")
+    return {endpoint.endpoint_arn: _route(endpoint) for endpoint in endpoints}
+
+
+def _route(endpoint: Endpoint) -> EndpointRoute:
+    groups: list[RouteGroup] = []
+    if endpoint.endpoint_status in ROUTABLE_ENDPOINT_STATUSES:
+        deployments = [d for d in endpoint.deployments.all() if d.phase in ROUTED_PHASES]
+        shifted = sum(d.traffic_percent for d in deployments if d.phase != "Active")
+        for deployment in deployments:
+            share = deployment.traffic_percent if deployment.phase != "Active" else 100.0 - shifted
+            groups += _groups(deployment, share / 100.0)
+    return EndpointRoute(
+        endpoint_name=endpoint.endpoint_name,
+        account_id=endpoint.account_id,
+        region=endpoint.region,
+        status=endpoint.endpoint_status,
+        groups=tuple(groups),
+    )
+
+
+def _groups(deployment, share: float) -> Iterable[RouteGroup]:
+    weights = {name: values["DesiredWeight"] for name, values in deployment.desired.items()}
+    total = sum(weights.values())
+    for name, weight in weights.items():
+        backends = tuple(
+            Backend(container.name, container.host_port)
+            for container in deployment.containers.all()
+            if container.variant_name == name and container.status == ContainerStatus.IN_SERVICE
+        )
+        # All weights zero: SageMaker would send nothing; spreading evenly keeps the endpoint usable.
+        fraction = weight / total if total else 1.0 / len(weights)
+        yield RouteGroup(variant_name=name, weight=share * fraction, backends=backends)

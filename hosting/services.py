@@ -1,0 +1,321 @@
+"""Mutations and queries of models, endpoint configs and endpoints, scoped to the caller's
+account and region. Endpoint changes record intent (a status, a deployment row) and enqueue a
+reconcile; the worker does the rest."""
+
+import logging
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from hosting import requests
+from hosting import tasks as hosting_tasks
+from hosting import transitions as t
+from hosting.models import (
+    DeploymentPhase,
+    Endpoint,
+    EndpointConfig,
+    EndpointDeployment,
+    EndpointStatus,
+    SageMakerModel,
+)
+from hosting.runtime_api import routing
+from protocol.arns import make_arn
+from protocol.context import RequestContext
+from protocol.errors import ValidationException
+from protocol.listing import filtered_and_sorted
+
+log = logging.getLogger(__name__)
+
+
+def _scoped(model, ctx: RequestContext):
+    return model.objects.filter(account_id=ctx.account_id, region=ctx.region)
+
+
+def _already_exists(kind: str, arn: str) -> ValidationException:
+    return ValidationException(f'Cannot create already existing {kind} "{arn}".')
+
+
+# --- Models ----------------------------------------------------------------------------------
+
+
+def model_arn(ctx: RequestContext, name: str) -> str:
+    return make_arn(ctx.region, ctx.account_id, "model", name)
+
+
+def create_model(ctx: RequestContext, params: dict) -> SageMakerModel:
+    requests.check_create_model(params)
+    request = {key: value for key, value in params.items() if key != "Tags"}
+    return _create(ctx, SageMakerModel, params["ModelName"], request, params.get("Tags", []))
+
+
+# Per creatable kind: its ARN resource type and its noun in SageMaker's messages.
+_KINDS = {SageMakerModel: ("model", "model"), EndpointConfig: ("endpoint-config", "endpoint configuration")}
+
+
+def _create(ctx: RequestContext, model, name: str, request: dict, tags: list):
+    """A model or endpoint config row; SageMaker's error when the name is taken (in any case)."""
+    resource_type, noun = _KINDS[model]
+    arn = make_arn(ctx.region, ctx.account_id, resource_type, name)
+    prefix = resource_type.replace("-", "_")  # model_name / endpoint_config_name columns
+    try:
+        with transaction.atomic():
+            return model.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                request=request,
+                tags=tags,
+                creation_time=timezone.now(),
+                **{f"{prefix}_name": name, f"{prefix}_arn": arn},
+            )
+    except IntegrityError:
+        raise _already_exists(noun, arn) from None
+
+
+def get_model(ctx: RequestContext, name: str) -> SageMakerModel:
+    arn = model_arn(ctx, name)
+    model = _scoped(SageMakerModel, ctx).filter(model_arn=arn).first()
+    if model is None:
+        raise ValidationException(f'Could not find model "{arn}".')
+    return model
+
+
+def delete_model(ctx: RequestContext, name: str) -> None:
+    """Allowed while endpoints use the model: they run a snapshot of it."""
+    get_model(ctx, name).delete()
+
+
+# --- Endpoint configs ------------------------------------------------------------------------
+
+
+def create_endpoint_config(ctx: RequestContext, params: dict) -> EndpointConfig:
+    requests.check_create_endpoint_config(params)
+    for variant in params["ProductionVariants"]:
+        get_model(ctx, variant["ModelName"])  # SageMaker refuses a config naming a missing model
+    request = requests.config_with_defaults(params)
+    name = params["EndpointConfigName"]
+    return _create(ctx, EndpointConfig, name, request, params.get("Tags", []))
+
+
+def get_endpoint_config(ctx: RequestContext, name: str) -> EndpointConfig:
+    arn = make_arn(ctx.region, ctx.account_id, "endpoint-config", name)
+    config = _scoped(EndpointConfig, ctx).filter(endpoint_config_arn=arn).first()
+    if config is None:
+        raise ValidationException(f'Could not find endpoint configuration "{name}".')
+    return config
+
+
+def delete_endpoint_config(ctx: RequestContext, name: str) -> None:
+    """Allowed while endpoints use the config: they run a snapshot of it."""
+    get_endpoint_config(ctx, name).delete()
+
+
+# --- Endpoints -------------------------------------------------------------------------------
+
+
+def endpoint_arn(ctx: RequestContext, name: str) -> str:
+    return make_arn(ctx.region, ctx.account_id, "endpoint", name)
+
+
+def get_endpoint(ctx: RequestContext, name: str) -> Endpoint:
+    endpoint = _scoped(Endpoint, ctx).filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+    if endpoint is None:
+        raise ValidationException(f'Could not find endpoint "{name}".')
+    return endpoint
+
+
+def create_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
+    requests.check_deployment_config(params.get("DeploymentConfig"))
+    config = get_endpoint_config(ctx, params["EndpointConfigName"])
+    snapshot = _snapshot(ctx, config)
+    name = params["EndpointName"]
+    arn = endpoint_arn(ctx, name)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            endpoint = Endpoint.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                endpoint_name=name,
+                endpoint_arn=arn,
+                endpoint_config_name=config.endpoint_config_name,
+                tags=params.get("Tags", []),
+                creation_time=now,
+                last_modified_time=now,
+                last_deployment_config=params.get("DeploymentConfig"),
+                next_check_at=now,
+            )
+            _add_deployment(endpoint, config, snapshot, _initial_desired(config), {})
+    except IntegrityError:
+        raise _already_exists("endpoint", arn) from None
+    return endpoint
+
+
+def update_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
+    """Start a blue/green deployment of another config; the worker shifts traffic and retires
+    the old fleet, or rolls back to it."""
+    requests.check_deployment_config(params.get("DeploymentConfig"))
+    config = get_endpoint_config(ctx, params["EndpointConfigName"])
+    snapshot = _snapshot(ctx, config)
+    with transaction.atomic():
+        endpoint = _endpoint_for_change(ctx, params["EndpointName"])
+        active = _active_deployment(endpoint)
+        desired = _initial_desired(config)
+        if params.get("RetainAllVariantProperties"):
+            excluded = {
+                item["VariantPropertyType"] for item in params.get("ExcludeRetainedVariantProperties", [])
+            }
+            desired = _retained(desired, active.desired, excluded)
+        rollout = _rollout_config(endpoint, params)
+        written = {"last_deployment_config": rollout} if "DeploymentConfig" in params else {}
+        updating = {"failure_reason": "", "next_check_at": timezone.now(), **written}
+        if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, **updating):
+            raise _in_progress(endpoint)
+        _add_deployment(endpoint, config, snapshot, desired, rollout)
+    return endpoint
+
+
+def _rollout_config(endpoint: Endpoint, params: dict) -> dict:
+    """The DeploymentConfig an update rolls out with: the one given; else the last one when
+    RetainDeploymentConfig is true; else SageMaker's default ({}: all at once)."""
+    if "DeploymentConfig" in params:
+        return params["DeploymentConfig"]
+    if params.get("RetainDeploymentConfig"):
+        return endpoint.last_deployment_config or {}
+    return {}
+
+
+def update_weights_and_capacities(ctx: RequestContext, params: dict) -> Endpoint:
+    with transaction.atomic():
+        endpoint = _endpoint_for_change(ctx, params["EndpointName"])
+        active = _active_deployment(endpoint)
+        changes = params["DesiredWeightsAndCapacities"]
+        requests.check_weights_and_capacities(changes, list(active.desired), endpoint.endpoint_name)
+        desired = {name: dict(values) for name, values in active.desired.items()}
+        for change in changes:
+            for member in ("DesiredWeight", "DesiredInstanceCount"):
+                if member in change:
+                    desired[change["VariantName"]][member] = change[member]
+        if not t.move_endpoint(
+            endpoint, EndpointStatus.UPDATING, failure_reason="", next_check_at=timezone.now()
+        ):
+            raise _in_progress(endpoint)
+        EndpointDeployment.objects.filter(pk=active.pk).update(desired=desired)
+        routing.announce_change()  # new weights apply at once
+        transaction.on_commit(lambda: _nudge(endpoint))
+    return endpoint
+
+
+def delete_endpoint(ctx: RequestContext, name: str) -> None:
+    with transaction.atomic():
+        endpoint = _locked_endpoint(ctx, name)
+        if endpoint.endpoint_status == EndpointStatus.DELETING:
+            return
+        if endpoint.endpoint_status not in (EndpointStatus.IN_SERVICE, EndpointStatus.FAILED):
+            raise _in_progress(endpoint)
+        if not t.move_endpoint(endpoint, EndpointStatus.DELETING, next_check_at=timezone.now()):
+            raise _in_progress(endpoint)
+        routing.announce_change()
+        transaction.on_commit(lambda: _nudge(endpoint))
+
+
+def _nudge(endpoint: Endpoint) -> None:
+    """Ask a worker to look at the endpoint now. The change is already committed: when the broker
+    cannot take the message, the sweeper finds the endpoint overdue, so the request succeeds."""
+    try:
+        hosting_tasks.enqueue(endpoint.pk, endpoint.hosting_node)
+    except OperationalError as exc:
+        log.warning("could not enqueue endpoint %s (%s); the sweeper will pick it up", endpoint.pk, exc)
+
+
+def _locked_endpoint(ctx: RequestContext, name: str) -> Endpoint:
+    """The endpoint, locked for the current transaction."""
+    endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+    if endpoint is None:
+        raise ValidationException(f'Could not find endpoint "{name}".')
+    return endpoint
+
+
+def _endpoint_for_change(ctx: RequestContext, name: str) -> Endpoint:
+    """The endpoint, locked, if it is InService (the only state that accepts an update)."""
+    endpoint = _locked_endpoint(ctx, name)
+    if endpoint.endpoint_status != EndpointStatus.IN_SERVICE:
+        raise _in_progress(endpoint)
+    return endpoint
+
+
+def _in_progress(endpoint: Endpoint) -> ValidationException:
+    if endpoint.endpoint_status == EndpointStatus.FAILED:
+        return ValidationException(
+            f'Cannot update endpoint "{endpoint.endpoint_arn}" in status Failed: '
+            "delete it and create it again."
+        )
+    return ValidationException(f'Cannot update in-progress endpoint "{endpoint.endpoint_arn}".')
+
+
+def _active_deployment(endpoint: Endpoint) -> EndpointDeployment:
+    return endpoint.deployments.get(phase=DeploymentPhase.ACTIVE)
+
+
+def _snapshot(ctx: RequestContext, config: EndpointConfig) -> dict:
+    """What a deployment runs: the config and its models as they are now."""
+    models = {}
+    for variant in config.request["ProductionVariants"]:
+        models[variant["ModelName"]] = get_model(ctx, variant["ModelName"]).request
+    return {"EndpointConfig": config.request, "Models": models}
+
+
+def _initial_desired(config: EndpointConfig) -> dict:
+    return {
+        variant["VariantName"]: {
+            "DesiredWeight": variant["InitialVariantWeight"],
+            "DesiredInstanceCount": variant["InitialInstanceCount"],
+        }
+        for variant in config.request["ProductionVariants"]
+    }
+
+
+def _retained(desired: dict, current: dict, excluded: set[str]) -> dict:
+    """RetainAllVariantProperties: variants that exist now keep their current weight and count,
+    except the properties listed in ExcludeRetainedVariantProperties."""
+    retained = {}
+    for name, values in desired.items():
+        kept = dict(values)
+        for member in ("DesiredWeight", "DesiredInstanceCount"):
+            if name in current and member not in excluded:
+                kept[member] = current[name][member]
+        retained[name] = kept
+    return retained
+
+
+def _add_deployment(
+    endpoint: Endpoint, config: EndpointConfig, snapshot: dict, desired: dict, deployment_config: dict
+) -> EndpointDeployment:
+    now = timezone.now()
+    deployment = EndpointDeployment.objects.create(
+        endpoint=endpoint,
+        endpoint_config_name=config.endpoint_config_name,
+        snapshot=snapshot,
+        desired=desired,
+        deployment_config=deployment_config,
+        created_at=now,
+        phase_changed_at=now,
+    )
+    transaction.on_commit(lambda: _nudge(endpoint))
+    return deployment
+
+
+# --- Listing ---------------------------------------------------------------------------------
+
+def listing(
+    ctx: RequestContext,
+    model,
+    params: dict,
+    sort_fields: dict[str, str],
+    name_field: str,
+    status_field: str = "",
+):
+    """The ordered queryset a List* operation pages through."""
+    return filtered_and_sorted(
+        _scoped(model, ctx), params, name_field=name_field, sort_fields=sort_fields, status_field=status_field
+    )

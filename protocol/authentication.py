@@ -1,0 +1,51 @@
+"""SigV4 authentication of a Django request: the entry point both APIs (JSON 1.1 and the
+runtime REST API) call before anything else."""
+
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import timedelta
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from protocol import sigv4
+from protocol.context import RequestContext
+
+
+def authenticate(
+    request: HttpRequest,
+    *,
+    signing_name: str = "sagemaker",
+    request_id: str | None = None,
+    must_sign: Iterable[str] = (),
+) -> RequestContext:
+    """Verify the request's SigV4 signature for `signing_name` (the service in the credential
+    scope) and return its context; raise a 403 ServiceError (protocol.md §4.5) otherwise.
+    `must_sign`: lower-case names of further headers the caller acts on (refused unsigned)."""
+    context = sigv4.verify(
+        signed_request(request),
+        signing_name=signing_name,
+        must_sign=must_sign,
+        # Resolved on each call so tests and deployments can point the setting elsewhere.
+        resolve=import_string(settings.SAGEPORT_CREDENTIAL_RESOLVER),
+        now=timezone.now(),
+        max_skew=timedelta(seconds=settings.SAGEPORT_SIGV4_MAX_SKEW_SECONDS),
+    )
+    return replace(context, request_id=request_id) if request_id else context
+
+
+def signed_request(request: HttpRequest) -> sigv4.SignedRequest:
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    return sigv4.SignedRequest(request.method, raw_target(request), headers, request.body)
+
+
+def raw_target(request: HttpRequest) -> str:
+    """The request target as the client sent it. The signature covers the undecoded path, so
+    prefer the server's copy of the request line (gunicorn: RAW_URI; uWSGI: REQUEST_URI)."""
+    for key in ("RAW_URI", "REQUEST_URI"):
+        if request.META.get(key):
+            return request.META[key]
+    query = request.META.get("QUERY_STRING", "")
+    return sigv4.requote_path(request.path) + (f"?{query}" if query else "")

@@ -1,0 +1,58 @@
+"""The outermost layer of the API port: AWS-format answers only, whatever happens inside.
+
+Requests carrying X-Amz-Target go straight to the JSON 1.1 view, whatever their path
+(protocol.md §1). Everything else goes down Django's chain; an error that comes back without
+an AWS error type (Django's own pages: 404, 405, 400 for a bad Host, 500 from a middleware,
+all HTML or empty) is replaced by an AWS JSON error with the same class of status, so that no
+client ever reads HTML from the API. The admin site keeps its own pages."""
+
+import uuid
+
+from django.http import HttpRequest, HttpResponse
+
+from protocol.errors import (
+    AccessDenied,
+    InternalFailure,
+    RequestEntityTooLarge,
+    SerializationException,
+    ServiceError,
+    UnknownOperationException,
+)
+from protocol.serialization import AMZ_JSON_11, REST_JSON, error_response
+from protocol.views import json_protocol_view
+
+# Paths that serve HTML on purpose: the admin site and its static files.
+_HTML_PREFIXES = ("/admin/", "/static/")
+_RUNTIME_SUFFIX = "/invocations"
+
+
+class AwsErrorsMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "x-amz-target" in request.headers:
+            return json_protocol_view(request)
+        response = self.get_response(request)
+        if response.status_code < 400 or "X-Amzn-ErrorType" in response:
+            return response
+        if request.path_info.startswith(_HTML_PREFIXES):
+            return response
+        content_type = REST_JSON if request.path_info.endswith(_RUNTIME_SUFFIX) else AMZ_JSON_11
+        error = _error_for(response.status_code, request)
+        return error_response(error, str(uuid.uuid4()), content_type=content_type)
+
+
+def _error_for(status: int, request: HttpRequest) -> ServiceError:
+    if status in (404, 405):
+        return UnknownOperationException(
+            f"No operation answers {request.method[:16]} on this path: send POST with X-Amz-Target "
+            "(JSON 1.1), or POST to /endpoints/<name>/invocations (runtime)."
+        )
+    if status == 413:
+        return RequestEntityTooLarge("The request body is too large.")
+    if status == 403:
+        return AccessDenied("The request was refused.")
+    if status < 500:
+        return SerializationException("The request could not be read.")
+    return InternalFailure("An internal error occurred.")

@@ -1,0 +1,50 @@
+"""Explicit registry of operation handlers, keyed by (target prefix, operation name).
+
+Apps register with `@operation("CreateTrainingJob")` (target prefix `SageMaker` by default) or
+`@operation("GetLogEvents", service="Logs_20140328")`. A handler is called as
+`handler(ctx: RequestContext, params: dict) -> dict` with params already validated against the
+botocore input shape; it returns the response members (None values are dropped on the wire).
+"""
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocol.context import RequestContext
+from protocol.errors import InvalidParameterException, ServiceError, ValidationException
+
+Handler = Callable[[RequestContext, dict], dict | None]
+
+
+@dataclass(frozen=True)
+class Service:
+    """A JSON 1.1 service: its X-Amz-Target prefix and its botocore model coordinates."""
+
+    target_prefix: str
+    botocore_name: str  # e.g. "sagemaker", "logs"
+    # The error this service answers for a request that breaks its input shape or rules.
+    invalid_input: type[ServiceError] = ValidationException
+
+
+SERVICES: dict[str, Service] = {
+    "SageMaker": Service("SageMaker", "sagemaker"),
+    "Logs_20140328": Service("Logs_20140328", "logs", invalid_input=InvalidParameterException),
+}
+
+_handlers: dict[tuple[str, str], Handler] = {}
+
+
+def operation(name: str, service: str = "SageMaker") -> Callable[[Handler], Handler]:
+    if service not in SERVICES:
+        raise ValueError(f"unknown service prefix {service!r}")
+
+    def register(fn: Handler) -> Handler:
+        key = (service, name)
+        if key in _handlers:
+            raise ValueError(f"operation {service}.{name} registered twice")
+        _handlers[key] = fn
+        return fn
+
+    return register
+
+
+def handler_for(service: str, name: str) -> Handler | None:
+    return _handlers.get((service, name))

@@ -1,0 +1,50 @@
+"""Responses in AWS's JSON wire formats (protocol.md §2.2, §2.3, §3.3, §9)."""
+
+import json
+from datetime import UTC, datetime
+
+from django.http import HttpResponse
+from django.utils.http import http_date
+
+from protocol.errors import ServiceError
+from protocol.limits import echo
+
+AMZ_JSON_11 = "application/x-amz-json-1.1"
+# A last bound on any error message (the modeled Message is ≤1024 in SageMaker; ModelError
+# carries up to 4 KiB of the container's own text), whatever raised it.
+MAX_MESSAGE_CHARS = 8192
+REST_JSON = "application/json"
+
+
+def to_wire(value: object) -> object:
+    """Handler output as JSON values: datetimes become epoch seconds (millisecond precision)
+    and None members are dropped at every depth (botocore treats null as absent anyway)."""
+    if isinstance(value, dict):
+        return {key: to_wire(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list | tuple):
+        return [to_wire(item) for item in value if item is not None]
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return round(aware.timestamp(), 3)
+    return value
+
+
+def json_response(
+    body: dict | None, request_id: str, *, status: int = 200, content_type: str = AMZ_JSON_11
+) -> HttpResponse:
+    payload = json.dumps(to_wire(body or {}), separators=(",", ":")).encode()
+    response = HttpResponse(payload, status=status, content_type=content_type)
+    response["x-amzn-RequestId"] = request_id
+    response["Date"] = http_date()
+    response["Content-Length"] = str(len(payload))
+    return response
+
+
+def error_response(error: ServiceError, request_id: str, *, content_type: str = AMZ_JSON_11) -> HttpResponse:
+    """An error both protocols read: `__type` and `Message` (capital M, so botocore also fills
+    the modeled shape's `Message`), the error's extra members, and `X-Amzn-ErrorType`, which
+    the REST-JSON parser prefers over the body. Pass `content_type=REST_JSON` for the runtime."""
+    body = {"__type": error.code, "Message": echo(error.message, MAX_MESSAGE_CHARS), **error.extra}
+    response = json_response(body, request_id, status=error.status, content_type=content_type)
+    response["X-Amzn-ErrorType"] = error.code
+    return response

@@ -1,0 +1,112 @@
+"""The container runtime seam: what the reconcilers need from a container engine.
+
+`runtime/docker.py` is the only implementation that talks to a real engine and the only
+module that imports `docker`; it translates engine errors into the errors below. Every operation
+is idempotent and addresses containers by deterministic name or by label, so a reconcile step
+that is repeated after a crash does no harm."""
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class RuntimeError_(Exception):
+    """Base of runtime errors (the trailing underscore avoids shadowing the builtin)."""
+
+
+class RuntimeUnavailable(RuntimeError_):
+    """The engine cannot be reached: transient, retry later."""
+
+
+class NoSuchImage(RuntimeError_):
+    """The image is not in the local engine and could not be pulled: permanent for the job."""
+
+
+class ContainerStartFailed(RuntimeError_):
+    """The engine refused to create or start the container (bad spec, missing device...)."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    name: str
+    image: str
+    labels: dict[str, str]
+    command: list[str] | None = None  # replaces the image CMD (e.g. ["train"])
+    entrypoint: list[str] | None = None  # None keeps the image ENTRYPOINT
+    environment: dict[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    network: str | None = None  # a network name, "none" for isolation, None for the default
+    hostname: str | None = None
+    network_aliases: tuple[str, ...] = ()
+    nano_cpus: int | None = None
+    memory_bytes: int | None = None
+    gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all
+    published_port: int | None = None  # container port published on 127.0.0.1 (random host port)
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    name: str
+    id: str
+    status: str  # created | running | exited | dead | ... (the engine's word)
+    exit_code: int | None
+    oom_killed: bool
+    labels: dict[str, str]
+    started_at: str | None = None  # RFC 3339 as reported by the engine
+    finished_at: str | None = None
+    host_port: int | None = None  # where `published_port` landed on 127.0.0.1
+
+    @property
+    def running(self) -> bool:
+        return self.status in ("running", "restarting", "paused")
+
+    @property
+    def exited(self) -> bool:
+        return self.status in ("exited", "dead")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    timestamp: str  # RFC 3339 with nanoseconds, as the engine stamps it
+    stream: str  # "stdout" | "stderr"
+    message: str
+
+
+class ContainerRuntime(Protocol):
+    def has_image(self, image: str) -> bool: ...
+
+    def image_id(self, image: str) -> str | None:
+        """The local image's content id (`sha256:…`), or None when the engine does not have it."""
+
+    def pull_image(self, image: str) -> None:
+        """Pull `image`; raises NoSuchImage with the engine's reason on failure."""
+
+    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
+        """Get-or-create a bridge network; `internal` ones reach nothing outside themselves."""
+
+    def remove_network(self, name: str) -> None:
+        """Remove the network if it exists (missing is fine)."""
+
+    def run(self, spec: ContainerSpec) -> ContainerState:
+        """Create and start the container named `spec.name`, or return the existing one."""
+
+    def inspect(self, name: str) -> ContainerState | None: ...
+
+    def find(self, labels: dict[str, str]) -> list[ContainerState]:
+        """All containers (running or not) carrying every one of `labels`."""
+
+    def find_networks(self, labels: dict[str, str]) -> list[str]: ...
+
+    def signal(self, name: str, signal: str) -> None:
+        """Send `signal` (e.g. "SIGTERM") to a running container; no-op if it is not running."""
+
+    def remove(self, name: str) -> None:
+        """Force-remove the container if it exists (missing is fine)."""
+
+    def logs(self, name: str, since: str | None = None) -> list[LogLine]:
+        """Log lines after the RFC 3339 timestamp `since` (all when None), oldest first."""

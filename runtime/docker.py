@@ -1,0 +1,375 @@
+"""`ContainerRuntime` on a Docker engine: the only module that imports `docker`.
+
+Every call goes through `_engine_errors()`, which turns "cannot reach the engine" into
+`RuntimeUnavailable` (transient); the operations translate the engine's refusals into the
+permanent errors of base.py with the engine's own reason, so they can become a FailureReason."""
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import docker
+import requests
+from django.conf import settings
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.models.containers import Container
+from docker.types import DeviceRequest
+from docker.types import Mount as DockerMount
+from docker.utils import parse_repository_tag
+
+from runtime.base import (
+    ContainerSpec,
+    ContainerStartFailed,
+    ContainerState,
+    LogLine,
+    NoSuchImage,
+    RuntimeError_,
+    RuntimeUnavailable,
+)
+
+MANAGED_LABEL = "sageport.managed"
+STACK_LABEL = "sageport.stack"
+_NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
+_HTTP_CONFLICT = 409
+
+# Least privilege for every algorithm and model container (training and serving alike). The
+# process stays root inside (the SageMaker contract: images expect it), but it is a root with
+# Docker's default capabilities minus those a tenant could use against the host or its neighbours:
+#   kept  CHOWN, DAC_OVERRIDE, FOWNER, FSETID  root's file powers over its own tree and over the
+#         bind-mounted /opt/ml dirs, which belong to the worker's (host) user: writing the model,
+#         checkpoints and output there, unpacking archives, pip/conda installs at start-up.
+#   kept  SETUID, SETGID  servers that drop to an unprivileged user (nginx, gunicorn workers,
+#         `su`/`gosu` in entrypoints).
+#   kept  KILL  root signalling its own processes that run as another user (nginx's workers).
+#   kept  NET_BIND_SERVICE  a server binding a port below 1024 inside its own network namespace.
+#   dropped NET_RAW (raw sockets: ARP/IP spoofing on a shared bridge), MKNOD (device nodes; FIFOs
+#         need no capability), SYS_CHROOT, AUDIT_WRITE, SETFCAP, SETPCAP. sshd (MPI jobs, not
+#         supported yet) would need SYS_CHROOT and AUDIT_WRITE back.
+# `no-new-privileges` stops setuid binaries and file capabilities from regaining anything dropped.
+CAPABILITIES_KEPT = (
+    "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE",
+)
+SECURITY_OPTIONS = ("no-new-privileges:true",)
+
+
+class DockerRuntime:
+    def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float = 900):
+        self._client = client
+        self._client_lock = threading.Lock()
+        self._pull_timeout_seconds = pull_timeout_seconds
+
+    @property
+    def client(self) -> docker.DockerClient:
+        """Created on first use, so importing the worker never needs a running engine."""
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    self._client = docker.from_env()
+                except DockerException as error:  # from_env() asks the engine for its API version
+                    raise RuntimeUnavailable(f"The Docker engine cannot be reached: {error}") from None
+            return self._client
+
+    # --- images ---------------------------------------------------------------------------
+
+    def has_image(self, image: str) -> bool:
+        with _engine_errors():
+            try:
+                self.client.images.get(image)
+            except ImageNotFound:
+                return False
+        return True
+
+    def image_id(self, image: str) -> str | None:
+        """The local image's content id (`sha256:…`), or None when the engine does not have it."""
+        with _engine_errors():
+            try:
+                return self.client.images.get(image).id
+            except ImageNotFound:
+                return None
+
+    def pull_image(self, image: str) -> None:
+        repository, tag = parse_repository_tag(image)
+        deadline = time.monotonic() + self._pull_timeout_seconds
+        failure = f'Unable to pull image "{image}"'
+        with _engine_errors():
+            try:
+                # Streamed so that the whole pull, not each socket read, is bounded in time.
+                progress = self.client.api.pull(repository, tag=tag or "latest", stream=True, decode=True)
+                for message in progress:
+                    if "error" in message:
+                        raise NoSuchImage(f"{failure}: {message['error']}")
+                    if time.monotonic() > deadline:
+                        raise NoSuchImage(f"{failure}: timed out after {self._pull_timeout_seconds:g} s")
+            except APIError as error:
+                raise NoSuchImage(f"{failure}: {_reason(error)}") from None
+
+    # --- networks -------------------------------------------------------------------------
+
+    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
+        with _engine_errors():
+            if self._network(name) is not None:
+                return
+            try:
+                self.client.networks.create(
+                    name, driver="bridge", internal=internal, labels={**labels, **_own_labels()}
+                )
+            except APIError as error:
+                if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine
+                    raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
+
+    def remove_network(self, name: str) -> None:
+        with _engine_errors():
+            network = self._network(name)
+            if network is None:
+                return
+            try:
+                network.remove()
+            except NotFound:
+                return
+            except APIError as error:
+                raise RuntimeError_(f'Could not remove network "{name}": {_reason(error)}') from None
+
+    def find_networks(self, labels: dict[str, str]) -> list[str]:
+        with _engine_errors():
+            networks = self.client.networks.list(filters=_label_filter(labels))
+            return sorted(network.name for network in networks)
+
+    def _network(self, name: str):
+        # The engine's name filter matches substrings; keep the exact name only.
+        matches = [n for n in self.client.networks.list(names=[name]) if n.name == name]
+        return matches[0] if matches else None
+
+    # --- containers -----------------------------------------------------------------------
+
+    def run(self, spec: ContainerSpec) -> ContainerState:
+        with _engine_errors():
+            container = self._container(spec.name) or self._create(spec)
+            if container.status == "created":
+                try:
+                    container.start()
+                except APIError as error:
+                    raise ContainerStartFailed(
+                        f'Could not start container "{spec.name}": {_reason(error)}'
+                    ) from None
+                container.reload()
+            return _state(container)
+
+    def _create(self, spec: ContainerSpec) -> Container:
+        try:
+            return self.client.containers.create(**create_kwargs(spec))
+        except ImageNotFound as error:
+            raise NoSuchImage(f'Image "{spec.image}" is not available: {_reason(error)}') from None
+        except APIError as error:
+            if error.status_code == _HTTP_CONFLICT:  # created by a concurrent reconcile step
+                existing = self._container(spec.name)
+                if existing is not None:
+                    return existing
+            raise ContainerStartFailed(
+                f'Could not create container "{spec.name}": {_reason(error)}'
+            ) from None
+
+    def inspect(self, name: str) -> ContainerState | None:
+        with _engine_errors():
+            container = self._container(name)
+            return _state(container) if container is not None else None
+
+    def find(self, labels: dict[str, str]) -> list[ContainerState]:
+        with _engine_errors():
+            containers = self.client.containers.list(
+                all=True, filters=_label_filter(labels), ignore_removed=True
+            )
+            return sorted((_state(c) for c in containers), key=lambda state: state.name)
+
+    def signal(self, name: str, signal: str) -> None:
+        with _engine_errors():
+            container = self._container(name)
+            if container is None or container.status != "running":
+                return
+            try:
+                container.kill(signal=signal)
+            except NotFound:
+                return
+            except APIError as error:
+                if error.status_code != _HTTP_CONFLICT:  # 409: it stopped meanwhile
+                    raise RuntimeError_(f'Could not signal container "{name}": {_reason(error)}') from None
+
+    def remove(self, name: str) -> None:
+        with _engine_errors():
+            try:
+                self.client.api.remove_container(name, force=True)
+            except NotFound:
+                return
+            except APIError as error:
+                if error.status_code != _HTTP_CONFLICT:  # 409: removal already in progress
+                    raise RuntimeError_(f'Could not remove container "{name}": {_reason(error)}') from None
+
+    def logs(self, name: str, since: str | None = None) -> list[LogLine]:
+        since = normalize_timestamp(since) if since else None
+        with _engine_errors():
+            container = self._container(name)
+            if container is None:
+                return []
+            # The engine's `since` has one-second resolution and is inclusive: it only trims
+            # what is certainly old; the exact, strict cut is done on normalised strings below.
+            engine_since = int(_parse_timestamp(since)[0].timestamp()) if since else None
+            lines = [
+                line
+                for stream in ("stdout", "stderr")
+                for line in _parse_log(stream, container.logs(
+                    stdout=stream == "stdout", stderr=stream == "stderr", timestamps=True, since=engine_since
+                ))
+            ]
+        lines.sort(key=lambda line: line.timestamp)  # stable: stdout first on equal timestamps
+        return [line for line in lines if since is None or line.timestamp > since]
+
+    def _container(self, name: str) -> Container | None:
+        try:
+            return self.client.containers.get(name)
+        except NotFound:
+            return None
+
+
+def create_kwargs(spec: ContainerSpec) -> dict:
+    """The Docker SDK `containers.create` arguments for `spec` (pure, so it can be checked
+    without an engine, e.g. the GPU device request on a machine without NVIDIA runtime)."""
+    environment = dict(spec.environment)
+    kwargs: dict = {
+        "name": spec.name,
+        "image": spec.image,
+        "command": spec.command,
+        "labels": {**spec.labels, **_own_labels()},
+        "init": False,  # the algorithm is PID 1 and receives SIGTERM itself
+        # Never privileged, never the host's network or PID namespace, no Docker socket: the
+        # mounts are only those of the spec (the job's own directories).
+        "privileged": False,
+        "cap_drop": ["ALL"],
+        "cap_add": list(CAPABILITIES_KEPT),
+        "security_opt": list(SECURITY_OPTIONS),
+        "pids_limit": settings.SAGEPORT_CONTAINER_PIDS_LIMIT,  # a fork bomb stays in its container
+        "mounts": [
+            DockerMount(mount.container_path, mount.host_path, type="bind", read_only=mount.read_only)
+            for mount in spec.mounts
+        ],
+    }
+    if spec.entrypoint is not None:
+        kwargs["entrypoint"] = spec.entrypoint
+    if spec.hostname:
+        kwargs["hostname"] = spec.hostname
+    if spec.network == "none":
+        kwargs["network_mode"] = "none"
+    elif spec.network:
+        kwargs["network"] = spec.network
+        kwargs["networking_config"] = {spec.network: {"Aliases": list(spec.network_aliases)}}
+    if spec.nano_cpus:
+        kwargs["nano_cpus"] = spec.nano_cpus
+    if spec.memory_bytes:
+        kwargs["mem_limit"] = spec.memory_bytes
+        kwargs["memswap_limit"] = spec.memory_bytes  # no swap beyond the instance's memory
+    if spec.gpu_device_ids:
+        ids = list(spec.gpu_device_ids)
+        kwargs["device_requests"] = [DeviceRequest(driver="nvidia", device_ids=ids, capabilities=[["gpu"]])]
+        environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(ids)
+    if spec.published_port:
+        kwargs["ports"] = {f"{spec.published_port}/tcp": ("127.0.0.1", None)}  # None: random host port
+    kwargs["environment"] = environment
+    return kwargs
+
+
+_runtime: DockerRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def _own_labels() -> dict[str, str]:
+    """Marks what this installation created, so that it (and only it) cleans it up: several
+    installations or test sessions may share one engine."""
+    return {MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
+
+
+def get_runtime() -> DockerRuntime:
+    """The process-wide runtime (one engine client shared by all tasks of a worker)."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = DockerRuntime()
+        return _runtime
+
+
+@contextmanager
+def _engine_errors() -> Iterator[None]:
+    try:
+        yield
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:
+        raise RuntimeUnavailable(f"The Docker engine cannot be reached: {error}") from None
+    except APIError as error:
+        raise RuntimeError_(f"The Docker engine refused the request: {_reason(error)}") from None
+
+
+def _reason(error: APIError) -> str:
+    return str(error.explanation or error)
+
+
+def _label_filter(labels: dict[str, str]) -> dict[str, list[str]]:
+    return {"label": [f"{key}={value}" for key, value in sorted(labels.items())]}
+
+
+def _state(container: Container) -> ContainerState:
+    state = container.attrs["State"]
+    finished = state["Status"] in ("exited", "dead")
+    return ContainerState(
+        name=container.name,
+        id=container.id,
+        status=state["Status"],
+        exit_code=state["ExitCode"] if finished else None,
+        oom_killed=bool(state.get("OOMKilled")),
+        labels=container.labels,
+        started_at=_engine_time(state.get("StartedAt")),
+        finished_at=_engine_time(state.get("FinishedAt")),
+        host_port=_host_port(container),
+    )
+
+
+def _engine_time(value: str | None) -> str | None:
+    return None if not value or value == _NEVER else value
+
+
+def _host_port(container: Container) -> int | None:
+    for bindings in (container.attrs["NetworkSettings"].get("Ports") or {}).values():
+        for binding in bindings or ():
+            if binding.get("HostPort"):
+                return int(binding["HostPort"])
+    return None
+
+
+# --- log timestamps -------------------------------------------------------------------------
+# The engine writes RFC 3339 with nanoseconds but drops trailing zeros ("…:05.1Z"), so two stamps
+# compare correctly as strings only once the fraction is padded to nine digits and the zone is Z.
+
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)")
+
+
+def _parse_timestamp(value: str) -> tuple[datetime, str]:
+    """(the instant to the second, the nine-digit fraction) of an RFC 3339 timestamp."""
+    match = _TIMESTAMP.fullmatch(value)
+    if match is None:
+        raise ValueError(f"Not an RFC 3339 timestamp: {value!r}")
+    seconds, fraction, zone = match.groups()
+    instant = datetime.fromisoformat(seconds + ("+00:00" if zone == "Z" else zone))
+    return instant, (fraction or "").ljust(9, "0")
+
+
+def normalize_timestamp(value: str) -> str:
+    """`value` as UTC `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`, which orders correctly as a string."""
+    instant, fraction = _parse_timestamp(value)
+    return f"{instant.astimezone(UTC):%Y-%m-%dT%H:%M:%S}.{fraction}Z"
+
+
+def _parse_log(stream: str, raw: bytes) -> list[LogLine]:
+    lines = []
+    for entry in raw.decode("utf-8", errors="replace").split("\n"):
+        if not entry:  # the text after the final newline
+            continue
+        stamp, _, message = entry.partition(" ")
+        lines.append(LogLine(timestamp=normalize_timestamp(stamp), stream=stream, message=message))
+    return lines

@@ -1,0 +1,46 @@
+"""The sweeper runs every registered hook, in the order the apps registered them, and the
+Celery tasks keep the names that queued messages and the beat schedule use (issue 8 moved their
+modules)."""
+from django.conf import settings
+
+from controlplane.celery import app
+from hosting import tasks as hosting_tasks
+from logs import retention
+from reconcile import sweeper
+from training import tasks as training_tasks
+
+
+def test_the_features_register_their_share_in_the_order_of_the_apps():
+    assert sweeper._hooks == [
+        training_tasks.sweep_training,
+        hosting_tasks.sweep_hosting,
+        retention.purge_expired_events,
+    ]
+
+
+def test_the_sweep_runs_every_hook_in_order(monkeypatch):
+    calls = []
+    monkeypatch.setattr(sweeper, "_hooks", [])
+    sweeper.register(lambda: calls.append("first"))
+    sweeper.register(lambda: calls.append("second"))
+    sweeper.sweep()
+    assert calls == ["first", "second"]
+
+
+def test_tasks_keep_the_names_queued_messages_use():
+    app.loader.import_default_modules()
+    names = set(app.tasks)
+    assert {
+        "workers.tasks.reconcile_training_job",
+        "workers.tasks.sweep",
+        "workers.hosting_tasks.reconcile_endpoint",
+    } <= names
+    assert training_tasks.reconcile_training_job.name == "workers.tasks.reconcile_training_job"
+    assert hosting_tasks.reconcile_endpoint.name == "workers.hosting_tasks.reconcile_endpoint"
+    assert sweeper.sweep.name == "workers.tasks.sweep"
+
+
+def test_the_beat_schedule_names_registered_tasks():
+    app.loader.import_default_modules()
+    for entry in settings.CELERY_BEAT_SCHEDULE.values():
+        assert entry["task"] in app.tasks

@@ -1,0 +1,108 @@
+"""What a training job's containers look like to the engine, and what their ending means."""
+
+from django.conf import settings
+
+from capacity import gpus
+from logs import store
+from logs.models import LogStream
+from runtime.base import ContainerSpec, ContainerState
+from training import scheduler, workspace
+from training.models import TrainingJob
+
+ROLE = "train"
+NODE_LABEL = "sageport.node"  # the node whose worker created the container
+TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+FAILURE_REASON_LIMIT = 1024
+
+
+# Names carry the stack id: installations (and test sessions) sharing one engine number their jobs
+# from 1 each, and a name taken by another one would be mistaken for this job's container.
+def container_name(job: TrainingJob, host: str) -> str:
+    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job.pk}-{host}"
+
+
+def network_name(job: TrainingJob) -> str:
+    return network_name_for(job.pk)
+
+
+def network_name_for(job_id: int) -> str:
+    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job_id}"
+
+
+def job_labels(job: TrainingJob) -> dict[str, str]:
+    return {"sageport.resource": job.training_job_arn, "sageport.role": ROLE}
+
+
+def needs_network(job: TrainingJob) -> bool:
+    """A lone isolated container gets no network at all; otherwise the job has its own network
+    (internal when isolated, so peers still reach each other but nothing else)."""
+    return not (job.request["EnableNetworkIsolation"] and instance_count(job) == 1)
+
+
+def instance_count(job: TrainingJob) -> int:
+    return job.request["ResourceConfig"]["InstanceCount"]
+
+
+def hosts(job: TrainingJob) -> list[str]:
+    return workspace.host_names(instance_count(job))
+
+
+def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
+    """`docker run IMAGE train`; ContainerEntrypoint/ContainerArguments override, as in SageMaker."""
+    entrypoint = algorithm.get("ContainerEntrypoint")
+    arguments = algorithm.get("ContainerArguments")
+    if arguments is not None:
+        return entrypoint, arguments
+    return entrypoint, ([] if entrypoint else ["train"])
+
+
+def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
+    algorithm = job.request["AlgorithmSpecification"]
+    entrypoint, command = _command(algorithm)
+    placement = scheduler.placement_of(job, host)
+    environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
+    environment.update(job.request.get("Environment", {}))
+    # Set last: the job's Environment cannot widen what the scheduler gave it.
+    environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
+    return ContainerSpec(
+        name=container_name(job, host),
+        image=algorithm["TrainingImage"],
+        labels={**job_labels(job), "sageport.host": host, NODE_LABEL: placement.node.name},
+        command=command,
+        entrypoint=entrypoint,
+        environment=environment,
+        mounts=workspace.host_workspace(job, host).mounts(),
+        network=network_name(job) if needs_network(job) else "none",
+        hostname=host,
+        network_aliases=(host,) if needs_network(job) else (),
+        nano_cpus=placement.nano_cpus,
+        memory_bytes=placement.memory_bytes,
+        gpu_device_ids=gpu_ids,
+    )
+
+
+def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
+    """The failure file's first 1024 characters; otherwise the exit code and the log tail."""
+    described = workspace.host_workspace(job, host).failure_description(FAILURE_REASON_LIMIT)
+    if described:
+        return described
+    if state.oom_killed:
+        head = (
+            f"OutOfMemoryError: the algorithm on {host} was killed for exceeding the memory of "
+            f"{job.request['ResourceConfig']['InstanceType']} (exit code {state.exit_code})."
+        )
+    else:
+        head = f"AlgorithmError: the algorithm on {host} exited with exit code {state.exit_code}."
+    tail = "\n".join(store.tail(training_stream(job, host), settings.SAGEPORT_LOG_TAIL_LINES))
+    if not tail:
+        return head
+    room = FAILURE_REASON_LIMIT - len(head) - len(" Last output:\n")
+    return f"{head} Last output:\n{tail[-room:]}" if room > 0 else head[:FAILURE_REASON_LIMIT]
+
+
+def training_stream(job: TrainingJob, host: str) -> LogStream:
+    """The log stream of one instance's container (the CloudWatch name SageMaker gives it)."""
+    epoch = int(job.creation_time.timestamp())
+    return store.get_stream(
+        job.account_id, job.region, TRAINING_LOG_GROUP, f"{job.training_job_name}/{host}-{epoch}"
+    )

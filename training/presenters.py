@@ -1,0 +1,76 @@
+"""Response bodies for training jobs, built explicitly from the row (no reflection)."""
+from datetime import UTC, datetime
+
+from training.metrics import final_metric_data
+from training.models import TrainingJob
+
+
+def output_base_uri(job: TrainingJob) -> str:
+    """`<S3OutputPath>/<job>/output`, where SageMaker puts a job's artifacts."""
+    return f"{job.request['OutputDataConfig']['S3OutputPath'].rstrip('/')}/{job.training_job_name}/output"
+
+
+def model_artifacts_uri(job: TrainingJob) -> str:
+    if job.request["OutputDataConfig"].get("CompressionType") == "NONE":
+        return f"{output_base_uri(job)}/model/"
+    return f"{output_base_uri(job)}/model.tar.gz"
+
+
+def _seconds_between(start, end) -> int | None:
+    if start is None or end is None:
+        return None
+    return max(1, round((end - start).total_seconds()))
+
+
+def describe_training_job(job: TrainingJob) -> dict:
+    body = dict(job.request)
+    training_seconds = _seconds_between(job.training_start_time, job.training_end_time)
+    body.update(
+        TrainingJobArn=job.training_job_arn,
+        ModelArtifacts={"S3ModelArtifacts": model_artifacts_uri(job)},
+        TrainingJobStatus=job.training_job_status,
+        SecondaryStatus=job.secondary_status,
+        FailureReason=job.failure_reason or None,
+        CreationTime=job.creation_time,
+        LastModifiedTime=job.last_modified_time,
+        TrainingStartTime=job.training_start_time,
+        TrainingEndTime=job.training_end_time,
+        TrainingTimeInSeconds=training_seconds,
+        BillableTimeInSeconds=training_seconds,
+        FinalMetricDataList=_final_metric_data_list(job),
+        SecondaryStatusTransitions=[
+            {
+                "Status": row.status,
+                "StartTime": row.start_time,
+                "EndTime": row.end_time,
+                "StatusMessage": row.status_message or None,
+            }
+            for row in job.transitions.all()
+        ],
+    )
+    return body
+
+
+def _final_metric_data_list(job: TrainingJob) -> list[dict] | None:
+    """The last value of each metric the job's MetricDefinitions matched; absent when none did."""
+    data = [
+        {
+            "MetricName": datum.metric_name,
+            "Value": datum.value,
+            "Timestamp": datetime.fromtimestamp(datum.timestamp_ms / 1000, UTC),
+        }
+        for datum in final_metric_data(job)
+    ]
+    return data or None
+
+
+def training_job_summary(job: TrainingJob) -> dict:
+    return {
+        "TrainingJobName": job.training_job_name,
+        "TrainingJobArn": job.training_job_arn,
+        "CreationTime": job.creation_time,
+        "TrainingEndTime": job.training_end_time,
+        "LastModifiedTime": job.last_modified_time,
+        "TrainingJobStatus": job.training_job_status,
+        "SecondaryStatus": job.secondary_status,
+    }

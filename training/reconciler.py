@@ -1,0 +1,349 @@
+"""The training-job reconciler.
+
+Level-triggered, one short step at a time: load the job, return if it is terminal, observe its
+containers (found by label), do one idempotent step, write the status that follows. The step
+functions return when the job wants its next look (seconds), or None when it needs none. A
+worker killed anywhere in here loses nothing: the next reconcile observes and carries on."""
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from capacity import nodes
+from logs import container_logs
+from reconcile import leases
+from reconcile.loop import reconcile_once
+from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
+from runtime.docker import get_runtime
+from storage import safe_files
+from storage.s3 import StorageError
+from training import artifacts, containers, metrics, phase_deadlines, scheduler, workspace
+from training import sidecars as training_sidecars
+from training import transitions as t
+from training.data.channels import ChannelError, stage_channel
+from training.models import TrainingJob
+
+log = logging.getLogger(__name__)
+
+AT_ONCE = 0.0
+
+States = dict[str, ContainerState | None]
+
+
+def reconcile(job_id: int) -> float | None:
+    return reconcile_once(TrainingJob, job_id, _step, finished=lambda job: job.is_terminal)
+
+
+def _step(job: TrainingJob, token: str) -> float | None:
+    overdue = phase_deadlines.overdue(job, timezone.now())
+    if overdue:
+        return _fail_overdue(job, overdue)
+    return STEPS[t.state_of(job)](job, token)
+
+
+def _fail_overdue(job: TrainingJob, reason: str) -> float | None:
+    """A phase took too long: fail the job and remove what it holds (the artifacts are not
+    uploaded: uploading may be what hangs)."""
+    training_sidecars.stop(job)
+    if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
+        return AT_ONCE  # it moved meanwhile: look again
+    _remove_resources(job)
+    return None
+
+
+def _poll() -> float:
+    return settings.SAGEPORT_POLL_INTERVAL_SECONDS
+
+
+def _start(job: TrainingJob, token: str) -> float | None:
+    decision = scheduler.place(job)
+    if isinstance(decision, scheduler.NeverFits):
+        return _fail_before_training(job, decision.reason)
+    if isinstance(decision, scheduler.Waiting):
+        if t.state_of(job) != t.PENDING:
+            t.transition(job, t.PENDING, message=decision.reason)
+        return _poll()  # capacity is looked for again at every poll, oldest job first
+    if decision.node != nodes.local_name():
+        return AT_ONCE  # training.tasks hands the job to that node's own queue
+    workspace.prepare(job)
+    try:
+        with leases.kept_alive(TrainingJob, job.pk, token):
+            _ensure_image(job.request["AlgorithmSpecification"]["TrainingImage"])
+    except NoSuchImage as exc:
+        return _fail_before_training(job, f"ClientError: {exc}")
+    # A restarted job keeps the start of its first attempt (MaxRuntimeInSeconds covers them all).
+    t.transition(job, t.DOWNLOADING, training_start_time=job.training_start_time or timezone.now())
+    return AT_ONCE
+
+
+def _ensure_image(image: str) -> None:
+    runtime = get_runtime()
+    if runtime.has_image(image):
+        return  # a local image is used as it is, never re-pulled
+    if not settings.SAGEPORT_PULL_MISSING_IMAGES:
+        raise NoSuchImage(
+            f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
+            "(SAGEPORT_PULL_MISSING_IMAGES=false)."
+        )
+    runtime.pull_image(image)
+
+
+def _download(job: TrainingJob, token: str) -> float | None:
+    unusable = [name for name in _channel_names(job) if not workspace.is_directory_name(name)]
+    if unusable:  # refused at create time; never staged, whatever the stored request says
+        names = ", ".join(repr(name) for name in unusable)
+        return _fail_before_training(job, f"ClientError: channel name {names} cannot be a directory name.")
+    try:
+        with leases.kept_alive(TrainingJob, job.pk, token):
+            _stage_channels(job)
+            training_sidecars.prepare(job, containers.hosts(job))  # Pipe feeders, checkpoints restored
+    except (ChannelError, StorageError) as exc:
+        return _fail_before_training(job, f"ClientError: {exc}")
+    t.transition(job, t.TRAINING)
+    return AT_ONCE
+
+
+def _channel_names(job: TrainingJob) -> list[str]:
+    return [channel["ChannelName"] for channel in job.request.get("InputDataConfig", [])]
+
+
+def _stage_channels(job: TrainingJob) -> None:
+    hosts = containers.hosts(job)
+    for index, host in enumerate(hosts):
+        for channel in job.request.get("InputDataConfig", []):
+            if channel["InputMode"] == training_sidecars.PIPE:
+                continue  # streamed while the job trains, never staged
+            destination = workspace.host_workspace(job, host).channel_dir(channel["ChannelName"])
+            safe_files.remove_tree(destination)  # a half-staged channel from a crash
+            destination.mkdir(parents=True)
+            stage_channel(channel, destination, index, len(hosts))
+
+
+def _fail_before_training(job: TrainingJob, reason: str) -> float | None:
+    if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
+        return AT_ONCE  # it moved (e.g. a stop request): look again
+    workspace.remove(job)
+    scheduler.release(job)
+    return None
+
+
+def _train(job: TrainingJob, token: str) -> float | None:
+    # Before the engine is asked anything: an engine that does not answer cannot keep a job
+    # training past its MaxRuntimeInSeconds (Stopping has its own deadline).
+    if not job.outcome and _runtime_exceeded(job):
+        t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
+        return AT_ONCE
+    states = _observe(job)
+    _collect_logs(job, states)
+    if job.outcome:  # a container failed: the others are being stopped
+        return _after_drain(job, states, t.UPLOADING)
+    vanished = _vanished(job, states)
+    if vanished:
+        reason = f"the container of {', '.join(vanished)} disappeared from the Docker engine"
+        if _restart_allowed(job):
+            return _begin_restart(job, reason)
+        _decide(job, outcome="Failed", failure_reason=_infrastructure_failure(job, reason))
+        return _after_drain(job, states, t.UPLOADING)
+    failure = training_sidecars.ensure_running(job)  # Pipe feeders and checkpoint sync, restarted if dead
+    if failure is None and any(state is None for state in states.values()):
+        failure = _start_missing(job, states)
+        if failure is None:
+            return _poll()  # judge the new containers on the next look, with their output collected
+    failure = failure or _first_failure(job, states)
+    if failure:
+        _decide(job, outcome="Failed", failure_reason=failure[:1024])
+        return _after_drain(job, states, t.UPLOADING)
+    if all(state.exited for state in states.values()):
+        t.transition(job, t.UPLOADING, outcome="Completed")
+        return AT_ONCE
+    return _poll()
+
+
+def _runtime_exceeded(job: TrainingJob) -> bool:
+    limit = timedelta(seconds=job.request["StoppingCondition"]["MaxRuntimeInSeconds"])
+    return job.training_start_time is not None and timezone.now() - job.training_start_time > limit
+
+
+def _start_missing(job: TrainingJob, states: States) -> str | None:
+    """Start the containers that do not exist yet; a reason when the engine refuses one."""
+    missing = [host for host, state in states.items() if state is None]
+    runtime = get_runtime()
+    if containers.needs_network(job):
+        isolated = job.request["EnableNetworkIsolation"]
+        runtime.ensure_network(containers.network_name(job), containers.job_labels(job), internal=isolated)
+    for host in missing:
+        try:
+            states[host] = runtime.run(containers.spec_for(job, host))
+        except (ContainerStartFailed, NoSuchImage) as exc:
+            return f"ClientError: could not start the container for {host}: {exc}"
+        scheduler.mark_started(job, [host])
+    return None
+
+
+def _vanished(job: TrainingJob, states: States) -> list[str]:
+    """Hosts whose container was started but is gone: lost to the infrastructure, not the algorithm."""
+    missing = [host for host, state in states.items() if state is None]
+    return sorted(set(missing) & scheduler.started_hosts(job)) if missing else []
+
+
+# --- Infrastructure faults and RetryStrategy --------------------------------------------------
+
+
+def _restart_allowed(job: TrainingJob) -> bool:
+    return job.restart_count < job.request.get("RetryStrategy", {}).get("MaximumRetryAttempts", 0)
+
+
+def _begin_restart(job: TrainingJob, reason: str) -> float:
+    attempt = job.restart_count + 1
+    allowed = job.request["RetryStrategy"]["MaximumRetryAttempts"]
+    message = f"Restarting the training job (retry {attempt} of {allowed}): {reason}."
+    t.transition(job, t.RESTARTING, message=message[:1024], restart_count=attempt)
+    return AT_ONCE
+
+
+def _infrastructure_failure(job: TrainingJob, reason: str) -> str:
+    count = job.restart_count
+    retries = f" after {count} {'retry' if count == 1 else 'retries'}" if count else ""
+    return f"InternalServerError: {reason}{retries}."[:1024]
+
+
+def on_node_lost(job: TrainingJob, node: str) -> None:
+    """The job's node stopped heartbeating (called by the sweeper). What ran there is out of
+    reach, so its placements are freed at once; the job restarts if RetryStrategy allows,
+    otherwise it fails. A job not yet running, or being stopped, simply carries on elsewhere."""
+    scheduler.release(job)
+    if t.state_of(job) not in (t.DOWNLOADING, t.TRAINING, t.UPLOADING):
+        return
+    reason = f"the node {node} that ran it stopped sending heartbeats"
+    if _restart_allowed(job):
+        _begin_restart(job, reason)
+    else:
+        failure = _infrastructure_failure(job, reason)
+        t.transition(job, t.FAILED, failure_reason=failure, training_end_time=timezone.now())
+
+
+def _restart(job: TrainingJob, token: str) -> float | None:
+    """Remove what the lost attempt left on this engine and start the job again from Starting
+    (checkpoints are restored on the way, as for any start)."""
+    try:
+        training_sidecars.finish(job, containers.hosts(job))  # keep what the lost attempt saved
+    except StorageError as exc:
+        log.warning("training job %s: checkpoint sync before restart failed: %s", job.training_job_name, exc)
+    _remove_resources(job)
+    t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
+    return AT_ONCE
+
+
+def _first_failure(job: TrainingJob, states: States) -> str | None:
+    failed = [(state.finished_at or "", host, state) for host, state in states.items() if _failed(state)]
+    if not failed:
+        return None
+    _, host, state = min(failed)
+    return containers.failure_reason(job, host, state)
+
+
+def _failed(state: ContainerState | None) -> bool:
+    return state is not None and state.exited and state.exit_code != 0
+
+
+def _stop(job: TrainingJob, token: str) -> float | None:
+    states = _observe(job)
+    _collect_logs(job, states)
+    if not _drained(job, states):
+        return _poll()
+    final = {"Failed": t.FAILED, "MaxRuntimeExceeded": t.MAX_RUNTIME_EXCEEDED}.get(job.outcome, t.STOPPED)
+    return _finish(job, token, final)
+
+
+def _upload(job: TrainingJob, token: str) -> float | None:
+    return _finish(job, token, t.COMPLETED if job.outcome == "Completed" else t.FAILED)
+
+
+def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> float:
+    if _drained(job, states):
+        t.transition(job, target)
+        return AT_ONCE
+    return _poll()
+
+
+def _drained(job: TrainingJob, states: States) -> bool:
+    """SIGTERM every running container once, SIGKILL after the grace period; True when none runs."""
+    runtime = get_runtime()
+    running = [state for state in states.values() if state is not None and state.running]
+    for state in states.values():
+        if state is not None and state.status == "created":
+            runtime.remove(state.name)  # created but never started: nothing to stop
+    if not running:
+        return True
+    now = timezone.now()
+    if job.stop_signalled_at is None:
+        for state in running:
+            runtime.signal(state.name, "SIGTERM")
+        _decide(job, stop_signalled_at=now)
+    elif now - job.stop_signalled_at >= timedelta(seconds=settings.SAGEPORT_STOP_GRACE_SECONDS):
+        for state in running:
+            runtime.signal(state.name, "SIGKILL")
+    return False
+
+
+def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | None:
+    """Upload the artifacts (once), write the terminal status, then remove what the job used."""
+    fields = {"training_end_time": timezone.now()}
+    if job.artifacts_uploaded_at is None:
+        _collect_logs(job, _observe(job))
+        try:
+            with leases.kept_alive(TrainingJob, job.pk, token):
+                training_sidecars.finish(job, containers.hosts(job))  # helpers stopped, checkpoints synced
+                artifacts.upload(job, containers.hosts(job))
+            TrainingJob.objects.filter(pk=job.pk).update(artifacts_uploaded_at=timezone.now())
+        except StorageError as exc:
+            final = t.FAILED
+            fields["failure_reason"] = f"ClientError: could not upload the training artifacts: {exc}"[:1024]
+    if not t.transition(job, final, **fields):
+        return AT_ONCE
+    _remove_resources(job)
+    return None
+
+
+def _remove_resources(job: TrainingJob) -> None:
+    runtime = get_runtime()
+    for state in runtime.find(containers.job_labels(job)):
+        runtime.remove(state.name)
+    runtime.remove_network(containers.network_name(job))
+    workspace.remove(job)
+    scheduler.release(job)
+
+
+def _observe(job: TrainingJob) -> States:
+    found = get_runtime().find(containers.job_labels(job))
+    by_host = {state.labels.get("sageport.host"): state for state in found}
+    return {host: by_host.get(host) for host in containers.hosts(job)}
+
+
+def _collect_logs(job: TrainingJob, states: States) -> None:
+    runtime = get_runtime()
+    for host, state in states.items():
+        if state is not None:
+            stream = containers.training_stream(job, host)
+            container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
+
+
+def _decide(job: TrainingJob, **fields) -> None:
+    """Record a decision that is not a status change, only if the job is still where we saw it."""
+    TrainingJob.objects.filter(
+        pk=job.pk, training_job_status=job.training_job_status, secondary_status=job.secondary_status
+    ).update(**fields)
+    for name, value in fields.items():
+        setattr(job, name, value)
+
+
+STEPS = {
+    t.STARTING: _start,
+    t.PENDING: _start,
+    t.RESTARTING: _restart,
+    t.DOWNLOADING: _download,
+    t.TRAINING: _train,
+    t.UPLOADING: _upload,
+    t.STOPPING_STATE: _stop,
+}

@@ -1,0 +1,271 @@
+"""Places training jobs on worker nodes: which node runs each instance, with which GPUs.
+
+- GPUs are strict: each instance gets `gpus` device ids of its node for itself (a unique
+  constraint on (node, device) makes a double booking impossible even between racing workers).
+- CPUs and memory become container limits, the instance type's size capped at the node's, and
+  are shared between jobs; with SAGEPORT_STRICT_CPU_MEMORY they are reserved like GPUs.
+- All instances of a job go on one node: the job's containers share a Docker bridge network,
+  which exists on one engine only.
+- First come, first served: a job is placed only when no older job that could ever be placed is
+  still waiting, so a big job is never starved by a stream of small ones.
+- Only NVIDIA GPUs are scheduled; a type with other accelerators (Trainium, Inferentia, Gaudi)
+  can never be placed.
+
+`place(job)` answers `Placed`, `Waiting` (with what it waits for, shown as the StatusMessage of
+the `Pending` secondary status) or `NeverFits` (the job fails at once)."""
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from capacity import instance_types
+from capacity.gpus import foreign_accelerator_reason, free_gpus
+from capacity.models import GpuAllocation, Node, Placement
+from training import workspace
+from training.models import TERMINAL_STATUSES, TrainingJob
+
+_NANO_CPUS_PER_CPU = 1_000_000_000
+_MIB = 1024 * 1024
+# Secondary statuses of a job that waits for a placement (Restarting comes back to Starting).
+WAITING_SECONDARY_STATUSES = ("Starting", "Pending", "Restarting")
+
+
+@dataclass(frozen=True)
+class Placed:
+    node: str
+
+
+@dataclass(frozen=True)
+class Waiting:
+    reason: str
+
+
+@dataclass(frozen=True)
+class NeverFits:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one job asks for: `count` instances of `instance_type`, each with `gpus` GPUs."""
+
+    instance_type: instance_types.InstanceType
+    count: int
+
+    @property
+    def gpus(self) -> int:
+        return self.instance_type.gpus if self.instance_type.accelerator == "nvidia" else 0
+
+    @property
+    def nano_cpus(self) -> int:
+        return self.instance_type.vcpus * _NANO_CPUS_PER_CPU
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.instance_type.memory_mib * _MIB
+
+    def describe(self) -> str:
+        return f"{self.instance_type.name} x {self.count}"
+
+
+def demand_of(job: TrainingJob) -> Demand:
+    resources = job.request["ResourceConfig"]
+    return Demand(instance_types.lookup(resources["InstanceType"]), resources["InstanceCount"])
+
+
+@dataclass
+class _Capacity:
+    """A node and what is still free on it."""
+
+    node: Node
+    free_gpus: list[str]
+    free_nano_cpus: int
+    free_memory_bytes: int
+
+    def fits(self, demand: Demand) -> bool:
+        if len(self.free_gpus) < demand.gpus * demand.count:
+            return False
+        if not settings.SAGEPORT_STRICT_CPU_MEMORY:
+            return True
+        return (
+            self.free_nano_cpus >= demand.nano_cpus * demand.count
+            and self.free_memory_bytes >= demand.memory_bytes * demand.count
+        )
+
+
+def place(job: TrainingJob) -> Placed | Waiting | NeverFits:
+    existing = node_of(job.pk)
+    if existing is not None:
+        return Placed(existing)
+    demand = demand_of(job)
+    if demand.instance_type.accelerator not in (None, "nvidia"):
+        return NeverFits(foreign_accelerator_reason(demand.instance_type))
+    try:
+        with transaction.atomic():
+            # Locks the node rows (PostgreSQL) so schedulers take turns; SQLite's IMMEDIATE
+            # transactions already serialise writers.
+            nodes = list(Node.objects.select_for_update().order_by("name"))
+            return _place_locked(job, demand, nodes)
+    except IntegrityError:  # a racing scheduler took a device first: look again shortly
+        return Waiting("Waiting for capacity: another job took the GPUs first.")
+
+
+def _place_locked(job: TrainingJob, demand: Demand, nodes: list[Node]) -> Placed | Waiting | NeverFits:
+    if not nodes:
+        return Waiting("Waiting for a worker node to register its capacity.")
+    if not any(_could_ever_hold(node, demand) for node in nodes):
+        return NeverFits(_never_fits_reason(demand, nodes))
+    ahead = _older_jobs_waiting(job, demand, nodes)
+    if ahead:
+        return Waiting(
+            f"Waiting for capacity: {ahead} older job{'s are' if ahead > 1 else ' is'} waiting first "
+            "(first come, first served)."
+        )
+    candidates = [capacity for capacity in _capacities(_live(nodes)) if capacity.fits(demand)]
+    if not candidates:
+        return Waiting(_waiting_reason(demand, nodes))
+    best = min(candidates, key=lambda capacity: (len(capacity.free_gpus), capacity.node.name))
+    _create_placements(job, demand, best)
+    return Placed(best.node.name)
+
+
+def _could_ever_hold(node: Node, demand: Demand) -> bool:
+    """On an empty node. Lost nodes count: they are expected back (delete a node to retire it)."""
+    empty = _Capacity(node, node.gpu_ids, node.cpus * _NANO_CPUS_PER_CPU, node.memory_bytes)
+    return empty.fits(demand)
+
+
+def _older_jobs_waiting(job: TrainingJob, demand: Demand, nodes: list[Node]) -> int:
+    """Older jobs still waiting for what this one needs. Without GPUs (and with shared CPUs and
+    memory) a job competes with nobody: it neither waits in line nor holds the line."""
+    if not _competes(demand):
+        return 0
+    older = (
+        TrainingJob.objects.filter(training_job_status="InProgress")
+        .filter(secondary_status__in=WAITING_SECONDARY_STATUSES)
+        .filter(placements__isnull=True)
+        .filter(Q(creation_time__lt=job.creation_time) | Q(creation_time=job.creation_time, pk__lt=job.pk))
+        .only("request")
+    )
+    # One that can never fit will fail on its next look and must not hold the line meanwhile.
+    return sum(1 for other in older if _holds_the_line(other, nodes))
+
+
+def _competes(demand: Demand) -> bool:
+    return demand.gpus > 0 or settings.SAGEPORT_STRICT_CPU_MEMORY
+
+
+def _holds_the_line(job: TrainingJob, nodes: list[Node]) -> bool:
+    try:
+        demand = demand_of(job)
+    except instance_types.UnknownInstanceType:
+        return False
+    return (
+        _competes(demand)
+        and demand.instance_type.accelerator in (None, "nvidia")
+        and any(_could_ever_hold(node, demand) for node in nodes)
+    )
+
+
+def _live(nodes: list[Node]) -> list[Node]:
+    fresh_after = timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
+    return [node for node in nodes if node.lost_at is None and node.heartbeat_at >= fresh_after]
+
+
+def _capacities(nodes: list[Node]) -> list[_Capacity]:
+    capacities = []
+    for node in nodes:
+        placements = Placement.objects.filter(node=node)
+        used_cpus = sum(placements.values_list("nano_cpus", flat=True))
+        used_memory = sum(placements.values_list("memory_bytes", flat=True))
+        capacities.append(_Capacity(
+            node=node,
+            free_gpus=free_gpus(node),
+            free_nano_cpus=node.cpus * _NANO_CPUS_PER_CPU - used_cpus,
+            free_memory_bytes=node.memory_bytes - used_memory,
+        ))
+    return capacities
+
+
+def _create_placements(job: TrainingJob, demand: Demand, capacity: _Capacity) -> None:
+    node = capacity.node
+    limits = instance_types.container_limits(demand.instance_type, node.cpus, node.memory_bytes)
+    nano_cpus, memory_bytes = limits
+    free = iter(capacity.free_gpus)
+    for host in workspace.host_names(demand.count):
+        placement = Placement.objects.create(
+            job=job, host=host, node=node, nano_cpus=nano_cpus, memory_bytes=memory_bytes
+        )
+        GpuAllocation.objects.bulk_create(
+            GpuAllocation(placement=placement, node=node, device_id=next(free)) for _ in range(demand.gpus)
+        )
+
+
+def _never_fits_reason(demand: Demand, nodes: list[Node]) -> str:
+    largest = max(nodes, key=lambda node: (len(node.gpus), node.cpus, node.memory_bytes))
+    wanted = f"{demand.gpus * demand.count} NVIDIA GPUs"
+    if settings.SAGEPORT_STRICT_CPU_MEMORY:
+        wanted += (
+            f", {demand.instance_type.vcpus * demand.count} vCPUs and "
+            f"{demand.instance_type.memory_mib * demand.count} MiB of memory"
+        )
+    return (
+        f"ResourceLimitExceeded: {demand.describe()} needs {wanted} on one node, and no node has that "
+        f"much (the largest, {largest.name}, has {len(largest.gpus)} GPUs, {largest.cpus} CPUs and "
+        f"{largest.memory_bytes // _MIB} MiB)."
+    )
+
+
+def _waiting_reason(demand: Demand, nodes: list[Node]) -> str:
+    live = _live(nodes)
+    if not live:
+        return "Waiting for capacity: no worker node is alive (their heartbeats stopped)."
+    free = ", ".join(f"{c.node.name}: {len(c.free_gpus)} of {len(c.node.gpus)}" for c in _capacities(live))
+    also = " with its vCPUs and memory" if settings.SAGEPORT_STRICT_CPU_MEMORY else ""
+    return (
+        f"Waiting for capacity: {demand.describe()} needs {demand.gpus * demand.count} NVIDIA GPUs "
+        f"on one node{also}; free GPUs now: {free}."
+    )
+
+
+# --- What a placed job holds --------------------------------------------------------------
+
+
+def node_of(job_id: int) -> str | None:
+    """The name of the node a job's instances are placed on; None while it is not placed."""
+    return Placement.objects.filter(job_id=job_id).values_list("node__name", flat=True).first()
+
+
+def placement_of(job: TrainingJob, host: str) -> Placement:
+    return Placement.objects.select_related("node").prefetch_related("gpus").get(job=job, host=host)
+
+
+def mark_started(job: TrainingJob, hosts: list[str]) -> None:
+    Placement.objects.filter(job=job, host__in=hosts, container_started_at__isnull=True).update(
+        container_started_at=timezone.now()
+    )
+
+
+def started_hosts(job: TrainingJob) -> set[str]:
+    """Instances whose container was created: a missing one of these has vanished."""
+    started = Placement.objects.filter(job=job, container_started_at__isnull=False)
+    return set(started.values_list("host", flat=True))
+
+
+def release(job: TrainingJob) -> None:
+    Placement.objects.filter(job=job).delete()  # its GPU allocations go with it
+
+
+def release_finished() -> None:
+    """Free what ended jobs still hold (a crash between the terminal status and the release)."""
+    Placement.objects.filter(job__training_job_status__in=TERMINAL_STATUSES).delete()
+
+
+def gpus_of_ended_jobs_pending(node_name: str) -> bool:
+    """Whether ended jobs still hold GPUs of the node (freed by the job's clean-up or the
+    sweeper); registered with capacity.gpus in TrainingConfig.ready."""
+    held = GpuAllocation.objects.filter(node__name=node_name)
+    return held.filter(placement__job__training_job_status__in=TERMINAL_STATUSES).exists()

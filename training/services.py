@@ -1,0 +1,103 @@
+"""Mutations and queries of training jobs, scoped to the caller's account and region."""
+
+import logging
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from protocol.arns import make_arn
+from protocol.context import RequestContext
+from protocol.errors import ResourceInUse, ValidationException
+from protocol.listing import filtered_and_sorted
+from training import requests, transitions
+from training.models import TrainingJob
+from training.tasks import reconcile_training_job
+
+log = logging.getLogger(__name__)
+
+NOT_FOUND_MESSAGE = "Requested resource not found."
+
+
+def jobs_of(ctx: RequestContext):
+    return TrainingJob.objects.filter(account_id=ctx.account_id, region=ctx.region)
+
+
+def create_training_job(ctx: RequestContext, params: dict) -> TrainingJob:
+    requests.check_create_request(params)
+    name = params["TrainingJobName"]
+    arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            job = TrainingJob.objects.create(
+                account_id=ctx.account_id,
+                region=ctx.region,
+                training_job_name=name,
+                training_job_arn=arn,
+                request=requests.with_defaults(params),
+                tags=params.get("Tags", []),
+                creation_time=now,
+                last_modified_time=now,
+                next_check_at=now,
+            )
+            transitions.record_creation(job)
+            transaction.on_commit(lambda: _nudge(job.pk))
+    except IntegrityError:
+        raise ResourceInUse(
+            "Training job names must be unique within an AWS account and region, and a training job "
+            f"with this name already exists ({arn})"
+        ) from None
+    return job
+
+
+def _nudge(job_id: int) -> None:
+    """Ask a worker to look at the job now. The job is already committed: when the broker cannot
+    take the message, the sweeper finds the job overdue later, so the request still succeeds."""
+    try:
+        reconcile_training_job.delay(job_id)
+    except OperationalError as exc:
+        log.warning("could not enqueue training job %s (%s); the sweeper will pick it up", job_id, exc)
+
+
+def get_training_job(ctx: RequestContext, name: str) -> TrainingJob:
+    arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
+    job = jobs_of(ctx).filter(training_job_arn=arn).first()
+    if job is None:
+        raise ValidationException(NOT_FOUND_MESSAGE)
+    return job
+
+
+def stop_training_job(ctx: RequestContext, name: str) -> None:
+    """InProgress → Stopping; the worker sends SIGTERM, then SIGKILL after the grace period.
+
+    A compare-and-set can lose against the worker moving the job on; then reload and decide again."""
+    for _ in range(5):
+        job = get_training_job(ctx, name)
+        if job.training_job_status == transitions.STOPPING:
+            return
+        if job.training_job_status != transitions.IN_PROGRESS:
+            raise ValidationException(
+                f"The training job {name} is in status {job.training_job_status} and cannot be stopped: "
+                "only an InProgress job can be stopped."
+            )
+        if transitions.transition(job, transitions.STOPPING_STATE, next_check_at=timezone.now()):
+            _nudge(job.pk)
+            return
+    raise ValidationException(f"The training job {name} changed status while stopping it; try again.")
+
+
+SORT_FIELDS = {"Name": "training_job_name", "CreationTime": "creation_time", "Status": "training_job_status"}
+
+
+def list_training_jobs(ctx: RequestContext, params: dict):
+    """The ordered queryset ListTrainingJobs pages through."""
+    if "WarmPoolStatusEquals" in params or "TrainingPlanArnEquals" in params:
+        return jobs_of(ctx).none()  # Sageport has neither warm pools nor training plans.
+    return filtered_and_sorted(
+        jobs_of(ctx),
+        params,
+        name_field="training_job_name",
+        sort_fields=SORT_FIELDS,
+        status_field="training_job_status",
+    )

@@ -1,0 +1,60 @@
+"""Celery tasks of training jobs: short, idempotent, ids in; each reconcile re-enqueues itself
+while needed. Task names are explicit and keep their names from before issue 8 (queued messages
+name them)."""
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from capacity import nodes
+from training import reaper, scheduler
+from training import reconciler as training
+from training.models import TERMINAL_STATUSES, TrainingJob
+
+
+# The name is the task's name before issue 8 moved it: queued messages use it.
+@shared_task(name="workers.tasks.reconcile_training_job", acks_late=True, ignore_result=True)
+def reconcile_training_job(job_id: int) -> None:
+    """One step of a job. A placed job's containers live on its node's engine, so its steps run
+    on that node's own queue; a message that reached another worker is handed on unprocessed."""
+    node = scheduler.node_of(job_id)
+    if node is not None and node != nodes.local_name():
+        _enqueue(job_id, 0, node)
+        return
+    delay = training.reconcile(job_id)
+    if delay is not None:
+        _enqueue(job_id, delay, scheduler.node_of(job_id))
+
+
+def _enqueue(job_id: int, countdown: float, node: str | None) -> None:
+    routing = {"queue": nodes.queue_name(node)} if node else {}
+    reconcile_training_job.apply_async((job_id,), countdown=countdown, **routing)
+
+
+def sweep_training() -> None:
+    """The sweeper's share (registered in TrainingConfig.ready): re-enqueue every job whose next
+    look is overdue and that nobody holds (a lost message or a killed worker), handle lost nodes,
+    then remove containers, networks and workspaces nothing owns any more."""
+    now = timezone.now()
+    slack = timedelta(seconds=max(2.0, 2 * settings.SAGEPORT_POLL_INTERVAL_SECONDS))
+    overdue = (
+        TrainingJob.objects.exclude(training_job_status__in=TERMINAL_STATUSES)
+        .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lt=now - slack))
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+    )
+    for job_id in overdue.values_list("pk", flat=True):
+        TrainingJob.objects.filter(pk=job_id).update(next_check_at=now)
+        reconcile_training_job.delay(job_id)
+    _handle_lost_nodes()
+    scheduler.release_finished()
+    reaper.reap_training_orphans()
+
+
+def _handle_lost_nodes() -> None:
+    """Declare silent nodes lost, then fail or restart every job still placed on a lost node."""
+    nodes.declare_lost()
+    for job in TrainingJob.objects.filter(placements__node__lost_at__isnull=False).distinct():
+        training.on_node_lost(job, scheduler.node_of(job.pk))
+        reconcile_training_job.delay(job.pk)

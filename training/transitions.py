@@ -1,0 +1,102 @@
+"""The single writer of a training job's status.
+
+Every change goes through `transition()`: a compare-and-set on the (status, secondary status)
+pair the caller last saw, so the API and the worker never overwrite each other, plus a history
+row that renders `SecondaryStatusTransitions`. Terminal states absorb: they have no way out."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from training.models import SecondaryStatusTransition, TrainingJob
+
+IN_PROGRESS = "InProgress"
+STOPPING = "Stopping"
+
+STARTING = (IN_PROGRESS, "Starting")
+PENDING = (IN_PROGRESS, "Pending")  # waiting for capacity (GPUs) on a worker node
+RESTARTING = (IN_PROGRESS, "Restarting")  # an infrastructure fault, retried per RetryStrategy
+DOWNLOADING = (IN_PROGRESS, "Downloading")
+TRAINING = (IN_PROGRESS, "Training")
+UPLOADING = (IN_PROGRESS, "Uploading")
+STOPPING_STATE = (STOPPING, "Stopping")
+COMPLETED = ("Completed", "Completed")
+FAILED = ("Failed", "Failed")
+STOPPED = ("Stopped", "Stopped")
+MAX_RUNTIME_EXCEEDED = ("Stopped", "MaxRuntimeExceeded")
+
+ALLOWED: dict[tuple[str, str], frozenset[tuple[str, str]]] = {
+    STARTING: frozenset({PENDING, DOWNLOADING, FAILED, STOPPING_STATE}),
+    PENDING: frozenset({DOWNLOADING, FAILED, STOPPING_STATE}),
+    # Failed or Restarting from here on when the node or a container is lost.
+    DOWNLOADING: frozenset({TRAINING, FAILED, STOPPING_STATE, RESTARTING}),
+    TRAINING: frozenset({UPLOADING, STOPPING_STATE, FAILED, RESTARTING}),
+    UPLOADING: frozenset({COMPLETED, FAILED, STOPPING_STATE, RESTARTING}),
+    RESTARTING: frozenset({STARTING, FAILED, STOPPING_STATE}),
+    # Failed when a container had already failed, or the artifacts could not be uploaded.
+    STOPPING_STATE: frozenset({STOPPED, MAX_RUNTIME_EXCEEDED, FAILED}),
+}
+
+# The texts the real service shows for each secondary status.
+STATUS_MESSAGES = {
+    "Starting": "Preparing the instances for training",
+    "Pending": "Waiting for capacity",
+    "Restarting": "Restarting the training job after an infrastructure fault",
+    "Downloading": "Downloading input data",
+    "Training": "Training image download completed. Training in progress.",
+    "Uploading": "Uploading generated training model",
+    "Completed": "Training job completed",
+    "Failed": "Training job failed",
+    "Stopping": "Stopping the training job",
+    "Stopped": "Training job stopped",
+    "MaxRuntimeExceeded": "Training job stopped: MaxRuntimeInSeconds was exceeded",
+}
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+def state_of(job: TrainingJob) -> tuple[str, str]:
+    return (job.training_job_status, job.secondary_status)
+
+
+def transition(job: TrainingJob, target: tuple[str, str], message: str | None = None, **fields) -> bool:
+    """Move `job` from the state it was loaded in to `target`; False if someone moved it first.
+
+    `fields` are other columns written in the same update (e.g. failure_reason). On success the
+    in-memory `job` reflects the new row."""
+    source = state_of(job)
+    if target not in ALLOWED.get(source, frozenset()):
+        raise IllegalTransition(f"{job.training_job_name}: {source} -> {target}")
+    now = timezone.now()
+    status, secondary = target
+    with transaction.atomic():
+        updated = TrainingJob.objects.filter(
+            pk=job.pk, training_job_status=source[0], secondary_status=source[1]
+        ).update(training_job_status=status, secondary_status=secondary, last_modified_time=now, **fields)
+        if not updated:
+            return False
+        if secondary != source[1]:
+            SecondaryStatusTransition.objects.filter(job=job, end_time__isnull=True).update(end_time=now)
+            end_time = now if target in TERMINAL_TARGETS else None
+            SecondaryStatusTransition.objects.create(
+                job=job,
+                status=secondary,
+                start_time=now,
+                end_time=end_time,
+                status_message=message or STATUS_MESSAGES.get(secondary, ""),
+            )
+    job.training_job_status, job.secondary_status, job.last_modified_time = status, secondary, now
+    for name, value in fields.items():
+        setattr(job, name, value)
+    return True
+
+
+TERMINAL_TARGETS = frozenset({COMPLETED, FAILED, STOPPED, MAX_RUNTIME_EXCEEDED})
+
+
+def record_creation(job: TrainingJob) -> None:
+    """The first history row, written in the same transaction as the job itself."""
+    SecondaryStatusTransition.objects.create(
+        job=job, status=STARTING[1], start_time=job.creation_time, status_message=STATUS_MESSAGES["Starting"]
+    )

@@ -1,0 +1,164 @@
+"""The host side of a training container's /opt/ml tree.
+
+Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`.
+`input` is bind-mounted read-only, `model`, `output` and `checkpoints` (at
+CheckpointConfig.LocalPath, only when configured) read-write; the platform writes the config files
+before the container starts, exactly as SageMaker documents them."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from runtime.base import Mount
+from storage import safe_files
+from training.models import TrainingJob
+
+NETWORK_INTERFACE_NAME = "eth0"
+INSTANCE_GROUP_NAME = "homogeneousCluster"
+DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
+FAILURE_FILE = "failure"  # in /opt/ml/output
+_MAX_UTF8_BYTES = 4  # per character
+
+
+def is_directory_name(name: str) -> bool:
+    """Whether `name` is one directory entry of its own: not empty, `.`, `..`, or a path."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def host_names(instance_count: int) -> list[str]:
+    """SageMaker's host names, sorted as resourceconfig.json lists them."""
+    return sorted(f"algo-{index}" for index in range(1, instance_count + 1))
+
+
+@dataclass(frozen=True)
+class HostWorkspace:
+    root: Path
+    checkpoint_path: str | None = None  # CheckpointConfig.LocalPath in the container, if any
+
+    @property
+    def input_dir(self) -> Path:
+        return self.root / "input"
+
+    @property
+    def config_dir(self) -> Path:
+        return self.root / "input" / "config"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "input" / "data"
+
+    def channel_dir(self, channel_name: str) -> Path:
+        if not is_directory_name(channel_name):
+            raise ValueError(f"Channel name {channel_name!r} cannot be a directory under input/data")
+        return self.data_dir / channel_name
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "model"
+
+    @property
+    def output_dir(self) -> Path:
+        return self.root / "output"
+
+    @property
+    def output_data_dir(self) -> Path:
+        return self.root / "output" / "data"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    def mounts(self) -> tuple[Mount, ...]:
+        # Pipe mode's FIFOs live in the read-only input tree: reading a FIFO needs no write access.
+        mounts = (
+            Mount(str(self.input_dir), "/opt/ml/input", read_only=True),
+            Mount(str(self.model_dir), "/opt/ml/model"),
+            Mount(str(self.output_dir), "/opt/ml/output"),
+        )
+        if self.checkpoint_path:
+            mounts += (Mount(str(self.checkpoint_dir), self.checkpoint_path),)
+        return mounts
+
+    def failure_description(self, limit: int = 1024) -> str:
+        """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any.
+        Read without trusting the container: a symlink (even to a host file), a FIFO, a device
+        or a directory there is ignored as if absent, and never opened."""
+        try:
+            head = safe_files.read_bounded(self.output_dir, FAILURE_FILE, limit * _MAX_UTF8_BYTES)
+        except (FileNotFoundError, safe_files.UnsafeFile):
+            return ""
+        return head.decode("utf-8", errors="replace")[:limit].strip()
+
+
+def job_root(job: TrainingJob) -> Path:
+    return Path(settings.DATA_DIR) / "jobs" / f"{job.pk}-{job.training_job_name}"
+
+
+def host_workspace(job: TrainingJob, host: str) -> HostWorkspace:
+    return HostWorkspace(job_root(job) / host, checkpoint_local_path(job.request))
+
+
+def checkpoint_local_path(request: dict) -> str | None:
+    """Where the container sees its checkpoints (CheckpointConfig.LocalPath), if configured."""
+    if "CheckpointConfig" not in request:
+        return None
+    return request["CheckpointConfig"].get("LocalPath") or DEFAULT_CHECKPOINT_PATH
+
+
+def prepare(job: TrainingJob) -> None:
+    """Create every host's tree and write its config files (idempotent: rewrites them)."""
+    hosts = host_names(job.request["ResourceConfig"]["InstanceCount"])
+    for host in hosts:
+        workspace = host_workspace(job, host)
+        directories = [workspace.config_dir, workspace.data_dir, workspace.model_dir]
+        directories.append(workspace.output_data_dir)
+        if workspace.checkpoint_path:
+            directories.append(workspace.checkpoint_dir)
+        for directory in directories:
+            directory.mkdir(parents=True, exist_ok=True)
+        _write_json(workspace.config_dir / "hyperparameters.json", job.request.get("HyperParameters", {}))
+        _write_json(workspace.config_dir / "inputdataconfig.json", input_data_config(job.request))
+        _write_json(workspace.config_dir / "resourceconfig.json", resource_config(job.request, host, hosts))
+
+
+def input_data_config(request: dict) -> dict:
+    """Only the keys that apply to each channel, as SageMaker writes them."""
+    config = {}
+    for channel in request.get("InputDataConfig", []):
+        source = channel["DataSource"]["S3DataSource"]
+        entry = {}
+        if "ContentType" in channel:
+            entry["ContentType"] = channel["ContentType"]
+        entry["TrainingInputMode"] = channel["InputMode"]
+        entry["S3DistributionType"] = source["S3DataDistributionType"]
+        entry["RecordWrapperType"] = channel["RecordWrapperType"]
+        if channel.get("CompressionType", "None") != "None":
+            entry["CompressionType"] = channel["CompressionType"]
+        config[channel["ChannelName"]] = entry
+    return config
+
+
+def resource_config(request: dict, current_host: str, hosts: list[str]) -> dict:
+    instance_type = request["ResourceConfig"]["InstanceType"]
+    return {
+        "current_host": current_host,
+        "current_instance_type": instance_type,
+        "current_group_name": INSTANCE_GROUP_NAME,
+        "hosts": hosts,
+        "instance_groups": [
+            {"instance_group_name": INSTANCE_GROUP_NAME, "instance_type": instance_type, "hosts": hosts}
+        ],
+        "network_interface_name": NETWORK_INTERFACE_NAME,
+    }
+
+
+def remove(job: TrainingJob) -> None:
+    safe_files.remove_tree(job_root(job))
+
+
+def _write_json(path: Path, value) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(value))
+    temporary.replace(path)
