@@ -169,7 +169,9 @@ class Supervisor:
 
     @contextmanager
     def watching(self) -> Iterator["Supervisor"]:
-        """Supervise in a background thread for the duration of the block."""
+        """Supervise in a background thread for the duration of the block. A child that thread
+        restarts dies when the block ends (PR_SET_PDEATHSIG follows the thread that forked it), so
+        the block must last as long as the children are needed: stop them inside it."""
         done = threading.Event()
 
         def watch() -> None:
@@ -283,7 +285,8 @@ def _describe_exit(status: int) -> str:
 
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:
-    """A preexec function: the child gets SIGKILL when the supervisor dies (Linux)."""
+    """A preexec function: the child gets SIGKILL when the supervisor dies (Linux). Strictly,
+    when the THREAD that forked it ends: see `Supervisor.watching`."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
 
     def preexec() -> None:
