@@ -39,19 +39,19 @@ States = dict[str, ContainerState | None]
 
 
 def reconcile(job_id: int) -> float | None:
-    return reconcile_once(TrainingJob, job_id, _step, finished=lambda job: job.is_terminal)
+    return reconcile_once(TrainingJob, job_id, _step, give_up=_give_up, finished=lambda job: job.is_terminal)
 
 
 def _step(job: TrainingJob, token: str) -> float | None:
     overdue = phase_deadlines.overdue(job, timezone.now())
     if overdue:
-        return _fail_overdue(job, overdue)
+        return _give_up(job, overdue)
     return STEPS[t.state_of(job)](job, token)
 
 
-def _fail_overdue(job: TrainingJob, reason: str) -> float | None:
-    """A phase took too long: fail the job and remove what it holds (the artifacts are not
-    uploaded: uploading may be what hangs)."""
+def _give_up(job: TrainingJob, reason: str) -> float | None:
+    """A phase took too long, or its step failed for good: fail the job and remove what it holds
+    (the artifacts are not uploaded: uploading may be what fails or hangs)."""
     training_sidecars.stop(job)
     if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
         return AT_ONCE  # it moved meanwhile: look again
@@ -106,6 +106,8 @@ def _download(job: TrainingJob, token: str) -> float | None:
             _stage_channels(job)
             training_sidecars.prepare(job, containers.hosts(job))  # Pipe feeders, checkpoints restored
     except (ChannelError, StorageError) as exc:
+        if exc.transient:
+            raise  # retried with backoff by reconcile_once, within the Downloading deadline
         return _fail_before_training(job, f"ClientError: {exc}")
     t.transition(job, t.TRAINING)
     return AT_ONCE
@@ -236,6 +238,8 @@ def _restart(job: TrainingJob, token: str) -> float | None:
     try:
         training_sidecars.finish(job, containers.hosts(job))  # keep what the lost attempt saved
     except StorageError as exc:
+        if exc.transient:
+            raise  # retried with backoff, within the Restarting deadline
         log.warning("training job %s: checkpoint sync before restart failed: %s", job.training_job_name, exc)
     _remove_resources(job)
     t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
@@ -305,6 +309,8 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
                 artifacts.upload(job, containers.hosts(job))
             TrainingJob.objects.filter(pk=job.pk).update(artifacts_uploaded_at=timezone.now())
         except StorageError as exc:
+            if exc.transient:
+                raise  # retried with backoff, within the Uploading deadline
             final = t.FAILED
             fields["failure_reason"] = f"ClientError: could not upload the training artifacts: {exc}"[:1024]
     if not t.transition(job, final, **fields):
