@@ -13,9 +13,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from workers import inventory
-from workers import training_containers as containers
 from workers.models import Node, Placement
-from workers.runtime.docker import STACK_LABEL, get_runtime
+from workers.runtime import labels
+from workers.runtime.docker import get_runtime
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +78,12 @@ def remove_disowned_containers() -> None:
     placements are read, and a placement always exists before its container: a container created
     meanwhile is never taken for an orphan."""
     runtime = get_runtime()
-    mine = {"sageport.role": containers.ROLE, containers.NODE_LABEL: local_name()}
-    found = runtime.find({**mine, STACK_LABEL: settings.SAGEPORT_STACK_ID})
+    mine = {labels.ROLE: labels.TRAINING_ROLE, labels.NODE: local_name()}
+    found = runtime.find({**mine, labels.STACK: settings.SAGEPORT_STACK_ID})
     owned = set(
         Placement.objects.filter(node__name=local_name()).values_list("job__training_job_arn", "host")
     )
     for state in found:
-        if (state.labels.get("sageport.resource"), state.labels.get("sageport.host")) not in owned:
+        if (state.labels.get(labels.RESOURCE), state.labels.get(labels.HOST)) not in owned:
             log.info("removing %s: its instance is no longer placed on node %s", state.name, local_name())
             runtime.remove(state.name)

@@ -13,12 +13,13 @@ from endpoints.models import EndpointDeployment
 from jobs.models import TERMINAL_STATUSES, TrainingJob
 from workers import hosting_containers
 from workers import training_containers as containers
-from workers.runtime.docker import STACK_LABEL, get_runtime
+from workers.runtime import labels
+from workers.runtime.docker import get_runtime
 
 
 def reap_training_orphans() -> None:
     runtime = get_runtime()
-    selector = {"sageport.role": containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    selector = {labels.ROLE: labels.TRAINING_ROLE, labels.STACK: settings.SAGEPORT_STACK_ID}
     found_containers = runtime.find(selector)
     found_networks = runtime.find_networks(selector)
     workspaces = _workspace_dirs()
@@ -27,7 +28,7 @@ def reap_training_orphans() -> None:
     live_arns = set(live.values_list("training_job_arn", flat=True))
     live_ids = set(live.values_list("pk", flat=True))
     for state in found_containers:
-        if state.labels.get("sageport.resource") not in live_arns:
+        if state.labels.get(labels.RESOURCE) not in live_arns:
             runtime.remove(state.name)
     live_networks = {containers.network_name_for(pk) for pk in live_ids}
     for network in found_networks:
@@ -54,7 +55,7 @@ def reap_serving_orphans() -> None:
     """Serving containers and model-data directories of deployments that no longer exist (the
     endpoint reconciler removes its own; this catches a crash between a row and its cleanup)."""
     runtime = get_runtime()
-    selector = {"sageport.role": hosting_containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    selector = {labels.ROLE: labels.SERVING_ROLE, labels.STACK: settings.SAGEPORT_STACK_ID}
     found_containers = runtime.find(selector)
     deployment_dirs = [
         (int(directory.name), directory)
@@ -64,7 +65,7 @@ def reap_serving_orphans() -> None:
 
     live_deployments = {str(pk) for pk in EndpointDeployment.objects.values_list("pk", flat=True)}
     for state in found_containers:
-        if state.labels.get("sageport.deployment") not in live_deployments:
+        if state.labels.get(labels.DEPLOYMENT) not in live_deployments:
             runtime.remove(state.name)
     for deployment_id, directory in deployment_dirs:
         if str(deployment_id) not in live_deployments:

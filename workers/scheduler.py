@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from endpoints.models import ServingContainer
-from jobs.models import TERMINAL_STATUSES, TrainingJob
+from jobs.models import TERMINAL_STATUSES, SecondaryStatus, TrainingJob, TrainingJobStatus
 from workers import instance_types, workspace
 from workers.models import GpuAllocation, Node, Placement
 
@@ -32,7 +32,7 @@ ACCELERATOR_NAMES = {"neuron": "AWS Trainium", "inferentia": "AWS Inferentia", "
 # NVIDIA_VISIBLE_DEVICES for a container without GPUs.
 NO_GPU_DEVICES = "void"
 # Secondary statuses of a job that waits for a placement (Restarting comes back to Starting).
-WAITING_SECONDARY_STATUSES = ("Starting", "Pending", "Restarting")
+WAITING_SECONDARY_STATUSES = (SecondaryStatus.STARTING, SecondaryStatus.PENDING, SecondaryStatus.RESTARTING)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _older_jobs_waiting(job: TrainingJob, demand: Demand, nodes: list[Node]) -> 
     if not _competes(demand):
         return 0
     older = (
-        TrainingJob.objects.filter(training_job_status="InProgress")
+        TrainingJob.objects.filter(training_job_status=TrainingJobStatus.IN_PROGRESS)
         .filter(secondary_status__in=WAITING_SECONDARY_STATUSES)
         .filter(placements__isnull=True)
         .filter(Q(creation_time__lt=job.creation_time) | Q(creation_time=job.creation_time, pk__lt=job.pk))

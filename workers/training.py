@@ -11,6 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs import transitions as t
+from jobs.models import SecondaryStatus as Outcome
 from jobs.models import TrainingJob
 from workers import (
     artifacts,
@@ -25,6 +26,7 @@ from workers import (
 )
 from workers import training_containers as containers
 from workers.reconcile import reconcile_once
+from workers.runtime import labels
 from workers.runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from workers.runtime.docker import get_runtime
 from workers.storage import safe_files
@@ -141,7 +143,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
     # Before the engine is asked anything: an engine that does not answer cannot keep a job
     # training past its MaxRuntimeInSeconds (Stopping has its own deadline).
     if not job.outcome and _runtime_exceeded(job):
-        t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
+        t.transition(job, t.STOPPING_STATE, outcome=Outcome.MAX_RUNTIME_EXCEEDED)
         return AT_ONCE
     states = _observe(job)
     _collect_logs(job, states)
@@ -152,7 +154,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
         reason = f"the container of {', '.join(vanished)} disappeared from the Docker engine"
         if _restart_allowed(job):
             return _begin_restart(job, reason)
-        _decide(job, outcome="Failed", failure_reason=_infrastructure_failure(job, reason))
+        _decide(job, outcome=Outcome.FAILED, failure_reason=_infrastructure_failure(job, reason))
         return _after_drain(job, states, t.UPLOADING)
     failure = training_sidecars.ensure_running(job)  # Pipe feeders and checkpoint sync, restarted if dead
     if failure is None and any(state is None for state in states.values()):
@@ -161,10 +163,10 @@ def _train(job: TrainingJob, token: str) -> float | None:
             return _poll()  # judge the new containers on the next look, with their output collected
     failure = failure or _first_failure(job, states)
     if failure:
-        _decide(job, outcome="Failed", failure_reason=failure[:1024])
+        _decide(job, outcome=Outcome.FAILED, failure_reason=failure[:1024])
         return _after_drain(job, states, t.UPLOADING)
     if all(state.exited for state in states.values()):
-        t.transition(job, t.UPLOADING, outcome="Completed")
+        t.transition(job, t.UPLOADING, outcome=Outcome.COMPLETED)
         return AT_ONCE
     return _poll()
 
@@ -263,12 +265,14 @@ def _stop(job: TrainingJob, token: str) -> float | None:
     _collect_logs(job, states)
     if not _drained(job, states):
         return _poll()
-    final = {"Failed": t.FAILED, "MaxRuntimeExceeded": t.MAX_RUNTIME_EXCEEDED}.get(job.outcome, t.STOPPED)
+    final = {Outcome.FAILED: t.FAILED, Outcome.MAX_RUNTIME_EXCEEDED: t.MAX_RUNTIME_EXCEEDED}.get(
+        job.outcome, t.STOPPED
+    )
     return _finish(job, token, final)
 
 
 def _upload(job: TrainingJob, token: str) -> float | None:
-    return _finish(job, token, t.COMPLETED if job.outcome == "Completed" else t.FAILED)
+    return _finish(job, token, t.COMPLETED if job.outcome == Outcome.COMPLETED else t.FAILED)
 
 
 def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> float:
@@ -330,7 +334,7 @@ def _remove_resources(job: TrainingJob) -> None:
 
 def _observe(job: TrainingJob) -> States:
     found = get_runtime().find(containers.job_labels(job))
-    by_host = {state.labels.get("sageport.host"): state for state in found}
+    by_host = {state.labels.get(labels.HOST): state for state in found}
     return {host: by_host.get(host) for host in containers.hosts(job)}
 
 

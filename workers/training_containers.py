@@ -5,10 +5,9 @@ from django.conf import settings
 from cloudwatch import store
 from jobs.models import TrainingJob
 from workers import container_logs, scheduler, workspace
+from workers.runtime import labels
 from workers.runtime.base import ContainerSpec, ContainerState
 
-ROLE = "train"
-NODE_LABEL = "sageport.node"  # the node whose worker created the container
 FAILURE_REASON_LIMIT = 1024
 
 
@@ -27,7 +26,7 @@ def network_name_for(job_id: int) -> str:
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:
-    return {"sageport.resource": job.training_job_arn, "sageport.role": ROLE}
+    return {labels.RESOURCE: job.training_job_arn, labels.ROLE: labels.TRAINING_ROLE}
 
 
 def needs_network(job: TrainingJob) -> bool:
@@ -64,7 +63,7 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
     return ContainerSpec(
         name=container_name(job, host),
         image=algorithm["TrainingImage"],
-        labels={**job_labels(job), "sageport.host": host, NODE_LABEL: placement.node.name},
+        labels={**job_labels(job), labels.HOST: host, labels.NODE: placement.node.name},
         command=command,
         entrypoint=entrypoint,
         environment=environment,

@@ -10,6 +10,7 @@ from jobs.models import TrainingJob
 from workers import inventory, nodes, scheduler
 from workers import training_containers as containers
 from workers.models import GpuAllocation, Node
+from workers.runtime import labels
 
 GIB = 1024 * 1024 * 1024
 H100_SMI_OUTPUT = (
@@ -201,7 +202,7 @@ def test_the_container_gets_exactly_its_gpus_as_a_device_request(db, settings):
     spec = containers.spec_for(job, "algo-2")
     assert spec.gpu_device_ids == ("2",)
     assert spec.environment["NVIDIA_VISIBLE_DEVICES"] == "2"  # the job cannot widen it
-    assert spec.labels[containers.NODE_LABEL] == "node-a"
+    assert spec.labels[labels.NODE] == "node-a"
 
 
 def test_env_only_mode_selects_gpus_by_the_variable_alone(db, settings):

@@ -28,9 +28,8 @@ from workers.runtime.base import (
     RuntimeError_,
     RuntimeUnavailable,
 )
+from workers.runtime.labels import MANAGED, STACK
 
-MANAGED_LABEL = "sageport.managed"
-STACK_LABEL = "sageport.stack"
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
 
@@ -55,10 +54,10 @@ SECURITY_OPTIONS = ("no-new-privileges:true",)
 
 
 class DockerRuntime:
-    def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float = 900):
+    def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float | None = None):
         self._client = client
         self._client_lock = threading.Lock()
-        self._pull_timeout_seconds = pull_timeout_seconds
+        self._pull_timeout_seconds = pull_timeout_seconds or settings.SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS
 
     @property
     def client(self) -> docker.DockerClient:
@@ -284,7 +283,7 @@ _runtime_lock = threading.Lock()
 def _own_labels() -> dict[str, str]:
     """Marks what this installation created, so that it (and only it) cleans it up: several
     installations or test sessions may share one engine."""
-    return {MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    return {MANAGED: "true", STACK: settings.SAGEPORT_STACK_ID}
 
 
 def get_runtime() -> DockerRuntime:

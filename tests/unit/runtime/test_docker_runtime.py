@@ -8,6 +8,7 @@ import docker
 import pytest
 from django.conf import settings
 
+from workers.runtime import labels
 from workers.runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
@@ -16,8 +17,6 @@ from workers.runtime.base import (
     RuntimeUnavailable,
 )
 from workers.runtime.docker import (
-    MANAGED_LABEL,
-    STACK_LABEL,
     DockerRuntime,
     create_kwargs,
     normalize_timestamp,
@@ -73,7 +72,7 @@ def test_run_is_get_or_create_by_name(runtime, busybox_image):
     first = runtime.run(container)
     second = runtime.run(container)
     assert first.id == second.id and second.running
-    assert second.labels == {**TEST_LABELS, MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    assert second.labels == {**TEST_LABELS, labels.MANAGED: "true", labels.STACK: settings.SAGEPORT_STACK_ID}
     assert [state.name for state in runtime.find(TEST_LABELS)] == [container.name]
 
 
