@@ -1,1 +1,1 @@
-"""Hosting: models, endpoint configs, endpoints and InvokeEndpoint (being built; issue 3)."""
+"""Hosting: models, endpoint configs, endpoints and InvokeEndpoint."""

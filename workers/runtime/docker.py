@@ -169,11 +169,6 @@ class DockerRuntime:
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
 
-    def inspect(self, name: str) -> ContainerState | None:
-        with _engine_errors():
-            container = self._container(name)
-            return _state(container) if container is not None else None
-
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
         with _engine_errors():
             containers = self.client.containers.list(

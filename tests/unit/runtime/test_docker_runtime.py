@@ -12,6 +12,7 @@ from workers.runtime import labels
 from workers.runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
+    ContainerState,
     Mount,
     NoSuchImage,
     RuntimeUnavailable,
@@ -52,10 +53,14 @@ def spec(image: str, *command: str, **overrides) -> ContainerSpec:
     return ContainerSpec(name=name, image=image, labels=TEST_LABELS, command=list(command), **overrides)
 
 
+def state_of(runtime, name) -> ContainerState | None:
+    return next((state for state in runtime.find(TEST_LABELS) if state.name == name), None)
+
+
 def wait_until_exited(runtime, name, timeout=20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        state = runtime.inspect(name)
+        state = state_of(runtime, name)
         if state.exited:
             return state
         time.sleep(0.1)
@@ -79,7 +84,7 @@ def test_run_is_get_or_create_by_name(runtime, busybox_image):
 def test_run_starts_an_existing_container_that_was_never_started(runtime, busybox_image):
     container = spec(busybox_image, "sleep", "30")
     runtime.client.containers.create(**create_kwargs(container))
-    assert runtime.inspect(container.name).status == "created"
+    assert state_of(runtime, container.name).status == "created"
     assert runtime.run(container).running
 
 
@@ -273,7 +278,7 @@ def test_failed_pull_names_the_image_and_the_engine_reason(runtime):
 
 
 def test_operations_on_missing_containers_and_networks_are_harmless(runtime):
-    assert runtime.inspect("sageport-test-missing") is None
+    assert state_of(runtime, "sageport-test-missing") is None
     assert runtime.logs("sageport-test-missing") == []
     runtime.signal("sageport-test-missing", "SIGTERM")
     runtime.remove("sageport-test-missing")
@@ -286,7 +291,7 @@ def test_unreachable_engine_is_reported_as_runtime_unavailable(monkeypatch, tmp_
         DockerRuntime().has_image("anything")
     client = docker.DockerClient(base_url=f"unix://{tmp_path / 'no-engine.sock'}", version="1.41")
     with pytest.raises(RuntimeUnavailable):
-        DockerRuntime(client).inspect("anything")
+        DockerRuntime(client).find(TEST_LABELS)
 
 
 def test_mount_paths_are_host_directories(tmp_path: Path):
