@@ -19,6 +19,7 @@ from docker.types import DeviceRequest
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
+from workers.runtime import labels as keys
 from workers.runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
@@ -28,7 +29,6 @@ from workers.runtime.base import (
     RuntimeError_,
     RuntimeUnavailable,
 )
-from workers.runtime.labels import MANAGED, STACK
 
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
@@ -112,7 +112,7 @@ class DockerRuntime:
                 return
             try:
                 self.client.networks.create(
-                    name, driver="bridge", internal=internal, labels={**labels, **_own_labels()}
+                    name, driver="bridge", internal=internal, labels={**labels, **keys.own()}
                 )
             except APIError as error:
                 if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine
@@ -233,7 +233,7 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         "name": spec.name,
         "image": spec.image,
         "command": spec.command,
-        "labels": {**spec.labels, **_own_labels()},
+        "labels": {**spec.labels, **keys.own()},
         "init": False,  # the algorithm is PID 1 and receives SIGTERM itself
         # Never privileged, never the host's network or PID namespace, no Docker socket: the
         # mounts are only those of the spec (the job's own directories).
@@ -273,12 +273,6 @@ def create_kwargs(spec: ContainerSpec) -> dict:
 
 _runtime: DockerRuntime | None = None
 _runtime_lock = threading.Lock()
-
-
-def _own_labels() -> dict[str, str]:
-    """Marks what this installation created, so that it (and only it) cleans it up: several
-    installations or test sessions may share one engine."""
-    return {MANAGED: "true", STACK: settings.SAGEPORT_STACK_ID}
 
 
 def get_runtime() -> DockerRuntime:
