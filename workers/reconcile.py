@@ -4,11 +4,13 @@ one step, and release it with the time of its next look.
 A step is `step(row, lease_token) -> seconds until the next look | None (no more looks)`. Errors
 never escape, and each kind is treated as what it is:
 
-- transient (the container engine unreachable, the object store throttling, failing with a 5xx
-  or unreachable): retried with exponential backoff, at most `TRANSIENT_ATTEMPTS` times in a row
-  (the phase deadlines of a training job usually end it sooner);
-- permanent (the store refusing for good, an archive that cannot be made, the engine refusing a
-  container): the resource fails at once with the error as its reason;
+- transient (the container engine unreachable or refusing an operation for now, e.g. a network
+  still in use; the object store throttling, failing with a 5xx or unreachable): retried with
+  exponential backoff, at most `TRANSIENT_ATTEMPTS` times in a row (the phase deadlines of a
+  training job usually end it sooner);
+- permanent (the store refusing for good, an archive that cannot be made, the engine refusing to
+  create a container or lacking its image): the resource fails at once with the error as its
+  reason;
 - anything else is a bug: retried `BUG_ATTEMPTS` times with backoff (it may have been a passing
   condition), then the resource fails visibly with an `InternalServerError` reason; the log has
   the traceback.
@@ -25,7 +27,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from workers import leases
-from workers.runtime.base import RuntimeError_, RuntimeUnavailable
+from workers.runtime.base import ContainerStartFailed, NoSuchImage, RuntimeError_
 from workers.storage.archives import ArchiveError
 from workers.storage.s3 import StorageError
 
@@ -77,14 +79,23 @@ def backoff_seconds(attempt: int) -> float:
     return min(base * 2 ** min(attempt - 1, 16), MAX_BACKOFF_SECONDS)
 
 
+_PERMANENT_ENGINE_ERRORS = (ContainerStartFailed, NoSuchImage)
+
+
 def is_transient(exc: Exception) -> bool:
-    return isinstance(exc, RuntimeUnavailable) or (isinstance(exc, StorageError) and exc.transient)
+    """The engine unreachable, or refusing an operation for now (RuntimeError_ itself: a removal
+    racing another, a network still in use), or the store unreachable or overloaded."""
+    if isinstance(exc, RuntimeError_):
+        return not isinstance(exc, _PERMANENT_ENGINE_ERRORS)
+    return isinstance(exc, StorageError) and exc.transient
 
 
 def is_permanent(exc: Exception) -> bool:
     """The platform's own errors that no retry can cure (the store refusing for good, an archive
-    that cannot be made, the engine refusing a container or lacking an image)."""
-    return not is_transient(exc) and isinstance(exc, (StorageError, ArchiveError, RuntimeError_))
+    that cannot be made, the engine refusing to create a container or lacking an image)."""
+    return isinstance(exc, (*_PERMANENT_ENGINE_ERRORS, ArchiveError)) or (
+        isinstance(exc, StorageError) and not exc.transient
+    )
 
 
 def _failure_reason(model: type[Model], row: Model, exc: Exception, attempts: int) -> str | None:

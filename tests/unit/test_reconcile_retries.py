@@ -10,7 +10,7 @@ from jobs import transitions as t
 from jobs.models import TrainingJob
 from tests.unit.test_scheduler import make_job
 from workers import reconcile, training
-from workers.runtime.base import ContainerStartFailed, RuntimeUnavailable
+from workers.runtime.base import ContainerStartFailed, RuntimeError_, RuntimeUnavailable
 from workers.storage.archives import ArchiveError
 from workers.storage.s3 import StorageError
 
@@ -64,6 +64,7 @@ def look(job: TrainingJob) -> tuple[float | None, TrainingJob]:
     [
         StorageError("Could not read s3://bucket/train: SlowDown", transient=True),
         RuntimeUnavailable("The Docker engine cannot be reached"),
+        RuntimeError_('Could not remove network "n": network has active endpoints'),
     ],
 )
 def test_a_transient_error_is_retried_with_growing_pauses_then_fails_the_job(monkeypatch, error):
