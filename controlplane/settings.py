@@ -151,7 +151,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _env_int("SAGEPORT_VISIBILITY_TIMEOUT", 600)}
+# A message a worker took but has not acknowledged (acks late: at the end of the step) is given to
+# another worker after this long. A copy delivered while the step still runs does no harm (it
+# cannot claim the resource's lease and leaves), but a step should fit in it: see the pull timeout.
+SAGEPORT_VISIBILITY_TIMEOUT = _env_positive_int("SAGEPORT_VISIBILITY_TIMEOUT", 600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": SAGEPORT_VISIBILITY_TIMEOUT}
 SAGEPORT_SWEEP_INTERVAL_SECONDS = _env_float("SAGEPORT_SWEEP_INTERVAL_SECONDS", 10.0)
 # How long a reconcile may hold a resource before another worker may take it over.
 SAGEPORT_LEASE_SECONDS = _env_int("SAGEPORT_LEASE_SECONDS", 60)
@@ -201,6 +205,14 @@ if SAGEPORT_LOG_RETENTION_DAYS < 0:
 SAGEPORT_CHECKPOINT_SCAN_SECONDS = _env_float("SAGEPORT_CHECKPOINT_SCAN_SECONDS", 5.0)
 # Pull images that are not in the local engine (off in air-gapped tests to fail fast).
 SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
+# A pull runs inside one reconcile step, so it ends (and fails the job with "timed out") before
+# the broker's visibility timeout would hand the same message to another worker mid-pull.
+SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS", 540)
+if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
+    raise RuntimeError(
+        f"SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS ({SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS:g}) must be less than "
+        f"SAGEPORT_VISIBILITY_TIMEOUT ({SAGEPORT_VISIBILITY_TIMEOUT})"
+    )
 
 # --- Nodes and scheduling (capacity/inventory.py, training/scheduler.py) ----------------------
 # This worker host's node: its name, and what it offers when detection should be overridden.

@@ -13,6 +13,6 @@ urlpatterns = [
         invoke_endpoint_view,
         name="invoke-endpoint",
     ),
-    # JSON 1.1 requests go to whatever path the client's endpoint_url has (protocol.md §1).
+    # JSON 1.1 requests go to whatever path the client's endpoint_url has (boto3 keeps its path).
     re_path(r"", json_protocol_view, name="json-protocol"),
 ]

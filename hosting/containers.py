@@ -14,20 +14,20 @@ from django.conf import settings
 from capacity import gpus, instance_types
 from hosting.models import Endpoint, EndpointDeployment, ServingContainer
 from hosting.requests import model_container
+from runtime import labels
 from runtime.base import ContainerSpec, Mount, NoSuchImage
 from runtime.docker import get_runtime
 
-ROLE = "serve"
 SERVING_PORT = 8080
 MODEL_DIR = "/opt/ml/model"
 
 
 def stack_labels() -> dict[str, str]:
-    return {"sageport.stack": settings.SAGEPORT_STACK_ID}
+    return {labels.STACK: settings.SAGEPORT_STACK_ID}
 
 
 def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
-    return {"sageport.resource": endpoint.endpoint_arn, "sageport.role": ROLE, **stack_labels()}
+    return {labels.RESOURCE: endpoint.endpoint_arn, labels.ROLE: labels.SERVING_ROLE, **stack_labels()}
 
 
 def container_name(deployment: EndpointDeployment, variant_name: str, ordinal: int) -> str:
@@ -70,8 +70,8 @@ def spec_for(
         image=definition["Image"],
         labels={
             **endpoint_labels(endpoint),
-            "sageport.deployment": str(deployment.pk),
-            "sageport.variant": container.variant_name,
+            labels.DEPLOYMENT: str(deployment.pk),
+            labels.VARIANT: container.variant_name,
         },
         command=["serve"],
         environment=environment,

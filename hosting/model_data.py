@@ -39,6 +39,8 @@ def stage(container: dict, dest: Path) -> None:
         elif source is not None:
             _download_uncompressed(source["S3Uri"], source["S3DataType"], dest)
     except StorageError as error:
+        if error.transient:
+            raise  # retried with backoff by the reconciler
         raise ModelDataError(f"Could not download the model data: {error}") from None
 
 

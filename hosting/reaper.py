@@ -13,14 +13,15 @@ from django.conf import settings
 
 from hosting import containers
 from hosting.models import EndpointDeployment
-from runtime.docker import STACK_LABEL, get_runtime
+from runtime import labels
+from runtime.docker import get_runtime
 
 
 def reap_serving_orphans() -> None:
     """Serving containers and model-data directories of deployments that no longer exist (the
     endpoint reconciler removes its own; this catches a crash between a row and its cleanup)."""
     runtime = get_runtime()
-    selector = {"sageport.role": containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    selector = {labels.ROLE: labels.SERVING_ROLE, labels.STACK: settings.SAGEPORT_STACK_ID}
     found_containers = runtime.find(selector)
     deployment_dirs = [
         (int(directory.name), directory)
@@ -30,7 +31,7 @@ def reap_serving_orphans() -> None:
 
     live_deployments = {str(pk) for pk in EndpointDeployment.objects.values_list("pk", flat=True)}
     for state in found_containers:
-        if state.labels.get("sageport.deployment") not in live_deployments:
+        if state.labels.get(labels.DEPLOYMENT) not in live_deployments:
             runtime.remove(state.name)
     for deployment_id, directory in deployment_dirs:
         if str(deployment_id) not in live_deployments:

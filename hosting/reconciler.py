@@ -58,7 +58,7 @@ _last_log_copy: dict[str, float] = {}
 
 
 def reconcile(endpoint_id: int) -> float | None:
-    return reconcile_once(Endpoint, endpoint_id, _step)
+    return reconcile_once(Endpoint, endpoint_id, _step, give_up=_give_up)
 
 
 def _step(endpoint: Endpoint, token: str) -> float | None:
@@ -76,6 +76,16 @@ def _step(endpoint: Endpoint, token: str) -> float | None:
         for container in deployment.containers.exclude(status__in=LIVE):
             _advance_stop(endpoint, container, observed.get(container.name))
     return _settle(endpoint, observed)
+
+
+def _give_up(endpoint: Endpoint, reason: str) -> float | None:
+    """A step failed for good: every deployment under way fails with the reason (a new endpoint
+    goes Failed, an update is rolled back); the fleet that serves keeps serving."""
+    for deployment in endpoint.deployments.filter(
+        phase__in=(DeploymentPhase.PROVISIONING, DeploymentPhase.SHIFTING)
+    ):
+        _fail_deployment(endpoint, deployment, reason)
+    return settings.SAGEPORT_POLL_INTERVAL_SECONDS  # the failed fleet is retired from now on
 
 
 # --- Health ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Amazon Resource Names (protocol.md §9)."""
+"""Amazon Resource Names: `arn:aws:<service>:<region>:<account>:<resource-type>/<name>`."""
 
 import re
 from dataclasses import dataclass

@@ -22,7 +22,7 @@ def authenticate(
     must_sign: Iterable[str] = (),
 ) -> RequestContext:
     """Verify the request's SigV4 signature for `signing_name` (the service in the credential
-    scope) and return its context; raise a 403 ServiceError (protocol.md §4.5) otherwise.
+    scope) and return its context; raise a 403 ServiceError (as AWS answers a bad signature) otherwise.
     `must_sign`: lower-case names of further headers the caller acts on (refused unsigned)."""
     context = sigv4.verify(
         signed_request(request),

@@ -1,8 +1,9 @@
 """Errors that travel to the client in AWS's wire format.
 
 Every error a handler raises is a ServiceError: a code (the `__type`), an HTTP status and a
-message. Codes and statuses follow what botocore and the real service use (protocol.md §2.4,
-§3.3, §4.5). Use 5xx only for genuinely transient faults: clients retry them."""
+message. Codes and statuses follow what botocore's service models and the real service use
+(e.g. `ValidationException` 400, signature errors 403, `InternalFailure` 500). Use 5xx only for
+genuinely transient faults: clients retry them."""
 
 
 class ServiceError(Exception):
@@ -26,8 +27,6 @@ class ResourceInUse(ServiceError):
     status = 400
 
 
-class ResourceNotFound(ServiceError):
-    code = "ResourceNotFound"
     status = 400
 
 
@@ -42,11 +41,6 @@ class ResourceNotFoundException(ServiceError):
     """CloudWatch Logs' unknown log group or stream (SageMaker's is `ResourceNotFound`)."""
 
     code = "ResourceNotFoundException"
-    status = 400
-
-
-class ResourceLimitExceeded(ServiceError):
-    code = "ResourceLimitExceeded"
     status = 400
 
 

@@ -1,10 +1,10 @@
 """The outermost layer of the API port: AWS-format answers only, whatever happens inside.
 
-Requests carrying X-Amz-Target go straight to the JSON 1.1 view, whatever their path
-(protocol.md §1). Everything else goes down Django's chain; an error that comes back without
-an AWS error type (Django's own pages: 404, 405, 400 for a bad Host, 500 from a middleware,
-all HTML or empty) is replaced by an AWS JSON error with the same class of status, so that no
-client ever reads HTML from the API. The admin site keeps its own pages."""
+Requests carrying X-Amz-Target go straight to the JSON 1.1 view, whatever their path (boto3
+posts them to the endpoint URL's own path). Everything else goes down Django's chain; an error
+that comes back without an AWS error type (Django's own pages: 404, 405, 400 for a bad Host,
+500 from a middleware, all HTML or empty) is replaced by an AWS JSON error with the same class of
+status, so that no client ever reads HTML from the API. The admin site keeps its own pages."""
 
 import uuid
 

@@ -1,4 +1,4 @@
-"""Opaque NextToken pagination (protocol.md §8): tokens advance, the last page has none."""
+"""Opaque NextToken pagination: tokens advance, the last page has none."""
 
 import base64
 import binascii

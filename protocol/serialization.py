@@ -1,4 +1,5 @@
-"""Responses in AWS's JSON wire formats (protocol.md §2.2, §2.3, §3.3, §9)."""
+"""Responses in AWS's wire formats: JSON 1.1 (SageMaker, CloudWatch Logs) and REST-JSON
+(the SageMaker runtime), successes and errors."""
 
 import json
 from datetime import UTC, datetime

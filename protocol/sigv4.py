@@ -1,4 +1,4 @@
-"""AWS Signature Version 4 verification (protocol.md §4.2, §4.5).
+"""AWS Signature Version 4 verification.
 
 The signature is recomputed with botocore's own SigV4 signer, told exactly which headers the
 client signed, over the raw request target and body as they came off the wire.

@@ -22,6 +22,8 @@ class LeasedRow(models.Model):
     next_check_at = models.DateTimeField(null=True, db_index=True)
     lease_token = models.CharField(max_length=36, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True)
+    # Consecutive reconcile steps that failed (reconcile/loop.py bounds their retries).
+    failed_attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         abstract = True
@@ -47,11 +49,14 @@ def renew(model: type[Model], pk: int, token: str) -> None:
     model.objects.filter(pk=pk, lease_token=token).update(lease_expires_at=timezone.now() + lease_duration())
 
 
-def release(model: type[Model], pk: int, token: str, next_check_in: float | None) -> None:
-    """Give the row back and record when it wants its next look (None: it needs none)."""
+def release(
+    model: type[Model], pk: int, token: str, next_check_in: float | None, failed_attempts: int = 0
+) -> None:
+    """Give the row back and record when it wants its next look (None: it needs none) and how
+    many steps in a row have failed."""
     next_check_at = None if next_check_in is None else timezone.now() + timedelta(seconds=next_check_in)
     model.objects.filter(pk=pk, lease_token=token).update(
-        lease_token="", lease_expires_at=None, next_check_at=next_check_at
+        lease_token="", lease_expires_at=None, next_check_at=next_check_at, failed_attempts=failed_attempts
     )
 
 

@@ -2,29 +2,53 @@
 one step, and release it with the time of its next look.
 
 A step is `step(row, lease_token) -> seconds until the next look | None (no more looks)`. Errors
-never escape: the engine refusing for now, or a bug, leaves the row to be looked at again after
-a short pause (and the sweeper covers a message lost on the way)."""
+never escape, and each kind is treated as what it is:
+
+- transient (the container engine unreachable or refusing an operation for now, e.g. a network
+  still in use; the object store throttling, failing with a 5xx or unreachable): retried with
+  exponential backoff, at most `TRANSIENT_ATTEMPTS` times in a row (the phase deadlines of a
+  training job usually end it sooner);
+- permanent (the store refusing for good, an archive that cannot be made, the engine refusing to
+  create a container or lacking its image): the resource fails at once with the error as its
+  reason;
+- anything else is a bug: retried `BUG_ATTEMPTS` times with backoff (it may have been a passing
+  condition), then the resource fails visibly with an `InternalServerError` reason; the log has
+  the traceback.
+
+The count of consecutive failed attempts lives on the row (`failed_attempts`), so a worker restart
+neither resets nor loses it; a step that succeeds sets it back to zero. The sweeper covers a
+message lost on the way."""
 import logging
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import Model
 from django.utils import timezone
 
 from reconcile import leases
-from runtime.base import RuntimeError_
+from runtime.base import ContainerStartFailed, NoSuchImage, RuntimeError_
+from storage.archives import ArchiveError
+from storage.s3 import StorageError
 
 log = logging.getLogger(__name__)
 
 # A message that arrives this much before the row's next check is a duplicate of a live chain.
 EARLY_TOLERANCE = timedelta(seconds=0.25)
-RETRY_AFTER_ERROR_SECONDS = 5.0
+TRANSIENT_ATTEMPTS = 20
+BUG_ATTEMPTS = 5
+MAX_BACKOFF_SECONDS = 60.0
+
+Step = Callable[[Model, str], float | None]
+# Fails the resource with the reason; returns the next look like a step does.
+GiveUp = Callable[[Model, str], float | None]
 
 
 def reconcile_once(
     model: type[Model],
     pk: int,
-    step: Callable[[Model, str], float | None],
+    step: Step,
+    give_up: GiveUp,
     finished: Callable[[Model], bool] = lambda row: False,
 ) -> float | None:
     row = model.objects.filter(pk=pk).first()
@@ -35,14 +59,64 @@ def reconcile_once(
     token = leases.claim(model, pk)
     if token is None:
         return None  # another worker holds it and will schedule the next look
-    delay = RETRY_AFTER_ERROR_SECONDS
+    attempts = row.failed_attempts + 1  # if this one fails too
+    delay, failed_attempts = backoff_seconds(attempts), attempts
     try:
         row.refresh_from_db()
-        delay = None if finished(row) else step(row, token)
-    except RuntimeError_ as exc:  # engine unreachable or refusing for now: try again shortly
-        log.warning("%s %s: container engine error (%s); retrying", model.__name__, row, exc)
-    except Exception:
-        log.exception("%s %s: reconcile step failed; retrying", model.__name__, row)
+        delay, failed_attempts = (None if finished(row) else step(row, token)), 0
+    except Exception as exc:  # sorted below: nothing may escape the loop
+        reason = _failure_reason(model, row, exc, attempts)
+        if reason is not None:
+            delay, failed_attempts = _give_up(give_up, row, reason), 0
     finally:
-        leases.release(model, pk, token, delay)
+        leases.release(model, pk, token, delay, failed_attempts)
     return delay
+
+
+def backoff_seconds(attempt: int) -> float:
+    """The pause before retry `attempt` (1, 2, ...): the poll interval, doubled each time, capped."""
+    base = settings.SAGEPORT_POLL_INTERVAL_SECONDS
+    return min(base * 2 ** min(attempt - 1, 16), MAX_BACKOFF_SECONDS)
+
+
+_PERMANENT_ENGINE_ERRORS = (ContainerStartFailed, NoSuchImage)
+
+
+def is_transient(exc: Exception) -> bool:
+    """The engine unreachable, or refusing an operation for now (RuntimeError_ itself: a removal
+    racing another, a network still in use), or the store unreachable or overloaded."""
+    if isinstance(exc, RuntimeError_):
+        return not isinstance(exc, _PERMANENT_ENGINE_ERRORS)
+    return isinstance(exc, StorageError) and exc.transient
+
+
+def is_permanent(exc: Exception) -> bool:
+    """The platform's own errors that no retry can cure (the store refusing for good, an archive
+    that cannot be made, the engine refusing to create a container or lacking an image)."""
+    return isinstance(exc, (*_PERMANENT_ENGINE_ERRORS, ArchiveError)) or (
+        isinstance(exc, StorageError) and not exc.transient
+    )
+
+
+def _failure_reason(model: type[Model], row: Model, exc: Exception, attempts: int) -> str | None:
+    """The FailureReason when the resource must fail now; None when the step is to be retried."""
+    name = f"{model.__name__} {row}"
+    if is_transient(exc):
+        log.warning("%s: transient error (attempt %d of %d): %s", name, attempts, TRANSIENT_ATTEMPTS, exc)
+        return f"InternalServerError: {exc}" if attempts >= TRANSIENT_ATTEMPTS else None
+    if is_permanent(exc):
+        log.warning("%s: permanent error: %s", name, exc)
+        prefix = "InternalServerError" if isinstance(exc, RuntimeError_) else "ClientError"
+        return f"{prefix}: {exc}"
+    log.exception("%s: reconcile step failed (attempt %d of %d)", name, attempts, BUG_ATTEMPTS)
+    if attempts < BUG_ATTEMPTS:
+        return None
+    return f"InternalServerError: an internal error stopped the work ({type(exc).__name__}: {exc})"
+
+
+def _give_up(give_up: GiveUp, row: Model, reason: str) -> float | None:
+    try:
+        return give_up(row, reason[:1024])
+    except Exception:  # the row is looked at again later
+        log.exception("%s: could not record the failure %r", row, reason)
+        return MAX_BACKOFF_SECONDS

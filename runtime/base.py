@@ -95,8 +95,6 @@ class ContainerRuntime(Protocol):
     def run(self, spec: ContainerSpec) -> ContainerState:
         """Create and start the container named `spec.name`, or return the existing one."""
 
-    def inspect(self, name: str) -> ContainerState | None: ...
-
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
         """All containers (running or not) carrying every one of `labels`."""
 

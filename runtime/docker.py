@@ -19,6 +19,7 @@ from docker.types import DeviceRequest
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
+from runtime import labels as keys
 from runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
@@ -29,8 +30,6 @@ from runtime.base import (
     RuntimeUnavailable,
 )
 
-MANAGED_LABEL = "sageport.managed"
-STACK_LABEL = "sageport.stack"
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
 
@@ -55,10 +54,10 @@ SECURITY_OPTIONS = ("no-new-privileges:true",)
 
 
 class DockerRuntime:
-    def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float = 900):
+    def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float | None = None):
         self._client = client
         self._client_lock = threading.Lock()
-        self._pull_timeout_seconds = pull_timeout_seconds
+        self._pull_timeout_seconds = pull_timeout_seconds or settings.SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS
 
     @property
     def client(self) -> docker.DockerClient:
@@ -113,7 +112,7 @@ class DockerRuntime:
                 return
             try:
                 self.client.networks.create(
-                    name, driver="bridge", internal=internal, labels={**labels, **_own_labels()}
+                    name, driver="bridge", internal=internal, labels={**labels, **keys.own()}
                 )
             except APIError as error:
                 if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine
@@ -169,11 +168,6 @@ class DockerRuntime:
             raise ContainerStartFailed(
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
-
-    def inspect(self, name: str) -> ContainerState | None:
-        with _engine_errors():
-            container = self._container(name)
-            return _state(container) if container is not None else None
 
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
         with _engine_errors():
@@ -239,7 +233,7 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         "name": spec.name,
         "image": spec.image,
         "command": spec.command,
-        "labels": {**spec.labels, **_own_labels()},
+        "labels": {**spec.labels, **keys.own()},
         "init": False,  # the algorithm is PID 1 and receives SIGTERM itself
         # Never privileged, never the host's network or PID namespace, no Docker socket: the
         # mounts are only those of the spec (the job's own directories).
@@ -279,12 +273,6 @@ def create_kwargs(spec: ContainerSpec) -> dict:
 
 _runtime: DockerRuntime | None = None
 _runtime_lock = threading.Lock()
-
-
-def _own_labels() -> dict[str, str]:
-    """Marks what this installation created, so that it (and only it) cleans it up: several
-    installations or test sessions may share one engine."""
-    return {MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
 
 
 def get_runtime() -> DockerRuntime:

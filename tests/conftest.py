@@ -29,7 +29,7 @@ from devstack.stack import (
     seaweedfs_spec,
     worker_spec,
 )
-from runtime.docker import STACK_LABEL
+from runtime import labels
 
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
 CRASH_RECOVERY_SECONDS = 90
@@ -230,7 +230,7 @@ def _remove_docker_objects_left_by_this_session() -> None:
         client = docker.from_env()
     except docker.errors.DockerException:
         return  # no engine, so nothing can have been left in it
-    selector = {"label": f"{STACK_LABEL}={settings.SAGEPORT_STACK_ID}"}
+    selector = {"label": f"{labels.STACK}={settings.SAGEPORT_STACK_ID}"}
     for container in client.containers.list(all=True, filters=selector, ignore_removed=True):
         container.remove(force=True)
     for network in client.networks.list(filters=selector):

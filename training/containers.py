@@ -5,12 +5,11 @@ from django.conf import settings
 from capacity import gpus
 from logs import store
 from logs.models import LogStream
+from runtime import labels
 from runtime.base import ContainerSpec, ContainerState
 from training import scheduler, workspace
 from training.models import TrainingJob
 
-ROLE = "train"
-NODE_LABEL = "sageport.node"  # the node whose worker created the container
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 FAILURE_REASON_LIMIT = 1024
 
@@ -30,7 +29,7 @@ def network_name_for(job_id: int) -> str:
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:
-    return {"sageport.resource": job.training_job_arn, "sageport.role": ROLE}
+    return {labels.RESOURCE: job.training_job_arn, labels.ROLE: labels.TRAINING_ROLE}
 
 
 def needs_network(job: TrainingJob) -> bool:
@@ -67,7 +66,7 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
     return ContainerSpec(
         name=container_name(job, host),
         image=algorithm["TrainingImage"],
-        labels={**job_labels(job), "sageport.host": host, NODE_LABEL: placement.node.name},
+        labels={**job_labels(job), labels.HOST: host, labels.NODE: placement.node.name},
         command=command,
         entrypoint=entrypoint,
         environment=environment,

@@ -6,11 +6,29 @@ from reconcile.leases import LeasedRow
 
 
 class TrainingJobStatus(models.TextChoices):
+    """`TrainingJobStatus`: the values of the API (and of `StatusEquals`)."""
+
     IN_PROGRESS = "InProgress"
     COMPLETED = "Completed"
     FAILED = "Failed"
     STOPPING = "Stopping"
     STOPPED = "Stopped"
+
+
+class SecondaryStatus(models.TextChoices):
+    """`SecondaryStatus`; the last four are also the values of `TrainingJob.outcome`."""
+
+    STARTING = "Starting"
+    PENDING = "Pending"
+    RESTARTING = "Restarting"
+    DOWNLOADING = "Downloading"
+    TRAINING = "Training"
+    UPLOADING = "Uploading"
+    STOPPING = "Stopping"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    STOPPED = "Stopped"
+    MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"
 
 
 TERMINAL_STATUSES = frozenset(
@@ -29,15 +47,15 @@ class TrainingJob(LeasedRow):
     tags = models.JSONField(default=list)
 
     training_job_status = models.CharField(max_length=16, default=TrainingJobStatus.IN_PROGRESS)
-    secondary_status = models.CharField(max_length=32, default="Starting")
+    secondary_status = models.CharField(max_length=32, default=SecondaryStatus.STARTING)
     failure_reason = models.CharField(max_length=1024, blank=True, default="")
     creation_time = models.DateTimeField()
     last_modified_time = models.DateTimeField()
     training_start_time = models.DateTimeField(null=True)
     training_end_time = models.DateTimeField(null=True)
 
-    # What the containers' ending decided, applied once artifacts are uploaded:
-    # Completed | Failed | Stopped | MaxRuntimeExceeded.
+    # What the containers' ending decided, applied once artifacts are uploaded: a SecondaryStatus
+    # among Completed | Failed | Stopped | MaxRuntimeExceeded.
     outcome = models.CharField(max_length=32, blank=True, default="")
     stop_signalled_at = models.DateTimeField(null=True)
     artifacts_uploaded_at = models.DateTimeField(null=True)

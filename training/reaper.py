@@ -12,7 +12,8 @@ from django.conf import settings
 
 from capacity.models import Placement
 from capacity.nodes import local_name
-from runtime.docker import STACK_LABEL, get_runtime
+from runtime import labels
+from runtime.docker import get_runtime
 from training import containers
 from training.models import TERMINAL_STATUSES, TrainingJob
 
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 
 def reap_training_orphans() -> None:
     runtime = get_runtime()
-    selector = {"sageport.role": containers.ROLE, STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    selector = {labels.ROLE: labels.TRAINING_ROLE, labels.STACK: settings.SAGEPORT_STACK_ID}
     found_containers = runtime.find(selector)
     found_networks = runtime.find_networks(selector)
     workspaces = _workspace_dirs()
@@ -30,7 +31,7 @@ def reap_training_orphans() -> None:
     live_arns = set(live.values_list("training_job_arn", flat=True))
     live_ids = set(live.values_list("pk", flat=True))
     for state in found_containers:
-        if state.labels.get("sageport.resource") not in live_arns:
+        if state.labels.get(labels.RESOURCE) not in live_arns:
             runtime.remove(state.name)
     live_networks = {containers.network_name_for(pk) for pk in live_ids}
     for network in found_networks:
@@ -59,12 +60,12 @@ def remove_disowned_containers() -> None:
     placements are read, and a placement always exists before its container: a container created
     meanwhile is never taken for an orphan."""
     runtime = get_runtime()
-    mine = {"sageport.role": containers.ROLE, containers.NODE_LABEL: local_name()}
-    found = runtime.find({**mine, STACK_LABEL: settings.SAGEPORT_STACK_ID})
+    mine = {labels.ROLE: labels.TRAINING_ROLE, labels.NODE: local_name()}
+    found = runtime.find({**mine, labels.STACK: settings.SAGEPORT_STACK_ID})
     owned = set(
         Placement.objects.filter(node__name=local_name()).values_list("job__training_job_arn", "host")
     )
     for state in found:
-        if (state.labels.get("sageport.resource"), state.labels.get("sageport.host")) not in owned:
+        if (state.labels.get(labels.RESOURCE), state.labels.get(labels.HOST)) not in owned:
             log.info("removing %s: its instance is no longer placed on node %s", state.name, local_name())
             runtime.remove(state.name)

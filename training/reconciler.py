@@ -14,6 +14,7 @@ from capacity import nodes
 from logs import container_logs
 from reconcile import leases
 from reconcile.loop import reconcile_once
+from runtime import labels
 from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from runtime.docker import get_runtime
 from storage import safe_files
@@ -22,6 +23,7 @@ from training import artifacts, containers, metrics, phase_deadlines, scheduler,
 from training import sidecars as training_sidecars
 from training import transitions as t
 from training.data.channels import ChannelError, stage_channel
+from training.models import SecondaryStatus as Outcome
 from training.models import TrainingJob
 
 log = logging.getLogger(__name__)
@@ -32,19 +34,19 @@ States = dict[str, ContainerState | None]
 
 
 def reconcile(job_id: int) -> float | None:
-    return reconcile_once(TrainingJob, job_id, _step, finished=lambda job: job.is_terminal)
+    return reconcile_once(TrainingJob, job_id, _step, give_up=_give_up, finished=lambda job: job.is_terminal)
 
 
 def _step(job: TrainingJob, token: str) -> float | None:
     overdue = phase_deadlines.overdue(job, timezone.now())
     if overdue:
-        return _fail_overdue(job, overdue)
+        return _give_up(job, overdue)
     return STEPS[t.state_of(job)](job, token)
 
 
-def _fail_overdue(job: TrainingJob, reason: str) -> float | None:
-    """A phase took too long: fail the job and remove what it holds (the artifacts are not
-    uploaded: uploading may be what hangs)."""
+def _give_up(job: TrainingJob, reason: str) -> float | None:
+    """A phase took too long, or its step failed for good: fail the job and remove what it holds
+    (the artifacts are not uploaded: uploading may be what fails or hangs)."""
     training_sidecars.stop(job)
     if not t.transition(job, t.FAILED, failure_reason=reason[:1024], training_end_time=timezone.now()):
         return AT_ONCE  # it moved meanwhile: look again
@@ -99,6 +101,8 @@ def _download(job: TrainingJob, token: str) -> float | None:
             _stage_channels(job)
             training_sidecars.prepare(job, containers.hosts(job))  # Pipe feeders, checkpoints restored
     except (ChannelError, StorageError) as exc:
+        if exc.transient:
+            raise  # retried with backoff by reconcile_once, within the Downloading deadline
         return _fail_before_training(job, f"ClientError: {exc}")
     t.transition(job, t.TRAINING)
     return AT_ONCE
@@ -132,7 +136,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
     # Before the engine is asked anything: an engine that does not answer cannot keep a job
     # training past its MaxRuntimeInSeconds (Stopping has its own deadline).
     if not job.outcome and _runtime_exceeded(job):
-        t.transition(job, t.STOPPING_STATE, outcome="MaxRuntimeExceeded")
+        t.transition(job, t.STOPPING_STATE, outcome=Outcome.MAX_RUNTIME_EXCEEDED)
         return AT_ONCE
     states = _observe(job)
     _collect_logs(job, states)
@@ -143,7 +147,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
         reason = f"the container of {', '.join(vanished)} disappeared from the Docker engine"
         if _restart_allowed(job):
             return _begin_restart(job, reason)
-        _decide(job, outcome="Failed", failure_reason=_infrastructure_failure(job, reason))
+        _decide(job, outcome=Outcome.FAILED, failure_reason=_infrastructure_failure(job, reason))
         return _after_drain(job, states, t.UPLOADING)
     failure = training_sidecars.ensure_running(job)  # Pipe feeders and checkpoint sync, restarted if dead
     if failure is None and any(state is None for state in states.values()):
@@ -152,10 +156,10 @@ def _train(job: TrainingJob, token: str) -> float | None:
             return _poll()  # judge the new containers on the next look, with their output collected
     failure = failure or _first_failure(job, states)
     if failure:
-        _decide(job, outcome="Failed", failure_reason=failure[:1024])
+        _decide(job, outcome=Outcome.FAILED, failure_reason=failure[:1024])
         return _after_drain(job, states, t.UPLOADING)
     if all(state.exited for state in states.values()):
-        t.transition(job, t.UPLOADING, outcome="Completed")
+        t.transition(job, t.UPLOADING, outcome=Outcome.COMPLETED)
         return AT_ONCE
     return _poll()
 
@@ -229,6 +233,8 @@ def _restart(job: TrainingJob, token: str) -> float | None:
     try:
         training_sidecars.finish(job, containers.hosts(job))  # keep what the lost attempt saved
     except StorageError as exc:
+        if exc.transient:
+            raise  # retried with backoff, within the Restarting deadline
         log.warning("training job %s: checkpoint sync before restart failed: %s", job.training_job_name, exc)
     _remove_resources(job)
     t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
@@ -252,12 +258,14 @@ def _stop(job: TrainingJob, token: str) -> float | None:
     _collect_logs(job, states)
     if not _drained(job, states):
         return _poll()
-    final = {"Failed": t.FAILED, "MaxRuntimeExceeded": t.MAX_RUNTIME_EXCEEDED}.get(job.outcome, t.STOPPED)
+    final = {Outcome.FAILED: t.FAILED, Outcome.MAX_RUNTIME_EXCEEDED: t.MAX_RUNTIME_EXCEEDED}.get(
+        job.outcome, t.STOPPED
+    )
     return _finish(job, token, final)
 
 
 def _upload(job: TrainingJob, token: str) -> float | None:
-    return _finish(job, token, t.COMPLETED if job.outcome == "Completed" else t.FAILED)
+    return _finish(job, token, t.COMPLETED if job.outcome == Outcome.COMPLETED else t.FAILED)
 
 
 def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> float:
@@ -298,6 +306,8 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
                 artifacts.upload(job, containers.hosts(job))
             TrainingJob.objects.filter(pk=job.pk).update(artifacts_uploaded_at=timezone.now())
         except StorageError as exc:
+            if exc.transient:
+                raise  # retried with backoff, within the Uploading deadline
             final = t.FAILED
             fields["failure_reason"] = f"ClientError: could not upload the training artifacts: {exc}"[:1024]
     if not t.transition(job, final, **fields):
@@ -317,7 +327,7 @@ def _remove_resources(job: TrainingJob) -> None:
 
 def _observe(job: TrainingJob) -> States:
     found = get_runtime().find(containers.job_labels(job))
-    by_host = {state.labels.get("sageport.host"): state for state in found}
+    by_host = {state.labels.get(labels.HOST): state for state in found}
     return {host: by_host.get(host) for host in containers.hosts(job)}
 
 

@@ -25,12 +25,12 @@ from capacity import instance_types
 from capacity.gpus import foreign_accelerator_reason, free_gpus
 from capacity.models import GpuAllocation, Node, Placement
 from training import workspace
-from training.models import TERMINAL_STATUSES, TrainingJob
+from training.models import TERMINAL_STATUSES, SecondaryStatus, TrainingJob, TrainingJobStatus
 
 _NANO_CPUS_PER_CPU = 1_000_000_000
 _MIB = 1024 * 1024
 # Secondary statuses of a job that waits for a placement (Restarting comes back to Starting).
-WAITING_SECONDARY_STATUSES = ("Starting", "Pending", "Restarting")
+WAITING_SECONDARY_STATUSES = (SecondaryStatus.STARTING, SecondaryStatus.PENDING, SecondaryStatus.RESTARTING)
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _older_jobs_waiting(job: TrainingJob, demand: Demand, nodes: list[Node]) -> 
     if not _competes(demand):
         return 0
     older = (
-        TrainingJob.objects.filter(training_job_status="InProgress")
+        TrainingJob.objects.filter(training_job_status=TrainingJobStatus.IN_PROGRESS)
         .filter(secondary_status__in=WAITING_SECONDARY_STATUSES)
         .filter(placements__isnull=True)
         .filter(Q(creation_time__lt=job.creation_time) | Q(creation_time=job.creation_time, pk__lt=job.pk))

@@ -11,7 +11,7 @@ from protocol.context import RequestContext
 from protocol.errors import ResourceInUse, ValidationException
 from protocol.listing import filtered_and_sorted
 from training import requests, transitions
-from training.models import TrainingJob
+from training.models import TrainingJob, TrainingJobStatus
 from training.tasks import reconcile_training_job
 
 log = logging.getLogger(__name__)
@@ -74,9 +74,9 @@ def stop_training_job(ctx: RequestContext, name: str) -> None:
     A compare-and-set can lose against the worker moving the job on; then reload and decide again."""
     for _ in range(5):
         job = get_training_job(ctx, name)
-        if job.training_job_status == transitions.STOPPING:
+        if job.training_job_status == TrainingJobStatus.STOPPING:
             return
-        if job.training_job_status != transitions.IN_PROGRESS:
+        if job.training_job_status != TrainingJobStatus.IN_PROGRESS:
             raise ValidationException(
                 f"The training job {name} is in status {job.training_job_status} and cannot be stopped: "
                 "only an InProgress job can be stopped."

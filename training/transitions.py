@@ -7,22 +7,22 @@ row that renders `SecondaryStatusTransitions`. Terminal states absorb: they have
 from django.db import transaction
 from django.utils import timezone
 
-from training.models import SecondaryStatusTransition, TrainingJob
+from training.models import SecondaryStatus, SecondaryStatusTransition, TrainingJob
+from training.models import TrainingJobStatus as Status
 
-IN_PROGRESS = "InProgress"
-STOPPING = "Stopping"
+IN_PROGRESS = Status.IN_PROGRESS
 
-STARTING = (IN_PROGRESS, "Starting")
-PENDING = (IN_PROGRESS, "Pending")  # waiting for capacity (GPUs) on a worker node
-RESTARTING = (IN_PROGRESS, "Restarting")  # an infrastructure fault, retried per RetryStrategy
-DOWNLOADING = (IN_PROGRESS, "Downloading")
-TRAINING = (IN_PROGRESS, "Training")
-UPLOADING = (IN_PROGRESS, "Uploading")
-STOPPING_STATE = (STOPPING, "Stopping")
-COMPLETED = ("Completed", "Completed")
-FAILED = ("Failed", "Failed")
-STOPPED = ("Stopped", "Stopped")
-MAX_RUNTIME_EXCEEDED = ("Stopped", "MaxRuntimeExceeded")
+STARTING = (IN_PROGRESS, SecondaryStatus.STARTING)
+PENDING = (IN_PROGRESS, SecondaryStatus.PENDING)  # waiting for capacity (GPUs) on a worker node
+RESTARTING = (IN_PROGRESS, SecondaryStatus.RESTARTING)  # an infrastructure fault, per RetryStrategy
+DOWNLOADING = (IN_PROGRESS, SecondaryStatus.DOWNLOADING)
+TRAINING = (IN_PROGRESS, SecondaryStatus.TRAINING)
+UPLOADING = (IN_PROGRESS, SecondaryStatus.UPLOADING)
+STOPPING_STATE = (Status.STOPPING, SecondaryStatus.STOPPING)
+COMPLETED = (Status.COMPLETED, SecondaryStatus.COMPLETED)
+FAILED = (Status.FAILED, SecondaryStatus.FAILED)
+STOPPED = (Status.STOPPED, SecondaryStatus.STOPPED)
+MAX_RUNTIME_EXCEEDED = (Status.STOPPED, SecondaryStatus.MAX_RUNTIME_EXCEEDED)
 
 ALLOWED: dict[tuple[str, str], frozenset[tuple[str, str]]] = {
     STARTING: frozenset({PENDING, DOWNLOADING, FAILED, STOPPING_STATE}),
@@ -38,17 +38,17 @@ ALLOWED: dict[tuple[str, str], frozenset[tuple[str, str]]] = {
 
 # The texts the real service shows for each secondary status.
 STATUS_MESSAGES = {
-    "Starting": "Preparing the instances for training",
-    "Pending": "Waiting for capacity",
-    "Restarting": "Restarting the training job after an infrastructure fault",
-    "Downloading": "Downloading input data",
-    "Training": "Training image download completed. Training in progress.",
-    "Uploading": "Uploading generated training model",
-    "Completed": "Training job completed",
-    "Failed": "Training job failed",
-    "Stopping": "Stopping the training job",
-    "Stopped": "Training job stopped",
-    "MaxRuntimeExceeded": "Training job stopped: MaxRuntimeInSeconds was exceeded",
+    SecondaryStatus.STARTING: "Preparing the instances for training",
+    SecondaryStatus.PENDING: "Waiting for capacity",
+    SecondaryStatus.RESTARTING: "Restarting the training job after an infrastructure fault",
+    SecondaryStatus.DOWNLOADING: "Downloading input data",
+    SecondaryStatus.TRAINING: "Training image download completed. Training in progress.",
+    SecondaryStatus.UPLOADING: "Uploading generated training model",
+    SecondaryStatus.COMPLETED: "Training job completed",
+    SecondaryStatus.FAILED: "Training job failed",
+    SecondaryStatus.STOPPING: "Stopping the training job",
+    SecondaryStatus.STOPPED: "Training job stopped",
+    SecondaryStatus.MAX_RUNTIME_EXCEEDED: "Training job stopped: MaxRuntimeInSeconds was exceeded",
 }
 
 
@@ -98,5 +98,5 @@ TERMINAL_TARGETS = frozenset({COMPLETED, FAILED, STOPPED, MAX_RUNTIME_EXCEEDED})
 def record_creation(job: TrainingJob) -> None:
     """The first history row, written in the same transaction as the job itself."""
     SecondaryStatusTransition.objects.create(
-        job=job, status=STARTING[1], start_time=job.creation_time, status_message=STATUS_MESSAGES["Starting"]
+        job=job, status=STARTING[1], start_time=job.creation_time, status_message=STATUS_MESSAGES[STARTING[1]]
     )

@@ -1,5 +1,5 @@
-"""The runtime API: `POST [<prefix>/]endpoints/<name>/invocations` (InvokeEndpoint, REST-JSON,
-protocol.md §3), served on the same port as the control plane.
+"""The runtime API: `POST [<prefix>/]endpoints/<name>/invocations` (InvokeEndpoint, REST-JSON),
+served on the same port as the control plane.
 
 Authenticate, validate the headers against the botocore shape, pick a container from the
 in-memory routing table, forward the body and the headers InvokeEndpoint defines, and answer

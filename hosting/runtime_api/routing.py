@@ -101,10 +101,6 @@ def publish_ack(process_id: str, version: int, busy: dict[str, int]) -> None:
     _redis().set(_key(f"ack:{process_id}"), json.dumps({"version": version, "busy": busy}), px=ttl_ms)
 
 
-def withdraw_ack(process_id: str) -> None:
-    _redis().delete(_key(f"ack:{process_id}"))
-
-
 @dataclass(frozen=True)
 class Backend:
     container_name: str

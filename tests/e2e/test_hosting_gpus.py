@@ -6,6 +6,7 @@ endpoint gives its GPUs back."""
 
 import docker
 
+from runtime import labels
 from tests.e2e.conftest import unique_name, wait_for_status
 from tests.e2e.hosting import invoke_json, unique, wait_for_endpoint
 from tests.e2e.test_training_gpus import devices_of, gpu_job
@@ -40,7 +41,7 @@ def visible_devices(sagemaker, endpoint: str) -> dict[str, str]:
     for container in docker.from_env().containers.list(filters={"label": f"sageport.resource={arn}"}):
         assert container.attrs["HostConfig"]["DeviceRequests"] is None
         env = dict(entry.split("=", 1) for entry in container.attrs["Config"]["Env"])
-        found[container.labels["sageport.variant"]] = env["NVIDIA_VISIBLE_DEVICES"]
+        found[container.labels[labels.VARIANT]] = env["NVIDIA_VISIBLE_DEVICES"]
     return found
 
 

@@ -6,15 +6,17 @@ import uuid
 import docker
 from django.conf import settings
 
+from runtime import labels as keys
+
 
 def test_orphan_training_containers_and_networks_are_removed(stack, busybox_image):
     client = docker.from_env()
     suffix = uuid.uuid4().hex[:8]
     labels = {
-        "sageport.managed": "true",
-        "sageport.role": "train",
-        "sageport.stack": settings.SAGEPORT_STACK_ID,
-        "sageport.resource": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/gone-{suffix}",
+        keys.MANAGED: "true",
+        keys.ROLE: keys.TRAINING_ROLE,
+        keys.STACK: settings.SAGEPORT_STACK_ID,
+        keys.RESOURCE: f"arn:aws:sagemaker:us-east-1:123456789012:training-job/gone-{suffix}",
     }
     network = client.networks.create(f"sageport-train-orphan-{suffix}", labels=labels)
     container = client.containers.run(
@@ -24,7 +26,7 @@ def test_orphan_training_containers_and_networks_are_removed(stack, busybox_imag
         busybox_image,
         ["sleep", "300"],
         name=f"other-stack-{suffix}",
-        labels={**labels, "sageport.stack": "another-installation"},
+        labels={**labels, keys.STACK: "another-installation"},
         detach=True,
     )
     try:

@@ -1,4 +1,4 @@
-"""SigV4 on the wire (protocol.md §4.5): every request is authenticated, errors are 403s."""
+"""SigV4 on the wire: every request is authenticated, errors are 403s."""
 
 from datetime import UTC, datetime, timedelta
 

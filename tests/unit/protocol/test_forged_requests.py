@@ -1,5 +1,5 @@
 """SigV4 as AWS enforces it: a captured or half-signed request cannot be re-aimed, re-filled or
-passed off under a forged token or scope (protocol.md §4). The real handlers run (no stubs),
+passed off under a forged token or scope. The real handlers run (no stubs),
 so a forgery that got through would change the database these tests look at."""
 
 import json

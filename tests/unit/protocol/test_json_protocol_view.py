@@ -1,4 +1,4 @@
-"""The JSON 1.1 endpoint: dispatch on X-Amz-Target, response and error formats (protocol.md §2)."""
+"""The JSON 1.1 endpoint: dispatch on X-Amz-Target, response and error formats."""
 
 import json
 import uuid
@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 from django.test import Client
 
-from protocol.errors import ResourceNotFound
+from protocol.errors import ServiceError
 
 
 def test_success_response_carries_aws_headers_and_epoch_timestamps(make_client, handlers):
@@ -54,6 +54,13 @@ def test_handler_receives_validated_params_with_timestamps_as_datetimes(make_cli
 
     client.list_training_jobs(CreationTimeAfter=datetime(2024, 1, 15, tzinfo=UTC), MaxResults=5)
     assert received == [{"CreationTimeAfter": datetime(2024, 1, 15, tzinfo=UTC), "MaxResults": 5}]
+
+
+class ResourceNotFound(ServiceError):
+    """A modeled SageMaker error no handler raises today: the wire format is the same for all."""
+
+    code = "ResourceNotFound"
+    status = 400
 
 
 def test_service_error_becomes_modeled_exception_with_type_message_and_header(make_client, handlers):

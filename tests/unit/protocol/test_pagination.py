@@ -1,4 +1,4 @@
-"""NextToken pagination (protocol.md §8): tokens advance, the last page has none."""
+"""NextToken pagination: tokens advance, the last page has none."""
 
 import pytest
 

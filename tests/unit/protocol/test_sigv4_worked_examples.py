@@ -1,4 +1,4 @@
-"""protocol.md §4.3: requests captured from boto3 at a fixed clock reproduce their signatures."""
+"""Worked examples: requests captured from boto3 at a fixed clock reproduce their signatures."""
 
 from datetime import UTC, datetime, timedelta
 

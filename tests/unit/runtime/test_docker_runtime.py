@@ -8,8 +8,20 @@ import docker
 import pytest
 from django.conf import settings
 
-from runtime.base import ContainerSpec, ContainerStartFailed, Mount, NoSuchImage, RuntimeUnavailable
-from runtime.docker import MANAGED_LABEL, STACK_LABEL, DockerRuntime, create_kwargs, normalize_timestamp
+from runtime import labels
+from runtime.base import (
+    ContainerSpec,
+    ContainerStartFailed,
+    ContainerState,
+    Mount,
+    NoSuchImage,
+    RuntimeUnavailable,
+)
+from runtime.docker import (
+    DockerRuntime,
+    create_kwargs,
+    normalize_timestamp,
+)
 
 TEST_LABELS = {"sageport.test": "runtime"}
 
@@ -41,10 +53,14 @@ def spec(image: str, *command: str, **overrides) -> ContainerSpec:
     return ContainerSpec(name=name, image=image, labels=TEST_LABELS, command=list(command), **overrides)
 
 
+def state_of(runtime, name) -> ContainerState | None:
+    return next((state for state in runtime.find(TEST_LABELS) if state.name == name), None)
+
+
 def wait_until_exited(runtime, name, timeout=20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        state = runtime.inspect(name)
+        state = state_of(runtime, name)
         if state.exited:
             return state
         time.sleep(0.1)
@@ -61,14 +77,14 @@ def test_run_is_get_or_create_by_name(runtime, busybox_image):
     first = runtime.run(container)
     second = runtime.run(container)
     assert first.id == second.id and second.running
-    assert second.labels == {**TEST_LABELS, MANAGED_LABEL: "true", STACK_LABEL: settings.SAGEPORT_STACK_ID}
+    assert second.labels == {**TEST_LABELS, labels.MANAGED: "true", labels.STACK: settings.SAGEPORT_STACK_ID}
     assert [state.name for state in runtime.find(TEST_LABELS)] == [container.name]
 
 
 def test_run_starts_an_existing_container_that_was_never_started(runtime, busybox_image):
     container = spec(busybox_image, "sleep", "30")
     runtime.client.containers.create(**create_kwargs(container))
-    assert runtime.inspect(container.name).status == "created"
+    assert state_of(runtime, container.name).status == "created"
     assert runtime.run(container).running
 
 
@@ -262,7 +278,7 @@ def test_failed_pull_names_the_image_and_the_engine_reason(runtime):
 
 
 def test_operations_on_missing_containers_and_networks_are_harmless(runtime):
-    assert runtime.inspect("sageport-test-missing") is None
+    assert state_of(runtime, "sageport-test-missing") is None
     assert runtime.logs("sageport-test-missing") == []
     runtime.signal("sageport-test-missing", "SIGTERM")
     runtime.remove("sageport-test-missing")
@@ -275,7 +291,7 @@ def test_unreachable_engine_is_reported_as_runtime_unavailable(monkeypatch, tmp_
         DockerRuntime().has_image("anything")
     client = docker.DockerClient(base_url=f"unix://{tmp_path / 'no-engine.sock'}", version="1.41")
     with pytest.raises(RuntimeUnavailable):
-        DockerRuntime(client).inspect("anything")
+        DockerRuntime(client).find(TEST_LABELS)
 
 
 def test_mount_paths_are_host_directories(tmp_path: Path):

@@ -31,3 +31,18 @@ def test_a_job_is_created_and_left_for_the_sweeper_when_the_broker_is_down(monke
     stored = TrainingJob.objects.get(pk=job.pk)
     assert (stored.training_job_status, stored.secondary_status) == ("InProgress", "Starting")
     assert stored.next_check_at is not None  # overdue soon: the sweeper re-enqueues it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_moves_a_running_job_to_stopping_once_and_refuses_a_finished_one(monkeypatch):
+    monkeypatch.setattr(services, "_nudge", lambda job_id: None)
+    job = TrainingJob.objects.get(pk=services.create_training_job(CTX, request("to-stop")).pk)
+
+    services.stop_training_job(CTX, "to-stop")
+    services.stop_training_job(CTX, "to-stop")  # a repeated stop is harmless
+
+    job.refresh_from_db()
+    assert (job.training_job_status, job.secondary_status) == ("Stopping", "Stopping")
+    TrainingJob.objects.filter(pk=job.pk).update(training_job_status="Stopped", secondary_status="Stopped")
+    with pytest.raises(services.ValidationException, match="is in status Stopped and cannot be stopped"):
+        services.stop_training_job(CTX, "to-stop")

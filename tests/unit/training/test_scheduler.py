@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from capacity.gpus import gpu_ids
 from capacity.models import GpuAllocation, Node
+from runtime import labels
 from training import containers, scheduler
 from training.models import TrainingJob
 
@@ -164,7 +165,7 @@ def test_the_container_gets_exactly_its_gpus_as_a_device_request(db, settings):
     spec = containers.spec_for(job, "algo-2")
     assert spec.gpu_device_ids == ("2",)
     assert spec.environment["NVIDIA_VISIBLE_DEVICES"] == "2"  # the job cannot widen it
-    assert spec.labels[containers.NODE_LABEL] == "node-a"
+    assert spec.labels[labels.NODE] == "node-a"
 
 
 def test_env_only_mode_selects_gpus_by_the_variable_alone(db, settings):

@@ -1,0 +1,178 @@
+"""An in-memory container engine implementing the runtime seam (`runtime/base.py`), so
+that the reconcilers can be driven step by step in tests, in milliseconds, without Docker.
+
+It keeps what an engine keeps (images, networks, containers with their state, exit code, labels
+and output) and behaves as `DockerRuntime` does where the reconcilers rely on it: `run` is
+get-or-create by name, every created object carries the stack's own labels, a missing container
+or network is harmless to remove or signal, and `logs(since=…)` returns only later lines. What
+happens inside a container is the test's to decide: make it print, exit with a code, be killed
+for its memory, ignore SIGTERM, vanish, or make the whole engine unreachable.
+
+Serving containers' `/ping` is HTTP, outside the seam: `health` says what a ping would find, for
+a test's stand-in of the health checker."""
+import itertools
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from runtime import labels as keys
+from runtime.base import (
+    ContainerSpec,
+    ContainerStartFailed,
+    ContainerState,
+    LogLine,
+    NoSuchImage,
+    RuntimeUnavailable,
+)
+
+SIGTERM_EXIT_CODE = 143  # 128 + 15, what a process that honours SIGTERM usually ends with
+SIGKILL_EXIT_CODE = 137  # 128 + 9
+_FIRST_HOST_PORT = 32768
+
+
+@dataclass
+class FakeContainer:
+    spec: ContainerSpec
+    state: ContainerState
+    output: list[LogLine] = field(default_factory=list)
+    signals: list[str] = field(default_factory=list)  # every signal sent, in order
+    ignores_sigterm: bool = False
+    healthy: bool = False  # what /ping answers while it runs
+    health_problem: str = "/ping was refused: nothing listens on port 8080 yet"
+
+
+class FakeRuntime:
+    def __init__(self, images: tuple[str, ...] = ()):
+        self.images: dict[str, str] = {}
+        self.pullable: set[str] = set()  # images a pull would fetch
+        self.networks: dict[str, dict] = {}  # name -> {"labels": ..., "internal": ...}
+        self.containers: dict[str, FakeContainer] = {}
+        self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
+        self.unreachable = False
+        self.ignore_sigterm_by_default = False
+        self.healthy_by_default = False
+        self._ids = itertools.count(1)
+        self._ports = itertools.count(_FIRST_HOST_PORT)
+        self._clock = datetime.now(UTC)
+        for image in images:
+            self.add_image(image)
+
+    # --- what the test controls -----------------------------------------------------------
+
+    def add_image(self, image: str) -> None:
+        self.images[image] = f"sha256:{next(self._ids):064x}"
+
+    def print(self, name: str, message: str, stream: str = "stdout") -> None:
+        self.containers[name].output.append(LogLine(self._stamp(), stream, message))
+
+    def exit(self, name: str, code: int, oom_killed: bool = False) -> None:
+        """The container's process ends by itself with `code`."""
+        container = self.containers[name]
+        container.state = replace(
+            container.state, status="exited", exit_code=code, oom_killed=oom_killed, finished_at=self._stamp()
+        )
+
+    def vanish(self, name: str) -> None:
+        """The container disappears from the engine (removed behind the platform's back)."""
+        del self.containers[name]
+
+    def set_health(self, name: str, healthy: bool, problem: str = "/ping answered HTTP 500") -> None:
+        container = self.containers[name]
+        container.healthy, container.health_problem = healthy, problem
+
+    # --- the runtime seam -----------------------------------------------------------------
+
+    def has_image(self, image: str) -> bool:
+        self._answer()
+        return image in self.images
+
+    def image_id(self, image: str) -> str | None:
+        self._answer()
+        return self.images.get(image)
+
+    def pull_image(self, image: str) -> None:
+        self._answer()
+        if image not in self.pullable:
+            raise NoSuchImage(f'Unable to pull image "{image}": repository does not exist')
+        self.add_image(image)
+
+    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
+        self._answer()
+        self.networks.setdefault(name, {"labels": {**labels, **keys.own()}, "internal": internal})
+
+    def remove_network(self, name: str) -> None:
+        self._answer()
+        self.networks.pop(name, None)
+
+    def run(self, spec: ContainerSpec) -> ContainerState:
+        self._answer()
+        existing = self.containers.get(spec.name)
+        if existing is not None:
+            return existing.state
+        if spec.image not in self.images:
+            raise NoSuchImage(f"No such image: {spec.image}")
+        if spec.name in self.refused:
+            raise ContainerStartFailed(f'Could not create container "{spec.name}": {self.refused[spec.name]}')
+        state = ContainerState(
+            name=spec.name,
+            id=f"{next(self._ids):064x}",
+            status="running",
+            exit_code=None,
+            oom_killed=False,
+            labels={**spec.labels, **keys.own()},
+            started_at=self._stamp(),
+            host_port=next(self._ports) if spec.published_port else None,
+        )
+        self.containers[spec.name] = FakeContainer(
+            spec, state, ignores_sigterm=self.ignore_sigterm_by_default, healthy=self.healthy_by_default
+        )
+        return state
+
+    def find(self, labels: dict[str, str]) -> list[ContainerState]:
+        self._answer()
+        return [c.state for c in self.containers.values() if labels.items() <= c.state.labels.items()]
+
+    def find_networks(self, labels: dict[str, str]) -> list[str]:
+        self._answer()
+        return [name for name, net in self.networks.items() if labels.items() <= net["labels"].items()]
+
+    def signal(self, name: str, signal: str) -> None:
+        self._answer()
+        container = self.containers.get(name)
+        if container is None or not container.state.running:
+            return
+        container.signals.append(signal)
+        if signal == "SIGKILL":
+            self.exit(name, SIGKILL_EXIT_CODE)
+        elif signal == "SIGTERM" and not container.ignores_sigterm:
+            self.exit(name, SIGTERM_EXIT_CODE)
+
+    def remove(self, name: str) -> None:
+        self._answer()
+        self.containers.pop(name, None)
+
+    def logs(self, name: str, since: str | None = None) -> list[LogLine]:
+        self._answer()
+        container = self.containers.get(name)
+        if container is None:
+            return []
+        return [line for line in container.output if since is None or line.timestamp > since]
+
+    # --- health checks ----------------------------------------------------------------------
+
+    def health(self, name: str) -> tuple[bool, str]:
+        """(healthy, problem): what `GET /ping` on the container would find now."""
+        container = self.containers.get(name)
+        if container is None or not container.state.running:
+            return False, "/ping was refused: nothing listens on port 8080"
+        return container.healthy, "" if container.healthy else container.health_problem
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _answer(self) -> None:
+        if self.unreachable:
+            raise RuntimeUnavailable("The Docker engine cannot be reached: connection refused")
+
+    def _stamp(self) -> str:
+        """An RFC 3339 time with nanoseconds, later than every earlier one (the engine's format)."""
+        self._clock = max(self._clock + timedelta(microseconds=1), datetime.now(UTC))
+        return f"{self._clock:%Y-%m-%dT%H:%M:%S}.{self._clock.microsecond:06d}000Z"

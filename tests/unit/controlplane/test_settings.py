@@ -1,0 +1,56 @@
+"""Every environment variable the settings read is documented once in the README's table, and a
+bad combination stops the process at start-up."""
+import os
+import re
+import subprocess
+import sys
+
+from devstack.stack import PROJECT_DIR
+
+SETTINGS_SOURCE = PROJECT_DIR / "controlplane" / "settings.py"
+README = PROJECT_DIR / "README.md"
+# os.environ.get("NAME", ...) and the _env_*("NAME", ...) helpers.
+_READ = re.compile(r'(?:environ\.get|_env_\w+)\(\s*"([A-Z][A-Z0-9_]*)"')
+_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \| ([^|]+) \| ([^|]+) \|$")
+
+
+def variables_read() -> set[str]:
+    return set(_READ.findall(SETTINGS_SOURCE.read_text()))
+
+
+def configuration_rows() -> list[tuple[str, str, str]]:
+    section = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = (_ROW.match(line) for line in section.splitlines())
+    return [(m[1], m[2].strip(), m[3].strip()) for m in rows if m]
+
+
+def test_every_setting_has_one_row_with_a_default_and_a_meaning():
+    rows = configuration_rows()
+    names = [name for name, _, _ in rows]
+
+    assert sorted(variables_read() - set(names)) == []  # missing from the table
+    assert sorted(set(names) - variables_read()) == []  # documented but never read
+    assert sorted({name for name in names if names.count(name) > 1}) == []
+    assert [name for name, default, meaning in rows if not default or not meaning] == []
+
+
+def test_the_settings_reader_finds_the_variables():
+    assert {"SAGEPORT_PORT", "SAGEPORT_STACK_ID", "DATABASE_URL"} <= variables_read()
+
+
+def test_an_image_pull_longer_than_the_visibility_timeout_is_refused_at_start_up(tmp_path):
+    env = {
+        **os.environ,
+        "SAGEPORT_DATA_DIR": str(tmp_path),
+        "SAGEPORT_VISIBILITY_TIMEOUT": "600",
+        "SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS": "900",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", "import controlplane.settings"],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS (900) must be less than SAGEPORT_VISIBILITY_TIMEOUT" in (
+        result.stderr
+    )

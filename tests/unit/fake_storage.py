@@ -1,0 +1,56 @@
+"""An in-memory object store standing in for the storage seam (`storage/s3.py`, and the
+channel staging built on it) where a reconciler test needs S3: objects are bytes by (bucket, key).
+
+`install` patches the few functions the training reconciler reaches (artifact uploads, channel
+staging); the archives are still packed for real, so a test can open what was "uploaded"."""
+import io
+import tarfile
+from pathlib import Path, PurePosixPath
+
+from storage import s3
+from training import reconciler as training
+
+
+class FakeStore:
+    def __init__(self):
+        self.objects: dict[tuple[str, str], bytes] = {}
+
+    def put(self, uri: str, body: bytes) -> None:
+        self.objects[s3.parse_s3_uri(uri)] = body
+
+    def keys(self, bucket: str) -> list[str]:
+        return sorted(key for stored_bucket, key in self.objects if stored_bucket == bucket)
+
+    def tar_members(self, uri: str) -> dict[str, bytes]:
+        """The regular files inside the .tar.gz stored at `uri`, by name."""
+        with tarfile.open(fileobj=io.BytesIO(self.objects[s3.parse_s3_uri(uri)]), mode="r:gz") as archive:
+            return {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}
+
+    # --- the seam -------------------------------------------------------------------------
+
+    def upload_file(self, path: Path, bucket: str, key: str) -> None:
+        self.objects[(bucket, key)] = path.read_bytes()
+
+    def upload_tree(self, root: Path, bucket: str, prefix: str) -> int:
+        files = [path for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()]
+        for path in files:
+            self.upload_file(path, bucket, f"{prefix}/{path.relative_to(root).as_posix()}")
+        return len(files)
+
+    def stage_channel(self, channel: dict, dest: Path, host_index: int, host_count: int) -> int:
+        """Every object under the channel's S3Prefix, written below `dest` (one host's view)."""
+        bucket, prefix = s3.parse_s3_uri(channel["DataSource"]["S3DataSource"]["S3Uri"])
+        staged = 0
+        for key in self.keys(bucket):
+            if key.startswith(prefix):
+                target = dest / PurePosixPath(key[len(prefix):].lstrip("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(self.objects[(bucket, key)])
+                staged += 1
+        return staged
+
+    def install(self, monkeypatch) -> "FakeStore":
+        monkeypatch.setattr(s3, "upload_file", self.upload_file)
+        monkeypatch.setattr(s3, "upload_tree", self.upload_tree)
+        monkeypatch.setattr(training, "stage_channel", self.stage_channel)
+        return self

@@ -1,0 +1,224 @@
+"""The endpoint reconciler driven one step at a time through the fake runtime: no Docker, no
+Redis (the routing table's version and drain acknowledgements are stood in for), no HTTP (a
+container's /ping answers what the test set). Each test plays the containers' part between
+steps and checks what the user would see: endpoint status, FailureReason, which fleet serves."""
+import itertools
+
+import pytest
+from django.utils import timezone
+
+from hosting import containers as hosting_containers
+from hosting import reconciler as hosting
+from hosting import transitions as t
+from hosting.health import PingResult
+from hosting.models import (
+    ContainerStatus,
+    DeploymentPhase,
+    Endpoint,
+    EndpointDeployment,
+    EndpointStatus,
+    ServingContainer,
+)
+from reconcile import loop as reconcile
+from runtime import labels
+from runtime.fake import FakeRuntime
+from tests.unit.hosting.test_gpus import make_deployment
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OLD_IMAGE, NEW_IMAGE = "serve:latest", "serve:2"
+
+
+@pytest.fixture(autouse=True)
+def timings(settings):
+    settings.SAGEPORT_POLL_INTERVAL_SECONDS = 0.5
+    settings.SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS = 5.0
+    settings.SAGEPORT_ROUTING_REFRESH_SECONDS = 0  # a drain need not wait for a refresh here
+
+
+@pytest.fixture
+def engine(monkeypatch) -> FakeRuntime:
+    fake = FakeRuntime(images=(OLD_IMAGE, NEW_IMAGE))
+    monkeypatch.setattr(hosting, "get_runtime", lambda: fake)
+    monkeypatch.setattr(hosting_containers, "get_runtime", lambda: fake)
+    monkeypatch.setattr(hosting, "ping_all", lambda ports: {n: PingResult(*fake.health(n)) for n in ports})
+    versions = itertools.count(1)
+    monkeypatch.setattr(hosting.routing, "bump", lambda: next(versions))
+    monkeypatch.setattr(hosting.routing, "has_drained", lambda name, version: True)  # no request in flight
+    return fake
+
+
+def step(endpoint: Endpoint) -> float | None:
+    """One reconcile, as the message that is due now would run it; `endpoint` is reloaded."""
+    Endpoint.objects.filter(pk=endpoint.pk).update(next_check_at=None)
+    delay = hosting.reconcile(endpoint.pk)
+    endpoint.refresh_from_db()
+    return delay
+
+
+def phases(endpoint: Endpoint) -> list[tuple[str, str]]:
+    return list(endpoint.deployments.values_list("endpoint_config_name", "phase"))
+
+
+def containers_of(deployment: EndpointDeployment) -> list[str]:
+    return list(ServingContainer.objects.filter(deployment_id=deployment.pk).values_list("name", flat=True))
+
+
+def in_service_endpoint(engine: FakeRuntime) -> tuple[Endpoint, str]:
+    """CreateEndpoint carried out: Provisioning → (healthy) → Active, InService."""
+    deployment = make_deployment("ml.m5.large")
+    endpoint = deployment.endpoint
+    step(endpoint)
+    (name,) = containers_of(deployment)
+    assert engine.containers[name].state.running
+    assert endpoint.endpoint_status == EndpointStatus.CREATING  # not healthy yet
+
+    engine.set_health(name, True)
+    assert step(endpoint) == 5.0  # steady: the health-check interval
+
+    assert endpoint.endpoint_status == EndpointStatus.IN_SERVICE
+    assert phases(endpoint) == [("config", DeploymentPhase.ACTIVE)]
+    assert ServingContainer.objects.get(name=name).status == ContainerStatus.IN_SERVICE
+    return endpoint, name
+
+
+def start_update(endpoint: Endpoint, config_name: str = "config-2") -> EndpointDeployment:
+    """UpdateEndpoint: a new fleet for `config_name`, rolled out blue/green all at once."""
+    assert t.move_endpoint(endpoint, EndpointStatus.UPDATING)
+    now = timezone.now()
+    variant = {"VariantName": "AllTraffic", "ModelName": "model-2", "InstanceType": "ml.m5.large"}
+    return EndpointDeployment.objects.create(
+        endpoint=endpoint, endpoint_config_name=config_name,
+        snapshot={
+            "EndpointConfig": {"ProductionVariants": [variant]},
+            "Models": {"model-2": {"PrimaryContainer": {"Image": NEW_IMAGE, "Environment": {}}}},
+        },
+        desired={"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 1}},
+        deployment_config={"BlueGreenUpdatePolicy": {"TerminationWaitInSeconds": 0}},
+        created_at=now, phase_changed_at=now,
+    )
+
+
+def settle(endpoint: Endpoint, done, limit: int = 10) -> None:
+    for _ in range(limit):
+        if done():
+            return
+        step(endpoint)
+    raise AssertionError(f"not settled after {limit} steps: {phases(endpoint)}")
+
+
+def test_create_endpoint_provisions_a_healthy_fleet_and_goes_in_service(engine):
+    endpoint, name = in_service_endpoint(engine)
+
+    spec = engine.containers[name].spec
+    assert (spec.image, spec.command, spec.published_port) == (OLD_IMAGE, ["serve"], 8080)
+    assert spec.labels[labels.RESOURCE] == endpoint.endpoint_arn
+    assert spec.labels[labels.ROLE] == labels.SERVING_ROLE
+
+
+def test_a_new_endpoint_whose_container_exits_before_passing_ping_fails(engine):
+    deployment = make_deployment("ml.m5.large")
+    endpoint = deployment.endpoint
+    step(endpoint)
+    (name,) = containers_of(deployment)
+
+    engine.print(name, "ModuleNotFoundError: No module named 'flask'", stream="stderr")
+    engine.exit(name, 1)
+    step(endpoint)
+
+    assert endpoint.endpoint_status == EndpointStatus.FAILED
+    assert endpoint.failure_reason == (
+        f"The container {name} for production variant AllTraffic exited with code 1 before passing "
+        "/ping. Last output:\nModuleNotFoundError: No module named 'flask'"
+    )
+    settle(endpoint, lambda: not EndpointDeployment.objects.filter(endpoint=endpoint).exists())
+    assert engine.containers == {}
+
+
+def test_blue_green_update_provisions_shifts_then_retires_the_old_fleet(engine):
+    endpoint, old_name = in_service_endpoint(engine)
+    new = start_update(endpoint)
+
+    step(endpoint)  # Provisioning: the new fleet starts beside the old one
+    (new_name,) = containers_of(new)
+    assert phases(endpoint) == [
+        ("config", DeploymentPhase.ACTIVE),
+        ("config-2", DeploymentPhase.PROVISIONING),
+    ]
+    assert engine.containers[new_name].spec.image == NEW_IMAGE
+
+    engine.set_health(new_name, True)
+    step(endpoint)  # healthy: traffic shifts to it (all at once)
+    assert phases(endpoint) == [("config", DeploymentPhase.ACTIVE), ("config-2", DeploymentPhase.SHIFTING)]
+    assert EndpointDeployment.objects.get(pk=new.pk).traffic_percent == 100.0
+    assert endpoint.endpoint_status == EndpointStatus.UPDATING
+
+    step(endpoint)  # everything shifted, no baking period: the update completes
+    assert phases(endpoint) == [("config", DeploymentPhase.RETIRING), ("config-2", DeploymentPhase.ACTIVE)]
+    assert endpoint.endpoint_status == EndpointStatus.IN_SERVICE
+    assert endpoint.endpoint_config_name == "config-2"
+
+    step(endpoint)  # the old fleet drains (no request in flight) and gets SIGTERM
+    assert engine.containers[old_name].signals == ["SIGTERM"]
+    assert ServingContainer.objects.get(name=old_name).status == ContainerStatus.STOPPING
+    settle(endpoint, lambda: phases(endpoint) == [("config-2", DeploymentPhase.ACTIVE)])
+    assert list(engine.containers) == [new_name]  # the old container was drained, stopped, removed
+    assert endpoint.failure_reason == ""
+
+
+def test_a_failed_update_is_rolled_back_and_the_old_fleet_keeps_serving(engine):
+    endpoint, old_name = in_service_endpoint(engine)
+    new = start_update(endpoint)
+    step(endpoint)
+    (new_name,) = containers_of(new)
+
+    engine.exit(new_name, 3)
+    step(endpoint)
+
+    assert (endpoint.endpoint_status, endpoint.endpoint_config_name) == (EndpointStatus.IN_SERVICE, "config")
+    assert endpoint.failure_reason == (
+        "The update to endpoint configuration config-2 was rolled back: The container "
+        f"{new_name} for production variant AllTraffic exited with code 3 before passing /ping."
+    )
+    settle(endpoint, lambda: phases(endpoint) == [("config", DeploymentPhase.ACTIVE)])
+    assert list(engine.containers) == [old_name] and engine.containers[old_name].state.running
+    assert ServingContainer.objects.get(name=old_name).status == ContainerStatus.IN_SERVICE
+
+
+def test_a_container_that_vanishes_while_in_service_is_replaced(engine):
+    endpoint, name = in_service_endpoint(engine)
+
+    engine.vanish(name)
+    step(endpoint)  # drained out of the routing table, a replacement started
+
+    rows = dict(ServingContainer.objects.values_list("name", "status"))
+    (replacement,) = [row for row in rows if row != name]
+    assert rows[name] in (ContainerStatus.DRAINING, ContainerStatus.STOPPING)
+    assert engine.containers[replacement].state.running
+    assert ServingContainer.objects.get(name=name).last_problem == (
+        "disappeared from the container engine while in service."
+    )
+    engine.set_health(replacement, True)
+    settle(endpoint, lambda: list(ServingContainer.objects.values_list("name", flat=True)) == [replacement])
+    assert endpoint.endpoint_status == EndpointStatus.IN_SERVICE
+
+
+def test_a_bug_during_an_update_rolls_it_back_after_bounded_retries(engine, monkeypatch):
+    endpoint, old_name = in_service_endpoint(engine)
+    start_update(endpoint)
+
+    def broken(deployment):
+        raise KeyError("ResolvedImage")
+
+    monkeypatch.setattr(hosting, "_prepare", broken)
+    for _ in range(reconcile.BUG_ATTEMPTS - 1):
+        step(endpoint)
+        assert endpoint.endpoint_status == EndpointStatus.UPDATING
+    step(endpoint)
+
+    assert endpoint.endpoint_status == EndpointStatus.IN_SERVICE
+    assert endpoint.failure_reason == (
+        "The update to endpoint configuration config-2 was rolled back: InternalServerError: "
+        "an internal error stopped the work (KeyError: 'ResolvedImage')"
+    )
+    assert engine.containers[old_name].state.running

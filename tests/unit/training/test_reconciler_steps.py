@@ -1,0 +1,225 @@
+"""The training reconciler driven one step at a time through the fake runtime and an in-memory
+object store: no Docker, no S3. Each test plays the engine's part (a container prints, exits,
+ignores SIGTERM, vanishes) between steps and checks what the user would see: the job's status,
+its FailureReason, its logs, its artifacts, and what is left on the engine."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from logs import store as log_store
+from runtime import labels
+from runtime.fake import SIGKILL_EXIT_CODE, FakeRuntime
+from tests.unit.fake_storage import FakeStore
+from tests.unit.training.test_scheduler import make_job, make_node
+from training import containers, workspace
+from training import reconciler as training
+from training import transitions as t
+from training.models import TrainingJob
+from training.requests import with_defaults
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+IMAGE = "algo:latest"
+OUTPUT = "s3://bucket/out"
+
+
+@pytest.fixture(autouse=True)
+def timings(settings):
+    settings.SAGEPORT_POLL_INTERVAL_SECONDS = 0.5
+    settings.SAGEPORT_STOP_GRACE_SECONDS = 30
+    settings.SAGEPORT_PULL_MISSING_IMAGES = False
+
+
+@pytest.fixture(autouse=True)
+def node(settings):
+    return make_node(name=settings.SAGEPORT_NODE_NAME, gpus=0, cpus=4, memory_gib=16)
+
+
+@pytest.fixture
+def engine(monkeypatch) -> FakeRuntime:
+    fake = FakeRuntime(images=(IMAGE,))
+    monkeypatch.setattr(training, "get_runtime", lambda: fake)
+    return fake
+
+
+@pytest.fixture
+def store(monkeypatch) -> FakeStore:
+    return FakeStore().install(monkeypatch)
+
+
+def new_job(**request) -> TrainingJob:
+    """A job whose stored request is what CreateTrainingJob would store (defaults filled in)."""
+    job = make_job(
+        "ml.m5.large",
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        OutputDataConfig={"S3OutputPath": OUTPUT},
+        **request,
+    )
+    TrainingJob.objects.filter(pk=job.pk).update(request=with_defaults(job.request))
+    job.refresh_from_db()
+    return job
+
+
+def step(job: TrainingJob) -> float | None:
+    """One reconcile, as the message that is due now would run it; `job` is reloaded."""
+    TrainingJob.objects.filter(pk=job.pk).update(next_check_at=None)
+    delay = training.reconcile(job.pk)
+    job.refresh_from_db()
+    return delay
+
+
+def until_training(job: TrainingJob, engine: FakeRuntime) -> str:
+    """Starting → Downloading → Training → container started; the container's name."""
+    for state in (t.DOWNLOADING, t.TRAINING):
+        step(job)
+        assert t.state_of(job) == state
+    assert step(job) == 0.5
+    name = containers.container_name(job, "algo-1")
+    assert engine.containers[name].state.running
+    return name
+
+
+def log_messages(job: TrainingJob) -> list[str]:
+    stream = containers.training_stream(job, "algo-1")
+    return log_store.tail(stream, 100)
+
+
+def artifact_uri(job: TrainingJob, name: str) -> str:
+    return f"{OUTPUT}/{job.training_job_name}/output/{name}"
+
+
+def test_a_job_goes_from_create_to_completed_with_its_input_logs_and_artifacts(engine, store):
+    store.put("s3://bucket/train/part-0.csv", b"1,2\n")
+    channel = {
+        "ChannelName": "train",
+        "InputMode": "File",
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": "s3://bucket/train",
+            }
+        },
+    }
+    job = new_job(InputDataConfig=[channel])
+    host = workspace.host_workspace(job, "algo-1")
+
+    name = until_training(job, engine)
+    assert (host.channel_dir("train") / "part-0.csv").read_bytes() == b"1,2\n"
+    spec = engine.containers[name].spec
+    assert (spec.labels[labels.RESOURCE], spec.labels[labels.HOST]) == (job.training_job_arn, "algo-1")
+
+    engine.print(name, "epoch 1: loss=0.25")
+    (host.model_dir / "model.bin").write_bytes(b"weights")
+    assert step(job) == 0.5  # still running: output copied, nothing decided
+    assert log_messages(job) == ["epoch 1: loss=0.25"]
+
+    engine.exit(name, 0)
+    step(job)
+    assert t.state_of(job) == t.UPLOADING
+    assert step(job) is None
+
+    assert t.state_of(job) == t.COMPLETED
+    assert store.tar_members(artifact_uri(job, "model.tar.gz")) == {"model.bin": b"weights"}
+    assert artifact_uri(job, "output.tar.gz").removeprefix("s3://bucket/") in store.keys("bucket")
+    assert engine.containers == {} and engine.networks == {}  # what the job used is removed
+    assert not workspace.job_root(job).exists()
+
+
+def test_an_algorithm_that_exits_non_zero_fails_the_job_with_its_exit_code_and_output(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+
+    engine.print(name, "ValueError: bad hyperparameter", stream="stderr")
+    engine.exit(name, 2)
+    step(job)
+    assert t.state_of(job) == t.UPLOADING  # a failed job's artifacts are uploaded too
+    step(job)
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason == (
+        "AlgorithmError: the algorithm on algo-1 exited with exit code 2. Last output:\n"
+        "ValueError: bad hyperparameter"
+    )
+
+
+def test_stop_sends_sigterm_once_then_sigkill_after_the_grace_period(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+    engine.containers[name].ignores_sigterm = True
+    assert t.transition(job, t.STOPPING_STATE)
+
+    step(job)
+    step(job)  # within the grace period: nothing more is sent
+    assert engine.containers[name].signals == ["SIGTERM"]
+    assert engine.containers[name].state.running
+
+    TrainingJob.objects.filter(pk=job.pk).update(stop_signalled_at=timezone.now() - timedelta(seconds=31))
+    step(job)
+    assert engine.containers[name].signals == ["SIGTERM", "SIGKILL"]
+    assert engine.containers[name].state.exit_code == SIGKILL_EXIT_CODE
+
+    assert step(job) is None
+    assert t.state_of(job) == t.STOPPED
+    assert artifact_uri(job, "model.tar.gz").removeprefix("s3://bucket/") in store.keys("bucket")
+    assert engine.containers == {}
+
+
+def test_a_job_past_max_runtime_is_stopped_and_ends_max_runtime_exceeded(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+    TrainingJob.objects.filter(pk=job.pk).update(training_start_time=timezone.now() - timedelta(seconds=3601))
+
+    step(job)
+    assert (t.state_of(job), job.outcome) == (t.STOPPING_STATE, "MaxRuntimeExceeded")
+    step(job)  # SIGTERM, which this container honours
+    assert engine.containers[name].signals == ["SIGTERM"]
+    step(job)
+
+    assert t.state_of(job) == t.MAX_RUNTIME_EXCEEDED
+    assert job.training_job_status == "Stopped"
+
+
+def test_a_vanished_container_restarts_the_job_per_retry_strategy_then_fails_it(engine, store):
+    job = new_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    name = until_training(job, engine)
+
+    engine.vanish(name)
+    step(job)
+    assert (t.state_of(job), job.restart_count) == (t.RESTARTING, 1)
+    step(job)
+    assert t.state_of(job) == t.STARTING
+    name = until_training(job, engine)  # a fresh attempt, from the start
+
+    engine.vanish(name)
+    step(job)
+    step(job)
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason == (
+        "InternalServerError: the container of algo-1 disappeared from the Docker engine after 1 retry."
+    )
+
+
+def test_an_image_missing_from_the_engine_fails_the_job_before_training(engine, store):
+    job = new_job(AlgorithmSpecification={"TrainingImage": "absent:1", "TrainingInputMode": "File"})
+
+    assert step(job) is None
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason.startswith('ClientError: Image "absent:1" is not present in the local Docker')
+
+
+def test_an_unreachable_engine_while_training_is_retried_without_failing_the_job(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+    engine.unreachable = True
+
+    assert step(job) == 0.5
+    assert step(job) == 1.0  # backing off
+    assert (t.state_of(job), job.failed_attempts) == (t.TRAINING, 2)
+
+    engine.unreachable = False
+    engine.exit(name, 0)
+    step(job)
+    assert (t.state_of(job), job.failed_attempts) == (t.UPLOADING, 0)
