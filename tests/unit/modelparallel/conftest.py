@@ -1,0 +1,43 @@
+"""Model-parallel library tests: the library is imported from libraries/smdistributed-modelparallel
+(not installed), and multi-process worlds of gloo processes on the CPU are shared per session."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+LIBRARY_DIR = Path(__file__).resolve().parents[3] / "libraries" / "smdistributed-modelparallel"
+if str(LIBRARY_DIR) not in sys.path:
+    sys.path.insert(0, str(LIBRARY_DIR))  # spawned ranks inherit the parent's sys.path
+
+from .world import World  # noqa: E402
+
+
+def _world(size, **parameters):
+    world = World(size, parameters)
+    yield world
+    world.close()
+
+
+@pytest.fixture(scope="session")
+def world4_cluster():
+    yield from _world(4, partitions=2, microbatches=2, placement_strategy="cluster", ddp=True)
+
+
+@pytest.fixture(scope="session")
+def world4_spread():
+    yield from _world(4, partitions=2, microbatches=2, placement_strategy="spread", ddp=True)
+
+
+@pytest.fixture(scope="session")
+def world2_dp():
+    """Two replicas of one partition (pure data parallelism), two microbatches."""
+    yield from _world(2, partitions=1, microbatches=2)
+
+
+@pytest.fixture(scope="session")
+def world2_mp():
+    """One replica in two partitions, four microbatches, given as pipeline_parallel_degree."""
+    yield from _world(2, pipeline_parallel_degree=2, microbatches=4)
