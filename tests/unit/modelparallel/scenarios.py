@@ -104,6 +104,29 @@ def send_waits_for_receiver(marker_dir):
     return None
 
 
+class SlowToUnpickle:
+    """Writes a marker when the receiver has finished unpickling it (after a pause)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        time.sleep(RECEIVER_DELAY)
+        Path(self.marker).touch()
+
+
+def send_waits_until_the_object_is_received(marker_dir):
+    """The sender returns only after the receiver unpickled the object, not when it posted its receive."""
+    marker = Path(marker_dir) / "receiver-unpickled"
+    if smp.rank() == 0:
+        smp.send(SlowToUnpickle(str(marker)), 1, smp.RankType.WORLD_RANK)
+        return marker.exists()
+    if smp.rank() == 1:
+        return smp.recv_from(0, smp.RankType.WORLD_RANK).marker
+    return None
+
+
 def broadcast_waits_for_receivers(marker_dir):
     """Every receiver writes a marker right before recv_from; the broadcast returns after all."""
     markers = Path(marker_dir)

@@ -72,6 +72,12 @@ def test_send_returns_only_after_the_receiver_called_recv_from(world4_cluster, t
     assert results[1] == "synchronous"
 
 
+def test_send_returns_only_after_the_receiver_has_the_object(world4_cluster, tmp_path):
+    results = world4_cluster.run("send_waits_until_the_object_is_received", str(tmp_path))
+    assert results[0] is True  # the marker the receiver writes once it unpickled the object
+    assert results[1] == str(tmp_path / "receiver-unpickled")
+
+
 def test_broadcast_returns_only_after_every_receiver_called_recv_from(world4_cluster, tmp_path):
     results = world4_cluster.run("broadcast_waits_for_receivers", str(tmp_path))
     assert results[0] == [1, 2, 3]

@@ -2,10 +2,11 @@
 
 Objects travel pickled over gloo (on the CPU, whatever the job's backend), as one message of
 two parts: the payload length (int64), then the payload (uint8). The receiver answers every
-message with a one-element acknowledgement, and send/broadcast return only once every
-destination's acknowledgement arrived: that is what makes them synchronous, since a gloo send
-may return as soon as the data is buffered. broadcast sends the same message as send, so a
-receiver pairs recv_from with either.
+message with a one-element acknowledgement once it unpickled the object, and send/broadcast
+return only when every destination's acknowledgement arrived: they are synchronous whatever the
+transport does with a send whose receiver is not there yet, and they return after the object
+was received, not merely after the receive was posted. broadcast sends the same message as
+send, so a receiver pairs recv_from with either.
 """
 
 import enum
