@@ -3,8 +3,10 @@
 import json
 
 import pytest
-from smdistributed.modelparallel.torch.config import MPConfig, load_config
-from smdistributed.modelparallel.torch.launch_env import DEFAULT_MASTER_PORT, read_launch_env
+
+torch = pytest.importorskip("torch")
+from smdistributed.modelparallel.torch.config import MPConfig, load_config  # noqa: E402
+from smdistributed.modelparallel.torch.launch_env import DEFAULT_MASTER_PORT, read_launch_env  # noqa: E402
 
 OMPI = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
         "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}

@@ -3,8 +3,9 @@
 import json
 
 import pytest
-import smdistributed.modelparallel.torch as smp
-import torch
+
+torch = pytest.importorskip("torch")
+import smdistributed.modelparallel.torch as smp  # noqa: E402
 
 
 @pytest.mark.parametrize("call", [

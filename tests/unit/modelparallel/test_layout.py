@@ -1,7 +1,9 @@
 """Rank layouts of the placement strategies, computed without processes."""
 
 import pytest
-from smdistributed.modelparallel.torch.layout import all_dp_groups, all_mp_groups, rank_layout
+
+torch = pytest.importorskip("torch")
+from smdistributed.modelparallel.torch.layout import all_dp_groups, all_mp_groups, rank_layout  # noqa: E402
 
 
 def test_the_seeds_example_of_8_processes_and_2_partitions_cluster():

@@ -2,6 +2,8 @@
 
 import pytest
 
+torch = pytest.importorskip("torch")
+
 
 @pytest.fixture(params=["world2_dp", "world2_mp"])
 def world(request):

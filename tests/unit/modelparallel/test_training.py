@@ -2,9 +2,10 @@
 loss curve at partitions 1 and 2, in worlds of 2 and 4."""
 
 import pytest
-import torch
 
-from .scenarios import LEARNING_RATE, STEPS, make_model, make_problem
+torch = pytest.importorskip("torch")
+
+from .scenarios import LEARNING_RATE, STEPS, make_model, make_problem  # noqa: E402
 
 
 def single_process_training():

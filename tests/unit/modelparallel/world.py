@@ -1,4 +1,4 @@
-"""A world of spawned processes that run scenarios of scenarios.py together, rank by rank.
+"""A world of spawned processes that run the functions of scenarios.py together, rank by rank.
 
 Each rank is started the way torchrun starts one (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT, and SM_HP_MP_PARAMETERS), calls smp.init() once, then runs the
