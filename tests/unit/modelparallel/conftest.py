@@ -13,10 +13,10 @@ if str(LIBRARY_DIR) not in sys.path:
 
 
 
-def _world(size, **parameters):
+def _world(size, launcher="torchrun", **parameters):
     from .world import World  # needs torch, which only the test modules check for
 
-    world = World(size, parameters)
+    world = World(size, parameters, launcher)
     yield world
     world.close()
 
@@ -41,3 +41,15 @@ def world2_dp():
 def world2_mp():
     """One replica in two partitions, four microbatches, given as pipeline_parallel_degree."""
     yield from _world(2, pipeline_parallel_degree=2, microbatches=4)
+
+
+@pytest.fixture(scope="session")
+def world4_mpirun():
+    """Started as mpirun starts ranks: OMPI_COMM_WORLD_* and the master from SM_HOSTS."""
+    yield from _world(4, launcher="mpirun", partitions=2, microbatches=2, placement_strategy="spread")
+
+
+@pytest.fixture(scope="session")
+def world1_no_launcher():
+    """One process without a launcher, its parameters given to smp.init()."""
+    yield from _world(1, launcher="none", partitions=1, microbatches=4)

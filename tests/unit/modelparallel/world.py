@@ -1,8 +1,7 @@
 """A world of spawned processes that run the functions of scenarios.py together, rank by rank.
 
-Each rank is started the way torchrun starts one (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT, and SM_HP_MP_PARAMETERS), calls smp.init() once, then runs the
-scenarios it is sent. A scenario's exception on any rank fails the test with that rank's
+Each rank is started the way its launcher starts one (see scenarios.serve), calls smp.init()
+once, then runs the scenarios it is sent. A scenario's exception on any rank fails the test with that rank's
 traceback; a scenario that does not finish in time fails it and stops the world.
 """
 
@@ -24,7 +23,7 @@ def free_port():
 
 
 class World:
-    def __init__(self, size, mp_parameters):
+    def __init__(self, size, mp_parameters, launcher="torchrun"):
         context = multiprocessing.get_context("spawn")
         self.size = size
         self._results = context.Queue()
@@ -33,7 +32,8 @@ class World:
         self._processes = [
             context.Process(
                 target=scenarios.serve,
-                args=(rank, size, port, json.dumps(mp_parameters), self._commands[rank], self._results),
+                args=(rank, size, port, launcher, json.dumps(mp_parameters), self._commands[rank],
+                      self._results),
                 daemon=True,
             )
             for rank in range(size)
