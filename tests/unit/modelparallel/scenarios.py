@@ -260,6 +260,25 @@ def step_splits_nested_structures():
     return len(seen)
 
 
+class Trainer:
+    def __init__(self):
+        self.seen = []
+
+    @smp.step
+    def train_step(self, x):
+        self.seen.append(x)
+        return x * 2
+
+
+def step_on_a_method():
+    mbs = _microbatches()
+    trainer, x = Trainer(), torch.arange(2 * mbs)
+    doubled = trainer.train_step(x)
+    assert [t.tolist() for t in trainer.seen] == [[2 * mb, 2 * mb + 1] for mb in range(mbs)]
+    assert torch.equal(doubled.concat(), x * 2)
+    return True
+
+
 def step_output_reductions():
     mbs = _microbatches()
     x = torch.arange(2.0 * mbs).reshape(mbs * 2, 1)

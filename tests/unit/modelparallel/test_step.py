@@ -23,6 +23,10 @@ def test_nested_structures_and_smp_slice_objects_are_split(world):
     world.run("step_splits_nested_structures")
 
 
+def test_a_decorated_method_gets_its_instance_and_split_arguments(world):
+    world.run("step_on_a_method")
+
+
 def test_tensor_outputs_become_step_outputs_with_every_reduction(world):
     world.run("step_output_reductions")
 

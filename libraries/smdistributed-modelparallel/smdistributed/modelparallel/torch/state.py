@@ -83,7 +83,6 @@ def _init_process_group(backend, env):
 def _build_state(params, env, device):
     world_size = dist.get_world_size()
     rank = dist.get_rank()
-    check_divisible(world_size, params.partitions)
     layout = rank_layout(rank, world_size, params.partitions, params.placement_strategy)
     gloo_world = None if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
     world = Groups(tuple(range(world_size)), dist.group.WORLD, gloo_world or dist.group.WORLD)

@@ -39,6 +39,11 @@ class _StepFunction:
         self._detach = bool(detach_outputs)
         functools.update_wrapper(self, func)
 
+    def __get__(self, instance, owner=None):
+        """A decorated method receives its instance first, passed to every microbatch unsplit
+        (unless the instance is itself a tensor, container or smp_slice object)."""
+        return self if instance is None else functools.partial(self, instance)
+
     def __call__(self, *args, **kwargs):
         num_mb = state().config.microbatches
         bound = self._signature.bind(*args, **kwargs)
