@@ -28,7 +28,8 @@ def world4_cluster():
 
 @pytest.fixture(scope="session")
 def world4_spread():
-    yield from _world(4, partitions=2, microbatches=2, placement_strategy="spread", ddp=True)
+    """Started as mpirun starts ranks: OMPI_COMM_WORLD_* and the master from SM_HOSTS."""
+    yield from _world(4, launcher="mpirun", partitions=2, microbatches=2, placement_strategy="spread")
 
 
 @pytest.fixture(scope="session")
@@ -41,12 +42,6 @@ def world2_dp():
 def world2_mp():
     """One replica in two partitions, four microbatches, given as pipeline_parallel_degree."""
     yield from _world(2, pipeline_parallel_degree=2, microbatches=4)
-
-
-@pytest.fixture(scope="session")
-def world4_mpirun():
-    """Started as mpirun starts ranks: OMPI_COMM_WORLD_* and the master from SM_HOSTS."""
-    yield from _world(4, launcher="mpirun", partitions=2, microbatches=2, placement_strategy="spread")
 
 
 @pytest.fixture(scope="session")

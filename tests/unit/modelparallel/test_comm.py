@@ -14,6 +14,7 @@ EXPECTED_GROUPS = {  # W=4, P=2
 
 @pytest.fixture(params=["cluster", "spread"])
 def world(request):
+    """The cluster world is started as torchrun starts ranks, the spread one as mpirun does."""
     return request.getfixturevalue(f"world4_{request.param}"), request.param
 
 
@@ -93,16 +94,6 @@ def test_barrier_waits_for_the_groups_last_member(world4_spread, tmp_path, group
 def test_wrong_ranks_and_groups_are_refused_clearly(world4_cluster):
     assert world4_cluster.run("wrong_ranks_and_groups") == [True] * 4
 
-
-
-def test_ranks_started_by_mpirun_meet_at_the_first_host_and_communicate(world4_mpirun):
-    layouts = world4_mpirun.run("layout")
-    assert [(layout["rank"], layout["local_rank"], layout["local_size"]) for layout in layouts] == [
-        (rank, rank, 4) for rank in range(4)]
-    assert [layout["mp_group"] for layout in layouts] == EXPECTED_GROUPS["spread"]["mp"]
-    for rank, gathered in enumerate(world4_mpirun.run("allgather")):
-        assert gathered["world"] == [payload_from(r) for r in range(4)]
-        assert [int(t) for t in gathered["dp"]] == EXPECTED_GROUPS["spread"]["dp"][rank]
 
 
 def test_a_process_without_a_launcher_is_a_world_of_one(world1_no_launcher):
