@@ -25,8 +25,7 @@ def test_a_script_launched_by_torchrun_joins_the_world_and_communicates(tmp_path
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
-    reports = sorted((json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")),
-                     key=lambda report: report["rank"])
+    reports = [json.loads((tmp_path / f"report-{rank}.json").read_text()) for rank in range(2)]
     assert reports == [
         {"rank": 0, "size": 2, "mp_rank": 0, "dp_rank": 0, "local_rank": 0, "mp_allgather": [0, 1],
          "received": None},

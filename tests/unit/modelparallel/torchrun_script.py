@@ -1,6 +1,8 @@
-"""A training script as a user writes it, for test_torchrun.py: prints one JSON line per rank."""
+"""A training script as a user writes it, for test_torchrun.py: each rank writes report-RANK.json
+(to the working directory; the ranks share one stdout, where lines may interleave)."""
 
 import json
+from pathlib import Path
 
 import smdistributed.modelparallel.torch as smp
 import torch
@@ -16,4 +18,4 @@ else:
 smp.barrier()
 report = {"rank": smp.rank(), "size": smp.size(), "mp_rank": smp.mp_rank(), "dp_rank": smp.dp_rank(),
           "local_rank": smp.local_rank(), "mp_allgather": gathered, "received": received}
-print(json.dumps(report), flush=True)
+Path(f"report-{smp.rank()}.json").write_text(json.dumps(report))
