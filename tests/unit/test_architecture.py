@@ -9,7 +9,8 @@ from pathlib import Path
 
 from devstack.stack import PROJECT_DIR
 
-NOT_SOURCE = {"tests", "examples", "images", "scripts", "bench", "docs"}
+# libraries/ holds distributions installed into users' containers, outside the layered control plane.
+NOT_SOURCE = {"tests", "examples", "images", "scripts", "bench", "docs", "libraries"}
 
 
 def _packages() -> list[Path]:
