@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import botocore.exceptions
 import kombu.exceptions
 import redis
 
@@ -459,6 +460,8 @@ def create_default_bucket(data_dir: Path) -> str:
         client.create_bucket(Bucket=bucket)
     except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
         pass
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+        raise ServiceFailed(f"cannot create the SDK's default bucket {bucket}: {error}") from None
     return bucket
 
 

@@ -2,9 +2,20 @@
 read back the way a shell and the SDK itself read them."""
 import stat
 
+import boto3
+import pytest
 import sagemaker.config
+from botocore.config import Config
 
-from devstack.stack import default_bucket_name, prepare_data_dir, write_sdk_config
+from devstack.stack import (
+    ServiceFailed,
+    create_default_bucket,
+    default_bucket_name,
+    free_port,
+    prepare_data_dir,
+    write_sdk_config,
+)
+from storage import s3
 from tests.conftest import read_env_file
 
 API_URL = "http://127.0.0.1:18080"
@@ -40,3 +51,16 @@ def test_the_sdk_reads_its_default_bucket_and_telemetry_opt_out_from_sageports_f
 
 def test_the_default_bucket_is_named_as_the_sdk_would_name_it():
     assert default_bucket_name("eu-west-1", "123456789012") == "sagemaker-eu-west-1-123456789012"
+
+
+def test_an_unreachable_s3_is_a_clear_start_up_failure(tmp_path, monkeypatch):
+    write_sdk_config(tmp_path / "sagemaker-config.yaml", "sagemaker-eu-west-1-123456789012")
+    unreachable = boto3.client(
+        "s3", endpoint_url=f"http://127.0.0.1:{free_port()}", region_name="eu-west-1",
+        aws_access_key_id="x", aws_secret_access_key="y",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+    )
+    monkeypatch.setattr(s3, "get_client", lambda: unreachable)
+
+    with pytest.raises(ServiceFailed, match="cannot create the SDK's default bucket sagemaker-eu-west-1-"):
+        create_default_bucket(tmp_path)
