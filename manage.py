@@ -7,4 +7,7 @@ if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from controlplane.startup import exit_on_settings_error
+
+    with exit_on_settings_error():
+        execute_from_command_line(sys.argv)

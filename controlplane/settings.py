@@ -7,6 +7,9 @@ from pathlib import Path
 
 import dj_database_url
 
+from controlplane import secret_key
+from controlplane.startup import SettingsError
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -17,12 +20,12 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise RuntimeError(f"{name} must be an integer, got {raw!r}") from None
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
 
 
 def _positive(name: str, value: float) -> float:
     if value <= 0:
-        raise RuntimeError(f"{name} must be more than 0, got {value}")
+        raise SettingsError(f"{name} must be more than 0, got {value}")
     return value
 
 
@@ -37,7 +40,7 @@ def _env_float(name: str, default: float) -> float:
     try:
         return float(raw)
     except ValueError:
-        raise RuntimeError(f"{name} must be a number, got {raw!r}") from None
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
 
 
 def _env_positive_seconds(name: str, default: float) -> float:
@@ -52,13 +55,14 @@ def _env_bool(name: str, default: bool) -> bool:
         return True
     if raw in ("0", "false", "no", "off"):
         return False
-    raise RuntimeError(f"{name} must be a boolean (true/false), got {raw!r}")
+    raise SettingsError(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
 DATA_DIR = Path(os.environ.get("SAGEPORT_DATA_DIR", BASE_DIR / ".sageport")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and job workspaces live here
 
-SECRET_KEY = os.environ.get("SAGEPORT_SECRET_KEY", "sageport-embedded-development-key-change-me")
+# A fresh installation generates its own key under the data dir; the variable overrides it.
+SECRET_KEY = os.environ.get("SAGEPORT_SECRET_KEY") or secret_key.load_or_create(DATA_DIR / "secret_key")
 DEBUG = _env_bool("SAGEPORT_DEBUG", False)
 ALLOWED_HOSTS = ["*"]  # SigV4 signs the Host header; any host the client used is accepted.
 
@@ -198,7 +202,7 @@ SAGEPORT_LOG_TAIL_LINES = _env_int("SAGEPORT_LOG_TAIL_LINES", 20)
 # (CloudWatch's "Never expire", SageMaker's default for its log groups).
 SAGEPORT_LOG_RETENTION_DAYS = _env_float("SAGEPORT_LOG_RETENTION_DAYS", 0)
 if SAGEPORT_LOG_RETENTION_DAYS < 0:
-    raise RuntimeError(
+    raise SettingsError(
         f"SAGEPORT_LOG_RETENTION_DAYS must be 0 (keep forever) or more, got {SAGEPORT_LOG_RETENTION_DAYS}"
     )
 # How often a running job's checkpoint directory is scanned for files to upload or delete.
@@ -209,7 +213,7 @@ SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
 # the broker's visibility timeout would hand the same message to another worker mid-pull.
 SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS", 540)
 if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
-    raise RuntimeError(
+    raise SettingsError(
         f"SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS ({SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS:g}) must be less than "
         f"SAGEPORT_VISIBILITY_TIMEOUT ({SAGEPORT_VISIBILITY_TIMEOUT})"
     )
@@ -235,7 +239,7 @@ SAGEPORT_STRICT_CPU_MEMORY = _env_bool("SAGEPORT_STRICT_CPU_MEMORY", False)
 # alone: for hosts whose default runtime is nvidia, and for tests on machines without GPUs).
 SAGEPORT_GPU_DEVICE_MODE = os.environ.get("SAGEPORT_GPU_DEVICE_MODE", "device-request")
 if SAGEPORT_GPU_DEVICE_MODE not in ("device-request", "env-only"):
-    raise RuntimeError(
+    raise SettingsError(
         f"SAGEPORT_GPU_DEVICE_MODE must be device-request or env-only, got {SAGEPORT_GPU_DEVICE_MODE!r}"
     )
 

@@ -3,5 +3,8 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from controlplane.startup import exit_on_settings_error
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-application = get_wsgi_application()
+with exit_on_settings_error():
+    application = get_wsgi_application()

@@ -14,6 +14,7 @@ The API's listening socket belongs to the supervisor, which hands it to gunicorn
 (`--bind fd://N`): while the API restarts, connections wait in the kernel's backlog instead of
 being refused."""
 import ctypes
+import json
 import logging
 import os
 import shlex
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import botocore.exceptions
 import kombu.exceptions
 import redis
 
@@ -46,6 +48,7 @@ MAX_RESTART_DELAY_SECONDS = 30.0
 STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
 LISTEN_BACKLOG = 1024
 _PR_SET_PDEATHSIG = 1
+SDK_CONFIG_NAME = "sagemaker-config.yaml"
 
 
 class ServiceFailed(RuntimeError):
@@ -408,7 +411,8 @@ def beat_spec(data_dir: Path) -> ServiceSpec:
 
 def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region: str) -> Path:
     """Create or upgrade the database, make sure the default access key exists, and write
-    `<data>/env`, which makes unmodified boto3 code talk to this stack once sourced."""
+    `<data>/env`, which makes unmodified boto3 code and the SageMaker SDK talk to this stack once
+    sourced, and the SDK's config file it names."""
     from django.core.management import call_command
 
     from accounts.accesskeys import ensure_default_access_key
@@ -416,17 +420,60 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
     data_dir.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=0)
     key = ensure_default_access_key()
+    sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket_name(region, key.account_id))
     return write_env_file(data_dir / "env", {
         "AWS_ACCESS_KEY_ID": key.access_key_id,
         "AWS_SECRET_ACCESS_KEY": key.secret_access_key,
         "AWS_DEFAULT_REGION": region,
+        # Every AWS service a SageMaker user's code calls. CloudWatch metrics are not served yet:
+        # the API answers them with an AWS-JSON UnknownOperationException, so that nothing
+        # reaches AWS (botocore sends CloudWatch as JSON with X-Amz-Target).
         "AWS_ENDPOINT_URL_SAGEMAKER": api_url,
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api_url,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api_url,
+        "AWS_ENDPOINT_URL_CLOUDWATCH": api_url,
         "AWS_ENDPOINT_URL_S3": s3_endpoint_url,
         # Without it, a client with no other credentials waits on the EC2 metadata service.
         "AWS_EC2_METADATA_DISABLED": "true",
+        # The SageMaker SDK: its defaults (bucket, no telemetry) from Sageport's file, and no
+        # role lookup in IAM.
+        "SAGEMAKER_USER_CONFIG_OVERRIDE": str(sdk_config),
+        "SAGEMAKER_VALIDATE_ROLE": "false",
     })
+
+
+def default_bucket_name(region: str, account_id: str) -> str:
+    """The bucket the SageMaker SDK would pick itself (`sagemaker-<region>-<account>`); Sageport
+    creates it and names it in the SDK's config, so that the SDK never asks STS for the account."""
+    return f"sagemaker-{region}-{account_id}"
+
+
+def create_default_bucket(data_dir: Path) -> str:
+    """Create the default bucket that `prepare_data_dir` named in the SDK's config, in the bundled
+    S3 (which must be up by now); nothing if it exists. Returns its name."""
+    from storage import s3
+
+    config = json.loads((data_dir / SDK_CONFIG_NAME).read_text())
+    bucket = config["SageMaker"]["PythonSDK"]["Modules"]["Session"]["DefaultS3Bucket"]
+    client = s3.get_client()
+    try:
+        client.create_bucket(Bucket=bucket)
+    except (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists):
+        pass
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+        raise ServiceFailed(f"cannot create the SDK's default bucket {bucket}: {error}") from None
+    return bucket
+
+
+def write_sdk_config(path: Path, default_bucket: str) -> Path:
+    """The SageMaker Python SDK's config file (SAGEMAKER_USER_CONFIG_OVERRIDE): no usage telemetry
+    sent to AWS, and the default bucket that Sageport creates. JSON is YAML, the SDK's format."""
+    config = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {
+        "TelemetryOptOut": True,
+        "Session": {"DefaultS3Bucket": default_bucket},
+    }}}}
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return path
 
 
 def write_env_file(path: Path, variables: dict[str, str]) -> Path:

@@ -25,6 +25,7 @@ from devstack.stack import (
     Supervisor,
     api_spec,
     beat_spec,
+    create_default_bucket,
     redis_spec,
     seaweedfs_spec,
     worker_spec,
@@ -182,6 +183,7 @@ def stack(supervisor, s3_service, redis_service) -> LiveStack:
     # In a child process: pytest-django points this process's connection at the test database,
     # while the live stack uses the session's own SQLite file.
     _manage("runstack", "--prepare-only")
+    create_default_bucket(data_dir)
     user_env = read_env_file(data_dir / "env")
     for spec in (api_spec(data_dir, settings.SAGEPORT_PORT), worker_spec(data_dir), beat_spec(data_dir)):
         supervisor.start(spec)

@@ -1,17 +1,17 @@
-"""The SageMaker Python SDK (v2), pointed at Sageport only by the stack's environment file."""
+"""The SageMaker Python SDK (v2), pointed at Sageport only by the stack's environment file (and
+the SDK config file it names)."""
 import sys
 import threading
 import time
 
-import boto3
 import pytest
 import sagemaker.session as sdk_session_module  # the SDK; `sagemaker` is the boto3 client fixture
 from sagemaker.estimator import Estimator
 
+from devstack.stack import PROJECT_DIR
 from tests.conftest import read_env_file
 
-# The SDK would otherwise send usage telemetry to AWS after each call.
-SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
+ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 
 
 class FastClock:
@@ -57,17 +57,18 @@ class WatchedOutput:
 
 @pytest.fixture
 def sdk_session(stack, monkeypatch):
-    """A SageMaker SDK session configured as a user would: the stack's `env` file exported."""
+    """A SageMaker SDK session configured as a user would: the stack's `env` file exported and
+    nothing else (the SDK's telemetry opt-out and default bucket come from the file it names)."""
     for variable, value in read_env_file(stack.data_dir / "env").items():
         monkeypatch.setenv(variable, value)
     monkeypatch.setattr(sdk_session_module, "time", FastClock(longest=0.5))
-    return sdk_session_module.Session(boto_session=boto3.Session(), sagemaker_config=SDK_CONFIG)
+    return sdk_session_module.Session()
 
 
 def estimator_for(session, image: str, bucket: str, script: str, **options) -> Estimator:
     return Estimator(
         image_uri=image,
-        role="arn:aws:iam::123456789012:role/SageMakerRole",
+        role=ROLE,
         instance_count=1,
         instance_type="ml.m5.large",
         output_path=f"s3://{bucket}/sdk",
@@ -123,3 +124,23 @@ def test_fit_with_logs_prints_the_output_while_the_job_runs(
     assert job["TrainingJobStatus"] == "Stopped", (job.get("FailureReason"), output.text)
     assert output.printed.is_set(), output.text
     assert output.text.index("first line\n") < output.text.index("saving model\n")
+
+
+def test_the_default_bucket_and_fit_without_output_path_need_nothing_but_the_env_file(
+    stack, sdk_session, sagemaker, python_image
+):
+    bucket = sdk_session.default_bucket()
+    train = sdk_session.upload_data(
+        str(PROJECT_DIR / "examples" / "linear_regression" / "train.csv"), key_prefix="sdk-default-bucket"
+    )
+    # As the README shows it: no session, no output_path; the Estimator makes its own Session.
+    estimator = Estimator(image_uri=python_image, role=ROLE, instance_count=1, instance_type="ml.m5.large")
+
+    estimator.fit({"train": train}, logs=False)
+
+    job = sagemaker.describe_training_job(TrainingJobName=estimator.latest_training_job.name)
+    assert bucket == f"sagemaker-{stack.region}-{stack.account_id}"
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    model_key = f"{job['TrainingJobName']}/output/model.tar.gz"
+    assert estimator.model_data == f"s3://{bucket}/{model_key}"
+    assert stack.client("s3").head_object(Bucket=bucket, Key=model_key)["ContentLength"] > 0

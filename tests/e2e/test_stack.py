@@ -4,6 +4,8 @@ import time
 import uuid
 
 import boto3
+import pytest
+from botocore.exceptions import ClientError
 
 from controlplane.celery import app as celery_app
 from tests.conftest import read_env_file
@@ -13,6 +15,7 @@ USER_ENDPOINT_VARIABLES = (
     "AWS_ENDPOINT_URL_SAGEMAKER",
     "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
     "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS",
+    "AWS_ENDPOINT_URL_CLOUDWATCH",
 )
 
 
@@ -32,6 +35,23 @@ def test_a_client_configured_only_by_the_env_file_reaches_the_api(stack, monkeyp
         monkeypatch.setenv(name, value)
 
     assert boto3.client("sagemaker").list_training_jobs()["TrainingJobSummaries"] is not None
+
+
+def test_the_sdks_default_bucket_exists_from_the_start(stack):
+    bucket = f"sagemaker-{stack.region}-{stack.account_id}"
+
+    stack.client("s3").head_bucket(Bucket=bucket)  # raises if it is missing
+
+
+def test_cloudwatch_metrics_get_a_clear_error_from_the_stack(stack, monkeypatch):
+    for name, value in read_env_file(stack.data_dir / "env").items():
+        monkeypatch.setenv(name, value)
+
+    with pytest.raises(ClientError) as raised:
+        boto3.client("cloudwatch").list_metrics()
+
+    assert raised.value.response["Error"]["Code"] == "UnknownOperationException"
+    assert "GraniteServiceVersion20100801.ListMetrics" in raised.value.response["Error"]["Message"]
 
 
 def test_user_and_platform_key_pairs_share_the_same_s3(stack, s3_client):

@@ -14,6 +14,7 @@ from devstack.stack import (
     Supervisor,
     api_spec,
     beat_spec,
+    create_default_bucket,
     prepare_data_dir,
     redis_spec,
     seaweedfs_spec,
@@ -31,7 +32,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--prepare-only",
             action="store_true",
-            help="Migrate the database, create the default access key and write <data>/env, then exit.",
+            help="Migrate the database, create the default access key, write <data>/env and the SDK's "
+            "config, then exit.",
         )
 
     def handle(self, *args, prepare_only: bool, **options):
@@ -53,6 +55,7 @@ class Command(BaseCommand):
             supervisor = Supervisor(data_dir / "logs", stop_event, report=self._report)
             try:
                 self._start_all(supervisor, specs)
+                create_default_bucket(data_dir)
                 self._print_banner(supervisor, specs, data_dir, env_file)
                 supervisor.run()  # restarts a child that dies, until Ctrl-C or SIGTERM
             except StopRequested:
@@ -85,5 +88,5 @@ class Command(BaseCommand):
             where = spec.listens or "running"
             self.stdout.write(f"  {spec.name:<10} {where:<28} log: {supervisor.log_path(spec.name)}")
         self.stdout.write(f"  data       {data_dir}")
-        self.stdout.write(f"Point boto3 / the AWS CLI at it with:  source {env_file}")
+        self.stdout.write(f"Point boto3, the AWS CLI and the SageMaker SDK at it with:  source {env_file}")
         self.stdout.write("Press Ctrl-C to stop.")
