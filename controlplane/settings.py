@@ -266,3 +266,20 @@ LOGGING = {
     # Client errors (4xx) are answers, not incidents: the protocol layer logs real failures.
     "loggers": {"django.request": {"level": "ERROR"}},
 }
+
+# --- Observability (README "Observability") --------------------------------------------------
+# /readyz: each dependency check gives up after this long; an answer is reused this long.
+SAGEPORT_READINESS_TIMEOUT_SECONDS = _env_float("SAGEPORT_READINESS_TIMEOUT_SECONDS", 0.5)
+SAGEPORT_READINESS_CACHE_SECONDS = _env_float("SAGEPORT_READINESS_CACHE_SECONDS", 1.0)
+# A reconcile step failing for a transient reason (engine or store unreachable) is retried this
+# many times in a row, with backoff, before the resource fails with the reason.
+SAGEPORT_TRANSIENT_RETRY_ATTEMPTS = _env_int("SAGEPORT_TRANSIENT_RETRY_ATTEMPTS", 20)
+# Sageport's own log lines as one JSON object per line ("json") or plain text ("plain").
+SAGEPORT_LOG_FORMAT = os.environ.get("SAGEPORT_LOG_FORMAT", "json")
+LOGGING["filters"] = {"resource": {"()": "reconcile.log_context.ResourceFilter"}}
+LOGGING["formatters"]["json"] = {"()": "reconcile.log_context.JsonFormatter"}
+LOGGING["handlers"]["console"]["filters"] = ["resource"]
+if SAGEPORT_LOG_FORMAT == "json":
+    LOGGING["handlers"]["console"]["formatter"] = "json"
+# The Celery worker keeps the configuration above (JSON lines) rather than installing its own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

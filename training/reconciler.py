@@ -34,7 +34,14 @@ States = dict[str, ContainerState | None]
 
 
 def reconcile(job_id: int) -> float | None:
-    return reconcile_once(TrainingJob, job_id, _step, give_up=_give_up, finished=lambda job: job.is_terminal)
+    return reconcile_once(
+        TrainingJob,
+        job_id,
+        _step,
+        give_up=_give_up,
+        finished=lambda job: job.is_terminal,
+        waiting=t.set_status_message,
+    )
 
 
 def _step(job: TrainingJob, token: str) -> float | None:

@@ -92,6 +92,14 @@ def transition(job: TrainingJob, target: tuple[str, str], message: str | None = 
     return True
 
 
+def set_status_message(job: TrainingJob, message: str) -> None:
+    """Say what the current secondary status is waiting for (e.g. "Waiting for S3: ..."): the
+    StatusMessage of the job's open history row. The next transition opens a row with its own."""
+    SecondaryStatusTransition.objects.filter(job=job, end_time__isnull=True).update(
+        status_message=message[:1024]
+    )
+
+
 TERMINAL_TARGETS = frozenset({COMPLETED, FAILED, STOPPED, MAX_RUNTIME_EXCEEDED})
 
 
