@@ -283,3 +283,7 @@ if SAGEPORT_LOG_FORMAT == "json":
     LOGGING["handlers"]["console"]["formatter"] = "json"
 # The Celery worker keeps the configuration above (JSON lines) rather than installing its own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The stack's per-child log files (`<data>/logs/<name>.log`) are rotated past this size, keeping
+# this many older copies (devstack/log_rotation.py).
+SAGEPORT_LOG_MAX_MIB = _env_positive_int("SAGEPORT_LOG_MAX_MIB", 50)
+SAGEPORT_LOG_BACKUPS = _env_int("SAGEPORT_LOG_BACKUPS", 3)

@@ -35,6 +35,8 @@ from urllib.parse import urlsplit
 import kombu.exceptions
 import redis
 
+from devstack.log_rotation import rotate_if_large
+
 log = logging.getLogger(__name__)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -43,6 +45,7 @@ POLL_SECONDS = 0.1
 LOG_TAIL_LINES = 20
 RESTART_DELAY_SECONDS = 0.5
 MAX_RESTART_DELAY_SECONDS = 30.0
+LOG_CHECK_SECONDS = 5.0  # how often the supervisor looks at its children's log sizes
 STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
 LISTEN_BACKLOG = 1024
 _PR_SET_PDEATHSIG = 1
@@ -94,8 +97,12 @@ class Supervisor:
         log_dir: Path,
         stop_event: threading.Event | None = None,
         report: Callable[[str], None] = log.warning,
+        log_max_bytes: int = 50 * 1024 * 1024,
+        log_backups: int = 3,
     ):
         self.log_dir = log_dir
+        self._log_max_bytes, self._log_backups = log_max_bytes, log_backups
+        self._logs_checked_at = 0.0
         self._stop_event = stop_event or threading.Event()
         self._report = report
         self._lock = threading.RLock()  # held while a child is started, checked or restarted
@@ -194,6 +201,16 @@ class Supervisor:
                 child = self._children.get(name)
                 if child is not None and not self._stopping:
                     self._check(child)
+        self._rotate_logs(names)
+
+    def _rotate_logs(self, names: list[str]) -> None:
+        """Keep each child's log under the size limit (log_rotation: copy, then truncate)."""
+        now = time.monotonic()
+        if now - self._logs_checked_at < LOG_CHECK_SECONDS:
+            return
+        self._logs_checked_at = now
+        for name in names:
+            rotate_if_large(self.log_path(name), self._log_max_bytes, self._log_backups)
 
     def _check(self, child: _Child) -> None:
         now = time.monotonic()
@@ -482,7 +499,22 @@ def _child_env(spec: ServiceSpec) -> dict[str, str]:
 
 def _django_env(data_dir: Path) -> dict[str, str]:
     # Absolute, so that the children agree with the supervisor whatever their working directory.
-    return {"SAGEPORT_DATA_DIR": str(data_dir)}
+    # One Prometheus multiprocess directory for the API's, the worker's and beat's processes:
+    # /metrics adds up what they all counted (controlplane/metrics.py).
+    return {"SAGEPORT_DATA_DIR": str(data_dir), "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir(data_dir))}
+
+
+def metrics_dir(data_dir: Path) -> Path:
+    path = data_dir / "metrics"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def reset_metrics_dir(data_dir: Path) -> None:
+    """Empty the multiprocess directory before the stack's processes start: files left by the
+    processes of an earlier run would be added to this one's counts."""
+    shutil.rmtree(data_dir / "metrics", ignore_errors=True)
+    metrics_dir(data_dir)
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
