@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-import docker
 import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+
+from runtime import docker as docker_runtime
 
 Check = Callable[[float], None]  # raises when the dependency cannot be reached within the timeout
 
@@ -42,15 +43,9 @@ def _s3(timeout: float) -> None:
     socket.create_connection((url.hostname, port), timeout=timeout).close()
 
 
-def _docker(timeout: float) -> None:
-    client = docker.from_env(timeout=max(1, round(timeout)))
-    try:
-        client.ping()
-    finally:
-        client.close()
-
-
-CHECKS: dict[str, Check] = {"database": _database, "broker": _broker, "s3": _s3, "docker": _docker}
+CHECKS: dict[str, Check] = {
+    "database": _database, "broker": _broker, "s3": _s3, "docker": docker_runtime.ping
+}
 
 _lock = threading.Lock()
 _cached: tuple[float, dict[str, str]] | None = None

@@ -287,3 +287,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # this many older copies (devstack/log_rotation.py).
 SAGEPORT_LOG_MAX_MIB = _env_positive_int("SAGEPORT_LOG_MAX_MIB", 50)
 SAGEPORT_LOG_BACKUPS = _env_int("SAGEPORT_LOG_BACKUPS", 3)
+# Celery logs every task received and finished (the sweep: every few seconds): only problems.
+LOGGING["loggers"].update(
+    {name: {"level": "WARNING"} for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")}
+)

@@ -357,7 +357,8 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
     # clash with anything else on the machine (the data survives port changes).
     internal = {flag: free_port() for flag in (
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-        "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc")}
+        "filer.port.grpc", "s3.port.grpc")}
+    internal["admin.port"], internal["admin.port.grpc"] = _admin_ports()
     return ServiceSpec(
         name="seaweedfs",
         argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
@@ -461,6 +462,29 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
+
+
+# `weed mini`'s maintenance worker dials the admin server at its HTTP port + 10000 whatever
+# -admin.port.grpc says; any other gRPC port makes it log a failed reconnection every 5 s.
+_WEED_GRPC_OFFSET = 10000
+
+
+def _admin_ports() -> tuple[int, int]:
+    """A free port for weed's admin server whose gRPC twin (+10000) is free too."""
+    for _ in range(100):
+        http_port = free_port()
+        if http_port + _WEED_GRPC_OFFSET <= 65535 and _is_free(http_port + _WEED_GRPC_OFFSET):
+            return http_port, http_port + _WEED_GRPC_OFFSET
+    raise ServiceFailed("no free pair of ports for the S3 store's admin server")
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
 
 
 def _loopback_port(url: str, setting_name: str) -> int:
