@@ -289,3 +289,20 @@ def test_an_unreachable_store_is_in_the_status_message_and_clears_when_it_is_bac
     step(job)
     assert t.state_of(job) == t.TRAINING
     assert not current_message(job).startswith("Waiting for")
+
+
+def test_a_pull_is_said_in_the_status_message_while_it_runs(engine, store, settings):
+    settings.SAGEPORT_PULL_MISSING_IMAGES = True
+    engine.images.clear()
+    engine.pullable.add(IMAGE)
+    job = created_job()
+    seen = []
+    pull = engine.pull_image
+    engine.pull_image = lambda image: (seen.append(current_message(job)), pull(image))
+
+    for _ in range(4):
+        step(job)
+        if seen:
+            break
+
+    assert seen == [f"Pulling the training image {IMAGE}"]
