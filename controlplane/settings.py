@@ -270,3 +270,28 @@ LOGGING = {
     # Client errors (4xx) are answers, not incidents: the protocol layer logs real failures.
     "loggers": {"django.request": {"level": "ERROR"}},
 }
+
+# --- Observability (README "Observability") --------------------------------------------------
+# /readyz: each dependency check gives up after this long; an answer is reused this long.
+SAGEPORT_READINESS_TIMEOUT_SECONDS = _env_float("SAGEPORT_READINESS_TIMEOUT_SECONDS", 0.5)
+SAGEPORT_READINESS_CACHE_SECONDS = _env_float("SAGEPORT_READINESS_CACHE_SECONDS", 1.0)
+# A reconcile step failing for a transient reason (engine or store unreachable) is retried this
+# many times in a row, with backoff, before the resource fails with the reason.
+SAGEPORT_TRANSIENT_RETRY_ATTEMPTS = _env_int("SAGEPORT_TRANSIENT_RETRY_ATTEMPTS", 20)
+# Sageport's own log lines as one JSON object per line ("json") or plain text ("plain").
+SAGEPORT_LOG_FORMAT = os.environ.get("SAGEPORT_LOG_FORMAT", "json")
+LOGGING["filters"] = {"resource": {"()": "reconcile.log_context.ResourceFilter"}}
+LOGGING["formatters"]["json"] = {"()": "reconcile.log_context.JsonFormatter"}
+LOGGING["handlers"]["console"]["filters"] = ["resource"]
+if SAGEPORT_LOG_FORMAT == "json":
+    LOGGING["handlers"]["console"]["formatter"] = "json"
+# The Celery worker keeps the configuration above (JSON lines) rather than installing its own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The stack's per-child log files (`<data>/logs/<name>.log`) are rotated past this size, keeping
+# this many older copies (devstack/log_rotation.py).
+SAGEPORT_LOG_MAX_MIB = _env_positive_int("SAGEPORT_LOG_MAX_MIB", 50)
+SAGEPORT_LOG_BACKUPS = _env_int("SAGEPORT_LOG_BACKUPS", 3)
+# Celery logs every task received and finished (the sweep: every few seconds): only problems.
+LOGGING["loggers"].update(
+    {name: {"level": "WARNING"} for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")}
+)

@@ -1,11 +1,17 @@
 from django.contrib import admin
 from django.urls import path, re_path
 
+from controlplane.health import healthz, readyz
+from controlplane.metrics import metrics
 from hosting.runtime_api.invocations import invoke_endpoint_view
 from protocol.views import json_protocol_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Operations (README "Observability"): unauthenticated, GET.
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     # The runtime API (`POST [<prefix>/]endpoints/<name>/invocations`), before the JSON 1.1
     # catch-all below, which answers every other path.
     re_path(

@@ -37,6 +37,8 @@ import botocore.exceptions
 import kombu.exceptions
 import redis
 
+from devstack.log_rotation import rotate_if_large
+
 log = logging.getLogger(__name__)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -45,6 +47,7 @@ POLL_SECONDS = 0.1
 LOG_TAIL_LINES = 20
 RESTART_DELAY_SECONDS = 0.5
 MAX_RESTART_DELAY_SECONDS = 30.0
+LOG_CHECK_SECONDS = 5.0  # how often the supervisor looks at its children's log sizes
 STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
 LISTEN_BACKLOG = 1024
 _PR_SET_PDEATHSIG = 1
@@ -97,8 +100,12 @@ class Supervisor:
         log_dir: Path,
         stop_event: threading.Event | None = None,
         report: Callable[[str], None] = log.warning,
+        log_max_bytes: int = 50 * 1024 * 1024,
+        log_backups: int = 3,
     ):
         self.log_dir = log_dir
+        self._log_max_bytes, self._log_backups = log_max_bytes, log_backups
+        self._logs_checked_at = 0.0
         self._stop_event = stop_event or threading.Event()
         self._report = report
         self._lock = threading.RLock()  # held while a child is started, checked or restarted
@@ -197,6 +204,16 @@ class Supervisor:
                 child = self._children.get(name)
                 if child is not None and not self._stopping:
                     self._check(child)
+        self._rotate_logs(names)
+
+    def _rotate_logs(self, names: list[str]) -> None:
+        """Keep each child's log under the size limit (log_rotation: copy, then truncate)."""
+        now = time.monotonic()
+        if now - self._logs_checked_at < LOG_CHECK_SECONDS:
+            return
+        self._logs_checked_at = now
+        for name in names:
+            rotate_if_large(self.log_path(name), self._log_max_bytes, self._log_backups)
 
     def _check(self, child: _Child) -> None:
         now = time.monotonic()
@@ -343,7 +360,8 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
     # clash with anything else on the machine (the data survives port changes).
     internal = {flag: free_port() for flag in (
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-        "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc")}
+        "filer.port.grpc", "s3.port.grpc")}
+    internal["admin.port"], internal["admin.port.grpc"] = _admin_ports()
     return ServiceSpec(
         name="seaweedfs",
         argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
@@ -493,6 +511,29 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# `weed mini`'s maintenance worker dials the admin server at its HTTP port + 10000 whatever
+# -admin.port.grpc says; any other gRPC port makes it log a failed reconnection every 5 s.
+_WEED_GRPC_OFFSET = 10000
+
+
+def _admin_ports() -> tuple[int, int]:
+    """A free port for weed's admin server whose gRPC twin (+10000) is free too."""
+    for _ in range(100):
+        http_port = free_port()
+        if http_port + _WEED_GRPC_OFFSET <= 65535 and _is_free(http_port + _WEED_GRPC_OFFSET):
+            return http_port, http_port + _WEED_GRPC_OFFSET
+    raise ServiceFailed("no free pair of ports for the S3 store's admin server")
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
+
+
 def _loopback_port(url: str, setting_name: str) -> int:
     parts = urlsplit(url)
     if parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
@@ -529,7 +570,22 @@ def _child_env(spec: ServiceSpec) -> dict[str, str]:
 
 def _django_env(data_dir: Path) -> dict[str, str]:
     # Absolute, so that the children agree with the supervisor whatever their working directory.
-    return {"SAGEPORT_DATA_DIR": str(data_dir)}
+    # One Prometheus multiprocess directory for the API's, the worker's and beat's processes:
+    # /metrics adds up what they all counted (controlplane/metrics.py).
+    return {"SAGEPORT_DATA_DIR": str(data_dir), "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir(data_dir))}
+
+
+def metrics_dir(data_dir: Path) -> Path:
+    path = data_dir / "metrics"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def reset_metrics_dir(data_dir: Path) -> None:
+    """Empty the multiprocess directory before the stack's processes start: files left by the
+    processes of an earlier run would be added to this one's counts."""
+    shutil.rmtree(data_dir / "metrics", ignore_errors=True)
+    metrics_dir(data_dir)
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:

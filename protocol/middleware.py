@@ -4,7 +4,8 @@ Requests carrying X-Amz-Target go straight to the JSON 1.1 view, whatever their 
 posts them to the endpoint URL's own path). Everything else goes down Django's chain; an error
 that comes back without an AWS error type (Django's own pages: 404, 405, 400 for a bad Host,
 500 from a middleware, all HTML or empty) is replaced by an AWS JSON error with the same class of
-status, so that no client ever reads HTML from the API. The admin site keeps its own pages."""
+status, so that no client ever reads HTML from the API. The admin site keeps its own pages,
+and /healthz, /readyz and /metrics their own bodies."""
 
 import uuid
 
@@ -23,6 +24,8 @@ from protocol.views import json_protocol_view
 
 # Paths that serve HTML on purpose: the admin site and its static files.
 _HTML_PREFIXES = ("/admin/", "/static/")
+# Operations endpoints answer with their own bodies (a 503 from /readyz names the failing part).
+_OWN_BODY_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _RUNTIME_SUFFIX = "/invocations"
 
 
@@ -36,7 +39,7 @@ class AwsErrorsMiddleware:
         response = self.get_response(request)
         if response.status_code < 400 or "X-Amzn-ErrorType" in response:
             return response
-        if request.path_info.startswith(_HTML_PREFIXES):
+        if request.path_info.startswith(_HTML_PREFIXES) or request.path_info in _OWN_BODY_PATHS:
             return response
         content_type = REST_JSON if request.path_info.endswith(_RUNTIME_SUFFIX) else AMZ_JSON_11
         error = _error_for(response.status_code, request)

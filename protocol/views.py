@@ -1,10 +1,12 @@
 """The AWS JSON 1.1 endpoint: `POST` anywhere with `X-Amz-Target: <Prefix>.<Operation>`."""
 
 import logging
+import time
 import uuid
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from prometheus_client import Histogram
 
 from protocol import registry
 from protocol.authentication import authenticate
@@ -25,10 +27,32 @@ from protocol.validation import validate_input
 
 logger = logging.getLogger(__name__)
 
+# Counted by operation (only operations Sageport serves: any other target is "unknown", so that a
+# client cannot grow the label set) and HTTP status; the histogram's _count is the request count.
+REQUEST_SECONDS = Histogram(
+    "sageport_api_request_seconds",
+    "Control-plane API requests (JSON 1.1) by operation and HTTP status, with their latency",
+    ["operation", "status"],
+)
+
 _ACCEPTED_CONTENT_TYPES = ("application/x-amz-json-1.1", "application/json", "application/x-amz-json-1.0")
 
 
 def json_protocol_view(request: HttpRequest) -> HttpResponse:
+    started = time.perf_counter()
+    response = _answer(request)
+    REQUEST_SECONDS.labels(_operation_label(request), str(response.status_code)).observe(
+        time.perf_counter() - started
+    )
+    return response
+
+
+def _operation_label(request: HttpRequest) -> str:
+    prefix, _, operation = request.headers.get("X-Amz-Target", "").partition(".")
+    return operation if registry.handler_for(prefix, operation) is not None else "unknown"
+
+
+def _answer(request: HttpRequest) -> HttpResponse:
     request_id = str(uuid.uuid4())
     try:
         return json_response(_dispatch(request, request_id), request_id)

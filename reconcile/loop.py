@@ -6,8 +6,10 @@ never escape, and each kind is treated as what it is:
 
 - transient (the container engine unreachable or refusing an operation for now, e.g. a network
   still in use; the object store throttling, failing with a 5xx or unreachable): retried with
-  exponential backoff, at most `TRANSIENT_ATTEMPTS` times in a row (the phase deadlines of a
-  training job usually end it sooner);
+  exponential backoff, at most `SAGEPORT_TRANSIENT_RETRY_ATTEMPTS` times in a row (the phase
+  deadlines of a training job usually end it sooner); each failed attempt is told to the
+  feature's `waiting(row, message)`, so that API users see what is awaited ("Waiting for the
+  Docker engine: ...") in the resource's status message;
 - permanent (the store refusing for good, an archive that cannot be made, the engine refusing to
   create a container or lacking its image): the resource fails at once with the error as its
   reason;
@@ -17,16 +19,21 @@ never escape, and each kind is treated as what it is:
 
 The count of consecutive failed attempts lives on the row (`failed_attempts`), so a worker restart
 neither resets nor loses it; a step that succeeds sets it back to zero. The sweeper covers a
-message lost on the way."""
+message lost on the way.
+
+Each step is timed into `sageport_reconcile_step_seconds{kind, outcome}` (outcome: ok, transient,
+permanent, bug); log lines written during a step name the resource (`log_context.about`)."""
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Model
 from django.utils import timezone
+from prometheus_client import Histogram
 
-from reconcile import leases
+from reconcile import leases, log_context
 from runtime.base import ContainerStartFailed, NoSuchImage, RuntimeError_
 from storage.archives import ArchiveError
 from storage.s3 import StorageError
@@ -35,13 +42,20 @@ log = logging.getLogger(__name__)
 
 # A message that arrives this much before the row's next check is a duplicate of a live chain.
 EARLY_TOLERANCE = timedelta(seconds=0.25)
-TRANSIENT_ATTEMPTS = 20
 BUG_ATTEMPTS = 5
 MAX_BACKOFF_SECONDS = 60.0
 
 Step = Callable[[Model, str], float | None]
 # Fails the resource with the reason; returns the next look like a step does.
 GiveUp = Callable[[Model, str], float | None]
+# Records what a transient failure makes the resource wait for (a status message).
+Waiting = Callable[[Model, str], None]
+
+STEP_SECONDS = Histogram(
+    "sageport_reconcile_step_seconds",
+    "Duration of one reconcile step, by resource kind and outcome (ok, transient, permanent, bug)",
+    ["kind", "outcome"],
+)
 
 
 def reconcile_once(
@@ -50,6 +64,7 @@ def reconcile_once(
     step: Step,
     give_up: GiveUp,
     finished: Callable[[Model], bool] = lambda row: False,
+    waiting: Waiting | None = None,
 ) -> float | None:
     row = model.objects.filter(pk=pk).first()
     if row is None or finished(row):
@@ -59,17 +74,27 @@ def reconcile_once(
     token = leases.claim(model, pk)
     if token is None:
         return None  # another worker holds it and will schedule the next look
+    with log_context.about(model.__name__, str(row), getattr(row, "account_id", "")):
+        return _run_step(model, row, token, step, give_up, finished, waiting)
+
+
+def _run_step(model, row, token, step, give_up, finished, waiting) -> float | None:
     attempts = row.failed_attempts + 1  # if this one fails too
-    delay, failed_attempts = backoff_seconds(attempts), attempts
+    delay, failed_attempts, outcome = backoff_seconds(attempts), attempts, "ok"
+    started = time.perf_counter()
     try:
         row.refresh_from_db()
         delay, failed_attempts = (None if finished(row) else step(row, token)), 0
     except Exception as exc:  # sorted below: nothing may escape the loop
+        outcome = _kind_of(exc)
         reason = _failure_reason(model, row, exc, attempts)
         if reason is not None:
             delay, failed_attempts = _give_up(give_up, row, reason), 0
+        elif outcome == "transient" and waiting is not None:
+            _tell_waiting(waiting, row, exc)
     finally:
-        leases.release(model, pk, token, delay, failed_attempts)
+        leases.release(model, row.pk, token, delay, failed_attempts)
+        STEP_SECONDS.labels(model.__name__, outcome).observe(time.perf_counter() - started)
     return delay
 
 
@@ -98,12 +123,30 @@ def is_permanent(exc: Exception) -> bool:
     )
 
 
+def _kind_of(exc: Exception) -> str:
+    return "transient" if is_transient(exc) else "permanent" if is_permanent(exc) else "bug"
+
+
+def waiting_message(exc: Exception) -> str:
+    """What a resource waits for after a transient failure, in words for its status message."""
+    part = "the Docker engine" if isinstance(exc, RuntimeError_) else "S3"
+    return f"Waiting for {part}: {exc}"[:1024]
+
+
+def _tell_waiting(waiting: Waiting, row: Model, exc: Exception) -> None:
+    try:
+        waiting(row, waiting_message(exc))
+    except Exception:  # a status message must never turn a retry into a failure
+        log.exception("%s: could not record the status message", row)
+
+
 def _failure_reason(model: type[Model], row: Model, exc: Exception, attempts: int) -> str | None:
     """The FailureReason when the resource must fail now; None when the step is to be retried."""
     name = f"{model.__name__} {row}"
     if is_transient(exc):
-        log.warning("%s: transient error (attempt %d of %d): %s", name, attempts, TRANSIENT_ATTEMPTS, exc)
-        return f"InternalServerError: {exc}" if attempts >= TRANSIENT_ATTEMPTS else None
+        limit = settings.SAGEPORT_TRANSIENT_RETRY_ATTEMPTS
+        log.warning("%s: transient error (attempt %d of %d): %s", name, attempts, limit, exc)
+        return f"InternalServerError: {exc}" if attempts >= limit else None
     if is_permanent(exc):
         log.warning("%s: permanent error: %s", name, exc)
         prefix = "InternalServerError" if isinstance(exc, RuntimeError_) else "ClientError"

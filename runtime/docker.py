@@ -275,6 +275,15 @@ _runtime: DockerRuntime | None = None
 _runtime_lock = threading.Lock()
 
 
+def ping(timeout: float) -> None:
+    """Raises unless the engine answers within about `timeout` seconds (readiness: /readyz)."""
+    client = docker.from_env(timeout=max(1, round(timeout)))
+    try:
+        client.ping()
+    finally:
+        client.close()
+
+
 def get_runtime() -> DockerRuntime:
     """The process-wide runtime (one engine client shared by all tasks of a worker)."""
     global _runtime

@@ -34,7 +34,14 @@ States = dict[str, ContainerState | None]
 
 
 def reconcile(job_id: int) -> float | None:
-    return reconcile_once(TrainingJob, job_id, _step, give_up=_give_up, finished=lambda job: job.is_terminal)
+    return reconcile_once(
+        TrainingJob,
+        job_id,
+        _step,
+        give_up=_give_up,
+        finished=lambda job: job.is_terminal,
+        waiting=t.set_status_message,
+    )
 
 
 def _step(job: TrainingJob, token: str) -> float | None:
@@ -71,7 +78,7 @@ def _start(job: TrainingJob, token: str) -> float | None:
     workspace.prepare(job)
     try:
         with leases.kept_alive(TrainingJob, job.pk, token):
-            _ensure_image(job.request["AlgorithmSpecification"]["TrainingImage"])
+            _ensure_image(job, job.request["AlgorithmSpecification"]["TrainingImage"])
     except NoSuchImage as exc:
         return _fail_before_training(job, f"ClientError: {exc}")
     # A restarted job keeps the start of its first attempt (MaxRuntimeInSeconds covers them all).
@@ -79,7 +86,7 @@ def _start(job: TrainingJob, token: str) -> float | None:
     return AT_ONCE
 
 
-def _ensure_image(image: str) -> None:
+def _ensure_image(job: TrainingJob, image: str) -> None:
     runtime = get_runtime()
     if runtime.has_image(image):
         return  # a local image is used as it is, never re-pulled
@@ -88,6 +95,8 @@ def _ensure_image(image: str) -> None:
             f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
             "(SAGEPORT_PULL_MISSING_IMAGES=false)."
         )
+    # Said before the pull: a pull can take minutes, and the job's user should see why.
+    t.set_status_message(job, f"Pulling the training image {image}")
     runtime.pull_image(image)
 
 

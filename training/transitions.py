@@ -4,11 +4,15 @@ Every change goes through `transition()`: a compare-and-set on the (status, seco
 pair the caller last saw, so the API and the worker never overwrite each other, plus a history
 row that renders `SecondaryStatusTransitions`. Terminal states absorb: they have no way out."""
 
+import logging
+
 from django.db import transaction
 from django.utils import timezone
 
 from training.models import SecondaryStatus, SecondaryStatusTransition, TrainingJob
 from training.models import TrainingJobStatus as Status
+
+log = logging.getLogger(__name__)
 
 IN_PROGRESS = Status.IN_PROGRESS
 
@@ -87,9 +91,19 @@ def transition(job: TrainingJob, target: tuple[str, str], message: str | None = 
                 status_message=message or STATUS_MESSAGES.get(secondary, ""),
             )
     job.training_job_status, job.secondary_status, job.last_modified_time = status, secondary, now
+    # One line per change, naming the job (the log's resource is the job being reconciled).
+    log.info("training job %s: %s/%s -> %s/%s", job.training_job_name, *source, status, secondary)
     for name, value in fields.items():
         setattr(job, name, value)
     return True
+
+
+def set_status_message(job: TrainingJob, message: str) -> None:
+    """Say what the current secondary status is waiting for (e.g. "Waiting for S3: ..."): the
+    StatusMessage of the job's open history row. The next transition opens a row with its own."""
+    SecondaryStatusTransition.objects.filter(job=job, end_time__isnull=True).update(
+        status_message=message[:1024]
+    )
 
 
 TERMINAL_TARGETS = frozenset({COMPLETED, FAILED, STOPPED, MAX_RUNTIME_EXCEEDED})

@@ -7,6 +7,7 @@ with the container's body. Container failures become ModelError (424), as in Sag
 
 import functools
 import logging
+import time
 import uuid
 
 import urllib3
@@ -14,6 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
+from prometheus_client import Histogram
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
 from hosting.runtime_api.router import Choice, NoRoute, get_router
@@ -56,6 +58,17 @@ RESPONSE_HEADERS = (
 )
 
 
+# By account, endpoint, variant and HTTP status; the histogram's _count is the invocation count.
+# Endpoint and variant are labelled only once the request reached a routed endpoint (else ""):
+# a client naming endpoints that do not exist cannot grow the label set.
+INVOCATION_SECONDS = Histogram(
+    "sageport_invocation_seconds",
+    "InvokeEndpoint requests by account, endpoint, variant and HTTP status, with their latency",
+    ["account", "endpoint", "variant", "status"],
+)
+_UNROUTED = ("", "", "")
+
+
 class ValidationError(ServiceError):
     code = "ValidationError"
     status = 400
@@ -89,6 +102,16 @@ class RuntimeApiMiddleware:
 
 
 def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpResponse:
+    started = time.perf_counter()
+    response = _answer(request, endpoint_name)
+    account, endpoint, variant = getattr(request, "sageport_route", _UNROUTED)
+    INVOCATION_SECONDS.labels(account, endpoint, variant, str(response.status_code)).observe(
+        time.perf_counter() - started
+    )
+    return response
+
+
+def _answer(request: HttpRequest, endpoint_name: str) -> HttpResponse:
     request_id = str(uuid.uuid4())
     try:
         return _invoke(request, endpoint_name, request_id)
@@ -127,7 +150,9 @@ def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpRe
     if target is not None and target not in {group.variant_name for group in route.groups}:
         raise ValidationError(f"The variant {target} does not exist in endpoint {endpoint_name}.")
     headers = {header: params[member] for member, header in REQUEST_HEADERS.items() if member in params}
+    request.sageport_route = (ctx.account_id, endpoint_name, target or "")
     upstream, choice = _forward(router, arn, target, request.body, headers, ctx, endpoint_name)
+    request.sageport_route = (ctx.account_id, endpoint_name, choice.variant_name)
     if not 200 <= upstream.status < 300:
         raise _model_error(ctx, endpoint_name, upstream)
     return _response(upstream, choice, request_id)

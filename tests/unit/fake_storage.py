@@ -14,6 +14,7 @@ from training import reconciler as training
 class FakeStore:
     def __init__(self):
         self.objects: dict[tuple[str, str], bytes] = {}
+        self.unreachable = False  # every call fails as an unreachable store does (transient)
 
     def put(self, uri: str, body: bytes) -> None:
         self.objects[s3.parse_s3_uri(uri)] = body
@@ -28,7 +29,12 @@ class FakeStore:
 
     # --- the seam -------------------------------------------------------------------------
 
+    def _answer(self) -> None:
+        if self.unreachable:
+            raise s3.StorageError("Could not reach the object store: connection refused", transient=True)
+
     def upload_file(self, path: Path, bucket: str, key: str) -> None:
+        self._answer()
         self.objects[(bucket, key)] = path.read_bytes()
 
     def upload_tree(self, root: Path, bucket: str, prefix: str) -> int:
@@ -39,6 +45,7 @@ class FakeStore:
 
     def stage_channel(self, channel: dict, dest: Path, host_index: int, host_count: int) -> int:
         """Every object under the channel's S3Prefix, written below `dest` (one host's view)."""
+        self._answer()
         bucket, prefix = s3.parse_s3_uri(channel["DataSource"]["S3DataSource"]["S3Uri"])
         staged = 0
         for key in self.keys(bucket):

@@ -17,6 +17,7 @@ from devstack.stack import (
     create_default_bucket,
     prepare_data_dir,
     redis_spec,
+    reset_metrics_dir,
     seaweedfs_spec,
     stop_on_signals,
     worker_spec,
@@ -42,6 +43,7 @@ class Command(BaseCommand):
         env_file = prepare_data_dir(
             data_dir, api_url, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
         )
+        reset_metrics_dir(data_dir)  # before any of the stack's processes starts
         if prepare_only:
             return
         specs = [
@@ -52,7 +54,13 @@ class Command(BaseCommand):
             beat_spec(data_dir),
         ]
         with stop_on_signals() as stop_event:
-            supervisor = Supervisor(data_dir / "logs", stop_event, report=self._report)
+            supervisor = Supervisor(
+                data_dir / "logs",
+                stop_event,
+                report=self._report,
+                log_max_bytes=settings.SAGEPORT_LOG_MAX_MIB * 1024 * 1024,
+                log_backups=settings.SAGEPORT_LOG_BACKUPS,
+            )
             try:
                 self._start_all(supervisor, specs)
                 create_default_bucket(data_dir)

@@ -68,18 +68,18 @@ def look(job: TrainingJob) -> tuple[float | None, TrainingJob]:
         RuntimeError_('Could not remove network "n": network has active endpoints'),
     ],
 )
-def test_a_transient_error_is_retried_with_growing_pauses_then_fails_the_job(monkeypatch, error):
+def test_a_transient_error_is_retried_with_growing_pauses_then_fails_the_job(monkeypatch, settings, error):
     failing_with(monkeypatch, error)
     job = downloading_job()
 
     delays = []
-    for _ in range(reconcile.TRANSIENT_ATTEMPTS - 1):
+    for _ in range(settings.SAGEPORT_TRANSIENT_RETRY_ATTEMPTS - 1):
         delay, job = look(job)
         delays.append(delay)
         assert t.state_of(job) == t.DOWNLOADING
     assert delays[:4] == [0.5, 1.0, 2.0, 4.0]
     assert max(delays) == reconcile.MAX_BACKOFF_SECONDS
-    assert job.failed_attempts == reconcile.TRANSIENT_ATTEMPTS - 1
+    assert job.failed_attempts == settings.SAGEPORT_TRANSIENT_RETRY_ATTEMPTS - 1
 
     delay, job = look(job)
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from logs import store as log_store
 from runtime import labels
@@ -16,6 +17,7 @@ from training import containers, workspace
 from training import reconciler as training
 from training import transitions as t
 from training.models import TrainingJob
+from training.presenters import describe_training_job
 from training.requests import with_defaults
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -223,3 +225,84 @@ def test_an_unreachable_engine_while_training_is_retried_without_failing_the_job
     engine.exit(name, 0)
     step(job)
     assert (t.state_of(job), job.failed_attempts) == (t.UPLOADING, 0)
+
+
+# --- What a job waits for (StatusMessage) -----------------------------------------------
+
+CHANNEL = {
+    "ChannelName": "train",
+    "InputMode": "File",
+    "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bucket/train"}},
+}
+
+
+def created_job(**request) -> TrainingJob:
+    job = new_job(**request)
+    t.record_creation(job)  # as CreateTrainingJob does: the first history row
+    return job
+
+
+def transient_steps() -> float:
+    labels = {"kind": "TrainingJob", "outcome": "transient"}
+    return REGISTRY.get_sample_value("sageport_reconcile_step_seconds_count", labels) or 0.0
+
+
+def current_message(job: TrainingJob) -> str:
+    return describe_training_job(job)["SecondaryStatusTransitions"][-1]["StatusMessage"]
+
+
+def test_an_unreachable_engine_is_in_the_status_message_then_fails_the_job(engine, store, settings):
+    settings.SAGEPORT_TRANSIENT_RETRY_ATTEMPTS = 3
+    engine.unreachable = True
+    job = created_job()
+    before = transient_steps()
+
+    step(job)
+    while t.state_of(job) != t.FAILED and job.failed_attempts == 0:
+        step(job)  # the steps before the first one that needs the engine
+
+    assert current_message(job).startswith("Waiting for the Docker engine: ")
+    assert "connection refused" in current_message(job)
+    assert transient_steps() == before + 1
+    for _ in range(settings.SAGEPORT_TRANSIENT_RETRY_ATTEMPTS):
+        if t.state_of(job) == t.FAILED:
+            break
+        step(job)
+    assert job.training_job_status == "Failed"
+    assert "The Docker engine cannot be reached" in job.failure_reason
+
+
+def test_an_unreachable_store_is_in_the_status_message_and_clears_when_it_is_back(engine, store):
+    store.put("s3://bucket/train/part-0.csv", b"1,2\n")
+    store.unreachable = True
+    job = created_job(InputDataConfig=[CHANNEL])
+
+    for _ in range(5):
+        step(job)
+        if job.failed_attempts:
+            break
+
+    assert t.state_of(job) == t.DOWNLOADING
+    assert current_message(job) == "Waiting for S3: Could not reach the object store: connection refused"
+
+    store.unreachable = False
+    step(job)
+    assert t.state_of(job) == t.TRAINING
+    assert not current_message(job).startswith("Waiting for")
+
+
+def test_a_pull_is_said_in_the_status_message_while_it_runs(engine, store, settings):
+    settings.SAGEPORT_PULL_MISSING_IMAGES = True
+    engine.images.clear()
+    engine.pullable.add(IMAGE)
+    job = created_job()
+    seen = []
+    pull = engine.pull_image
+    engine.pull_image = lambda image: (seen.append(current_message(job)), pull(image))
+
+    for _ in range(4):
+        step(job)
+        if seen:
+            break
+
+    assert seen == [f"Pulling the training image {IMAGE}"]
