@@ -230,18 +230,17 @@ def _string_violations(shape: Shape, value: str) -> list[str]:
 
 def _size_violations(shape: Shape, size: int) -> list[str]:
     """Length bounds of a string, list or map."""
-    violations = []
-    if "min" in shape.metadata and size < shape.metadata["min"]:
-        violations.append(f"Member must have length greater than or equal to {shape.metadata['min']}")
-    if "max" in shape.metadata and size > shape.metadata["max"]:
-        violations.append(f"Member must have length less than or equal to {shape.metadata['max']}")
-    return violations
+    return _bound_violations(shape, size, "length")
 
 
 def _range_violations(shape: Shape, value: float) -> list[str]:
+    return _bound_violations(shape, value, "value")
+
+
+def _bound_violations(shape: Shape, amount: float, what: str) -> list[str]:
     violations = []
-    if "min" in shape.metadata and value < shape.metadata["min"]:
-        violations.append(f"Member must have value greater than or equal to {shape.metadata['min']}")
-    if "max" in shape.metadata and value > shape.metadata["max"]:
-        violations.append(f"Member must have value less than or equal to {shape.metadata['max']}")
+    if "min" in shape.metadata and amount < shape.metadata["min"]:
+        violations.append(f"Member must have {what} greater than or equal to {shape.metadata['min']}")
+    if "max" in shape.metadata and amount > shape.metadata["max"]:
+        violations.append(f"Member must have {what} less than or equal to {shape.metadata['max']}")
     return violations
