@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from reconcile import loop as reconcile
 from runtime.base import ContainerStartFailed, RuntimeError_, RuntimeUnavailable
+from runtime.fake import FakeRuntime
 from storage.archives import ArchiveError
 from storage.s3 import StorageError
 from tests.unit.training.test_scheduler import make_job
@@ -18,21 +19,11 @@ from training.models import TrainingJob
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class _EmptyEngine:
-    def find(self, labels):
-        return []
-
-    def remove(self, name):
-        pass
-
-    def remove_network(self, name):
-        pass
-
 
 @pytest.fixture(autouse=True)
 def empty_engine(monkeypatch, settings):
     settings.SAGEPORT_POLL_INTERVAL_SECONDS = 0.5
-    monkeypatch.setattr(training, "get_runtime", lambda: _EmptyEngine())
+    monkeypatch.setattr(training, "get_runtime", lambda: FakeRuntime())
 
 
 def downloading_job(**request) -> TrainingJob:

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from capacity.models import Placement
 from runtime.base import RuntimeUnavailable
+from runtime.fake import FakeRuntime
 from tests.unit.training.test_scheduler import make_job, make_node
 from training import reconciler as training
 from training import scheduler
@@ -17,18 +18,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 LONG_AGO = timedelta(hours=3)
 
-
-class _EmptyEngine:
-    """An engine without any of the job's containers or networks."""
-
-    def find(self, labels):
-        return []
-
-    def remove(self, name):
-        pass
-
-    def remove_network(self, name):
-        pass
 
 
 class _SilentEngine:
@@ -54,7 +43,7 @@ def engine(monkeypatch):
     def use(runtime):
         monkeypatch.setattr(training, "get_runtime", lambda: runtime)
 
-    use(_EmptyEngine())
+    use(FakeRuntime())  # an engine holding none of the job's containers or networks
     return use
 
 
