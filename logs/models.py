@@ -63,3 +63,33 @@ class MetricDatum(models.Model):
 
     def __str__(self):
         return f"{self.resource_name}/{self.host} {self.metric_name}={self.value}"
+
+
+class MetricStatisticSet(models.Model):
+    """One minute of a metric published pre-aggregated, as CloudWatch's StatisticSet (e.g. the
+    `AWS/SageMaker` invocation metrics of an endpoint variant): count, sum, minimum and maximum
+    of the values seen in the minute starting at `minute_ms`. `dimensions` is the canonical
+    `Name=Value` list joined with `,` (sorted by name), so a metric is one exact key."""
+
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    namespace = models.CharField(max_length=255)
+    metric_name = models.CharField(max_length=255)
+    dimensions = models.CharField(max_length=1024)
+    unit = models.CharField(max_length=32)
+    minute_ms = models.BigIntegerField()
+    sample_count = models.FloatField()
+    total = models.FloatField()
+    minimum = models.FloatField()
+    maximum = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account_id", "region", "namespace", "metric_name", "dimensions", "minute_ms"],
+                name="unique_metric_minute",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.namespace} {self.metric_name} {self.dimensions} @{self.minute_ms}"

@@ -1,5 +1,6 @@
-"""Responses in AWS's wire formats: JSON 1.1 (SageMaker, CloudWatch Logs) and REST-JSON
-(the SageMaker runtime), successes and errors."""
+"""Responses in AWS's JSON wire formats: JSON 1.1 (SageMaker, CloudWatch Logs), JSON 1.0
+(CloudWatch) and REST-JSON (the SageMaker runtime), successes and errors. The query protocol's
+XML is `protocol/query.py`."""
 
 import json
 from datetime import UTC, datetime
@@ -49,3 +50,22 @@ def error_response(error: ServiceError, request_id: str, *, content_type: str = 
     response = json_response(body, request_id, status=error.status, content_type=content_type)
     response["X-Amzn-ErrorType"] = error.code
     return response
+
+
+# The query protocol's names for the errors every service shares (what CloudWatch answers on the
+# query protocol, and in `x-amzn-query-error` on JSON); service errors already carry theirs.
+_QUERY_ERROR_CODES = {
+    "InvalidSignatureException": "SignatureDoesNotMatch",
+    "UnrecognizedClientException": "InvalidClientTokenId",
+    "MissingAuthenticationTokenException": "MissingAuthenticationToken",
+    "IncompleteSignatureException": "IncompleteSignature",
+    "UnknownOperationException": "InvalidAction",
+    "SerializationException": "MalformedInput",
+    "RequestEntityTooLargeException": "RequestEntityTooLarge",
+    "NotImplementedException": "NotImplemented",
+    "InternalFailure": "InternalFailure",
+}
+
+
+def query_error_code(error: ServiceError) -> str:
+    return _QUERY_ERROR_CODES.get(error.code, error.code)
