@@ -12,8 +12,8 @@ from xml.etree import ElementTree
 import boto3
 import botocore
 import pytest
-from botocore.awsrequest import AWSRequest
 from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
