@@ -10,6 +10,7 @@ from django.utils.http import http_date
 
 from protocol.errors import ServiceError
 from protocol.limits import echo
+from protocol.shapes import service_model
 
 AMZ_JSON_11 = "application/x-amz-json-1.1"
 # A last bound on any error message (the modeled Message is ≤1024 in SageMaker; ModelError
@@ -69,3 +70,13 @@ _QUERY_ERROR_CODES = {
 
 def query_error_code(error: ServiceError) -> str:
     return _QUERY_ERROR_CODES.get(error.code, error.code)
+
+
+def mark_query_error(response: HttpResponse, error: ServiceError, botocore_name: str) -> HttpResponse:
+    """A service that came from the query protocol (CloudWatch: the model's awsQueryCompatible
+    trait) tells botocore its query error code in a header on JSON and CBOR answers:
+    `Code;Sender`, or `Code;Receiver` for the server's own faults."""
+    if service_model(botocore_name).is_query_compatible:
+        fault = "Sender" if error.status < 500 else "Receiver"
+        response["x-amzn-query-error"] = f"{query_error_code(error)};{fault}"
+    return response

@@ -9,7 +9,7 @@ from protocol import dispatch, registry
 from protocol.errors import InternalFailure, SerializationException, ServiceError, UnknownOperationException
 from protocol.json_body import parse_json_object
 from protocol.limits import echo
-from protocol.serialization import error_response, json_response, query_error_code
+from protocol.serialization import error_response, json_response, mark_query_error
 from protocol.shapes import service_model
 
 logger = logging.getLogger(__name__)
@@ -51,12 +51,7 @@ def _error(error: ServiceError, request_id: str, service: registry.Service | Non
     if service is None:
         return error_response(error, request_id)
     response = error_response(error, request_id, content_type=_content_type(service))
-    if service_model(service.botocore_name).is_query_compatible:
-        # A service that came from the query protocol (CloudWatch) tells botocore its query error
-        # code this way: `Code;Sender` (or `;Receiver` for the server's own faults).
-        fault = "Sender" if error.status < 500 else "Receiver"
-        response["x-amzn-query-error"] = f"{query_error_code(error)};{fault}"
-    return response
+    return mark_query_error(response, error, service.botocore_name)
 
 
 def _target(request: HttpRequest) -> tuple[registry.Service, str]:

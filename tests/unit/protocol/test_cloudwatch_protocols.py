@@ -1,7 +1,8 @@
 """CloudWatch's wire protocols, each spoken by botocore itself: AWS JSON 1.0 (what botocore and
-the AWS CLI send today) and the query protocol (form-encoded `Action=...`, XML answers; botocore
-speaks it when its model lists only `query`, as older SDKs' models do). Answers and errors must be
-what botocore's parser for that protocol reads; bad input is never a 500."""
+the AWS CLI send today), the query protocol (form-encoded `Action=...`, XML answers; botocore
+speaks it when its model lists only `query`, as older SDKs' models do) and Smithy RPC v2 CBOR (the
+model's first protocol). Answers and errors must be what botocore's parser for that protocol
+reads; bad input is never a 500."""
 
 import gzip
 import json
@@ -17,6 +18,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
+from botocore.parsers import RpcV2CBORParser
 from django.test import Client
 
 from logs.metrics import SeriesKey, put
@@ -47,7 +49,7 @@ def _model_speaking(protocol: str, directory: Path) -> Path:
     return directory
 
 
-@pytest.fixture(params=["json", "query"])
+@pytest.fixture(params=["json", "query", "smithy-rpc-v2-cbor"])
 def cloudwatch(request, access_key, tmp_path):
     session = boto3.session.Session()
     session._session.get_component("data_loader").search_paths.insert(
@@ -72,7 +74,11 @@ def test_the_protocol_under_test_is_the_one_on_the_wire(cloudwatch):
     cloudwatch.list_metrics()
 
     (response,) = cloudwatch.transport.responses
-    expected = {"json": "application/x-amz-json-1.0", "query": "text/xml"}[cloudwatch.protocol]
+    expected = {
+        "json": "application/x-amz-json-1.0",
+        "query": "text/xml",
+        "smithy-rpc-v2-cbor": "application/cbor",
+    }[cloudwatch.protocol]
     assert response["Content-Type"] == expected
 
 
@@ -263,10 +269,62 @@ def test_a_form_post_to_invoke_endpoint_is_not_taken_for_the_query_protocol(acce
         headers={"Content-Type": "application/x-www-form-urlencoded"},
         data=b"a=1",
     )
-    SigV4Auth(
-        Credentials(access_key.access_key_id, access_key.secret_access_key), "sagemaker", REGION
-    ).add_auth(request)
+    SigV4Auth(Credentials(access_key.access_key_id, "wrong"), "sagemaker", REGION).add_auth(request)
     response = replay(Client(), request.prepare())
 
-    assert response.status_code == 400 and response["X-Amzn-ErrorType"] == "ValidationError"
-    assert "nothing" in json.loads(response.content)["Message"]
+    # InvokeEndpoint's own answer (REST-JSON), not the query protocol's XML.
+    assert response.status_code == 403 and response["X-Amzn-ErrorType"] == "InvalidSignatureException"
+    assert json.loads(response.content)["__type"] == "InvalidSignatureException"
+
+
+# --- CBOR bodies botocore would never send -----------------------------------------------------
+
+
+@pytest.fixture
+def cbor_post(access_key):
+    def post(path: str, body: bytes):
+        request = AWSRequest(
+            "POST",
+            ENDPOINT_URL + path,
+            headers={"Content-Type": "application/cbor", "smithy-protocol": "rpc-v2-cbor"},
+            data=body,
+        )
+        SigV4Auth(
+            Credentials(access_key.access_key_id, access_key.secret_access_key), "monitoring", REGION
+        ).add_auth(request)
+        return replay(Client(), request.prepare())
+
+    return post
+
+
+def _cbor_error(response) -> tuple[int, str, str]:
+    parser = RpcV2CBORParser()
+    body = parser.parse_data_item(parser.get_peekable_stream_from_bytes(response.content))
+    return response.status_code, body["__type"], response.get("x-amzn-query-error", "")
+
+
+LIST_METRICS = "/service/GraniteServiceVersion20100801/operation/ListMetrics"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "expected"),
+    [
+        (LIST_METRICS, b"\xff\x00", (400, "SerializationException", "MalformedInput;Sender")),
+        (LIST_METRICS, b"\x9f\x01", (400, "SerializationException", "MalformedInput;Sender")),  # a list
+        (LIST_METRICS, b"\xa1\x01\x02", (400, "SerializationException", "MalformedInput;Sender")),  # key 1
+        (
+            LIST_METRICS,
+            b"\xa1\x61a" * 100 + b"\x01",
+            (400, "SerializationException", "MalformedInput;Sender"),
+        ),  # deep
+        (LIST_METRICS, b"\xa1\x65Bogus\x01", (400, "ValidationError", "ValidationError;Sender")),
+        ("/service/Nothing/operation/ListMetrics", b"", (400, "UnknownOperationException", "")),
+        (
+            "/service/GraniteServiceVersion20100801/operation/Nope",
+            b"",
+            (400, "UnknownOperationException", "InvalidAction;Sender"),
+        ),
+    ],
+)
+def test_bad_cbor_requests_get_a_cbor_error_never_a_500(cbor_post, path, body, expected):
+    assert _cbor_error(cbor_post(path, body)) == expected
