@@ -108,20 +108,20 @@ def add_statistic_sets(sets: dict[MinuteKey, StatisticSet]) -> None:
                     _add_to_row(key, added)
 
 
-def _row(key: MinuteKey):
-    return MetricStatisticSet.objects.filter(
-        account_id=key.account_id,
-        region=key.region,
-        namespace=key.namespace,
-        metric_name=key.metric_name,
-        dimensions=dimensions_key(key.dimensions),
-        minute_ms=key.minute_ms,
-    )
+def _key_fields(key: MinuteKey) -> dict:
+    return {
+        "account_id": key.account_id,
+        "region": key.region,
+        "namespace": key.namespace,
+        "metric_name": key.metric_name,
+        "dimensions": dimensions_key(key.dimensions),
+        "minute_ms": key.minute_ms,
+    }
 
 
 def _add_to_row(key: MinuteKey, added: StatisticSet) -> bool:
     return bool(
-        _row(key).update(
+        MetricStatisticSet.objects.filter(**_key_fields(key)).update(
             sample_count=F("sample_count") + added.count,
             total=F("total") + added.total,
             minimum=Least(F("minimum"), Value(added.minimum)),
@@ -132,13 +132,8 @@ def _add_to_row(key: MinuteKey, added: StatisticSet) -> bool:
 
 def _create_row(key: MinuteKey, added: StatisticSet) -> None:
     MetricStatisticSet.objects.create(
-        account_id=key.account_id,
-        region=key.region,
-        namespace=key.namespace,
-        metric_name=key.metric_name,
-        dimensions=dimensions_key(key.dimensions),
+        **_key_fields(key),
         unit=key.unit,
-        minute_ms=key.minute_ms,
         sample_count=added.count,
         total=added.total,
         minimum=added.minimum,

@@ -10,9 +10,7 @@ then goes through the same pipeline as every other (`dispatch.call`). Errors are
 RpcV2CBORParser reads them."""
 
 import base64
-import logging
 import re
-import uuid
 from datetime import datetime
 
 from botocore.model import ShapeResolver, StructureShape
@@ -22,13 +20,11 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.http import http_date
 
 from protocol import dispatch, registry
-from protocol.errors import InternalFailure, SerializationException, ServiceError, UnknownOperationException
+from protocol.errors import SerializationException, ServiceError, UnknownOperationException
 from protocol.json_body import MAX_DEPTH
 from protocol.limits import echo
 from protocol.serialization import MAX_MESSAGE_CHARS, mark_query_error
 from protocol.shapes import operation_model
-
-logger = logging.getLogger(__name__)
 
 CBOR_CONTENT_TYPE = "application/cbor"
 _PATH = re.compile(r"^(?:.*)/service/(?P<service>[^/]+)/operation/(?P<operation>[^/]+)$")
@@ -43,38 +39,31 @@ def is_cbor_request(request: HttpRequest) -> bool:
     return request.headers.get("smithy-protocol") == "rpc-v2-cbor"
 
 
-def cbor_protocol_view(request: HttpRequest) -> HttpResponse:
-    return dispatch.timed(lambda: _answer(request), lambda: _names(request))
+class SmithyRpcV2Cbor:
+    def target(self, request: HttpRequest):
+        match = _PATH.match(request.path_info)
+        if request.method != "POST" or match is None or match["service"] not in registry.SERVICES:
+            raise UnknownOperationException(
+                f"Unknown operation: send POST to /service/<service>/operation/<Operation>, not "
+                f"{request.method[:16]} {echo(request.path_info)}."
+            )
+        return registry.SERVICES[match["service"]], match["operation"], lambda: _params(request)
 
-
-def _names(request: HttpRequest) -> tuple[str, str]:
-    match = _PATH.match(request.path_info)
-    return (match["service"], match["operation"]) if match else ("", "")
-
-
-def _answer(request: HttpRequest) -> HttpResponse:
-    request_id = str(uuid.uuid4())
-    service = None
-    try:
-        service, operation = _target(request)
-        body = dispatch.call(request, service, operation, request_id, lambda: _params(request))
+    def success(self, service: registry.Service, operation: str, body: dict, request_id: str) -> HttpResponse:
         output = operation_model(service.botocore_name, operation).output_shape
-        return _cbor_response(_encode(body or {}, output), 200, request_id)
-    except ServiceError as error:
-        return _error(error, request_id, service)
-    except Exception:
-        logger.exception("unhandled error in CBOR request %s (request id %s)", _names(request), request_id)
-        return _error(InternalFailure("An internal error occurred."), request_id, service)
+        return _cbor_response(_encode(body, output), 200, request_id)
+
+    def failure(self, error: ServiceError, request_id: str, service: registry.Service | None) -> HttpResponse:
+        body = {"__type": error.code, "message": echo(error.message, MAX_MESSAGE_CHARS)}
+        response = _cbor_response(_encode(body, _ERROR_SHAPE), error.status, request_id)
+        return response if service is None else mark_query_error(response, error, service.botocore_name)
 
 
-def _target(request: HttpRequest) -> tuple[registry.Service, str]:
-    prefix, operation = _names(request)
-    if request.method != "POST" or prefix not in registry.SERVICES:
-        raise UnknownOperationException(
-            f"Unknown operation: send POST to /service/<service>/operation/<Operation>, not "
-            f"{request.method[:16]} {echo(request.path_info)}."
-        )
-    return registry.SERVICES[prefix], operation
+_CBOR = SmithyRpcV2Cbor()
+
+
+def cbor_protocol_view(request: HttpRequest) -> HttpResponse:
+    return dispatch.answer(request, _CBOR)
 
 
 def _params(request: HttpRequest) -> dict:
@@ -122,12 +111,6 @@ def _without_none(value: object) -> object:
     if isinstance(value, list):
         return [_without_none(item) for item in value if item is not None]
     return value
-
-
-def _error(error: ServiceError, request_id: str, service: registry.Service | None) -> HttpResponse:
-    body = {"__type": error.code, "message": echo(error.message, MAX_MESSAGE_CHARS)}
-    response = _cbor_response(_encode(body, _ERROR_SHAPE), error.status, request_id)
-    return response if service is None else mark_query_error(response, error, service.botocore_name)
 
 
 def _cbor_response(payload: bytes, status: int, request_id: str) -> HttpResponse:

@@ -7,9 +7,7 @@ JSON request carries, then goes through the same pipeline (`dispatch.call`): Sig
 the handler. Fields the shape does not define are kept as top-level members, so the validator
 refuses them in its usual words. Answers and errors are the XML botocore's query parser reads."""
 
-import logging
 import re
-import uuid
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl
 from xml.etree import ElementTree
@@ -19,12 +17,10 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.http import http_date
 
 from protocol import dispatch, registry
-from protocol.errors import InternalFailure, SerializationException, ServiceError, UnknownOperationException
+from protocol.errors import SerializationException, ServiceError, UnknownOperationException
 from protocol.limits import echo
 from protocol.serialization import MAX_MESSAGE_CHARS, query_error_code
 from protocol.shapes import operation_model, service_model
-
-logger = logging.getLogger(__name__)
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 XML_CONTENT_TYPE = "text/xml"
@@ -40,33 +36,31 @@ def is_query_request(request: HttpRequest) -> bool:
     return request.method == "POST" and request.content_type == FORM_CONTENT_TYPE
 
 
-def query_protocol_view(request: HttpRequest) -> HttpResponse:
-    names: dict[str, str] = {}
-    return dispatch.timed(
-        lambda: _answer(request, names),
-        lambda: (names.get("prefix", ""), names.get("action", "")),
-    )
-
-
-def _answer(request: HttpRequest, names: dict[str, str]) -> HttpResponse:
-    request_id = str(uuid.uuid4())
-    namespace = ""
-    try:
+class AwsQuery:
+    def target(self, request: HttpRequest):
         dispatch.check_size(request, "query")
         fields = _form(request.body)
         service, action = _service_and_action(fields)
-        names.update(prefix=service.target_prefix, action=action)
-        namespace = service_model(service.botocore_name).metadata.get("xmlNamespace", "")
-        body = dispatch.call(request, service, action, request_id, lambda: _params(service, action, fields))
+        return service, action, lambda: _params(service, action, fields)
+
+    def success(self, service: registry.Service, operation: str, body: dict, request_id: str) -> HttpResponse:
+        return _xml_response(_result_document(service, operation, body, request_id), 200, request_id)
+
+    def failure(self, error: ServiceError, request_id: str, service: registry.Service | None) -> HttpResponse:
         return _xml_response(
-            _result_document(service, action, body or {}, request_id, namespace), 200, request_id
+            _error_document(error, request_id, _namespace(service)), error.status, request_id
         )
-    except ServiceError as error:
-        return _xml_response(_error_document(error, request_id, namespace), error.status, request_id)
-    except Exception:
-        logger.exception("unhandled error in query request %s (request id %s)", names, request_id)
-        error = InternalFailure("An internal error occurred.")
-        return _xml_response(_error_document(error, request_id, namespace), error.status, request_id)
+
+
+_QUERY = AwsQuery()
+
+
+def query_protocol_view(request: HttpRequest) -> HttpResponse:
+    return dispatch.answer(request, _QUERY)
+
+
+def _namespace(service: registry.Service | None) -> str:
+    return service_model(service.botocore_name).metadata.get("xmlNamespace", "") if service else ""
 
 
 def _form(body: bytes) -> dict[str, str]:
@@ -211,10 +205,8 @@ def _timestamp(text: str) -> object:
 # --- answers ---------------------------------------------------------------------------------
 
 
-def _result_document(
-    service, action: str, body: dict, request_id: str, namespace: str
-) -> ElementTree.Element:
-    root = ElementTree.Element(f"{action}Response", xmlns=namespace)
+def _result_document(service, action: str, body: dict, request_id: str) -> ElementTree.Element:
+    root = ElementTree.Element(f"{action}Response", xmlns=_namespace(service))
     output = operation_model(service.botocore_name, action).output_shape
     if output is not None:
         result = ElementTree.SubElement(root, output.serialization.get("resultWrapper", f"{action}Result"))

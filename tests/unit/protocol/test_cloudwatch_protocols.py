@@ -27,6 +27,14 @@ from tests.unit.protocol.conftest import ENDPOINT_URL, REGION, DjangoTransport, 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 T0_MS = int(T0.timestamp() * 1000)
 JOB = [{"Name": "TrainingJobName", "Value": "job"}]
+STATISTICS = {
+    "Namespace": "/aws/sagemaker/TrainingJobs",
+    "MetricName": "loss",
+    "Dimensions": JOB,
+    "StartTime": T0,
+    "EndTime": T0 + timedelta(minutes=5),
+    "Period": 60,
+}
 
 
 @pytest.fixture
@@ -83,15 +91,7 @@ def test_the_protocol_under_test_is_the_one_on_the_wire(cloudwatch):
 
 
 def test_statistics_travel_both_ways(cloudwatch, points):
-    response = cloudwatch.get_metric_statistics(
-        Namespace="/aws/sagemaker/TrainingJobs",
-        MetricName="loss",
-        Dimensions=JOB,
-        StartTime=T0,
-        EndTime=T0 + timedelta(minutes=5),
-        Period=60,
-        Statistics=["Average", "SampleCount"],
-    )
+    response = cloudwatch.get_metric_statistics(**STATISTICS, Statistics=["Average", "SampleCount"])
 
     (point,) = response["Datapoints"]
     assert (point["Timestamp"], point["Average"], point["SampleCount"], point["Unit"]) == (
@@ -112,15 +112,7 @@ def test_lists_maps_and_pages_travel_both_ways(cloudwatch, points):
             "Dimensions": [{"Name": "Host", "Value": "job/algo-1"}],
         }
     ]
-    percentiles = cloudwatch.get_metric_statistics(
-        Namespace="/aws/sagemaker/TrainingJobs",
-        MetricName="loss",
-        Dimensions=JOB,
-        StartTime=T0,
-        EndTime=T0 + timedelta(minutes=5),
-        Period=60,
-        ExtendedStatistics=["p50", "p100"],
-    )
+    percentiles = cloudwatch.get_metric_statistics(**STATISTICS, ExtendedStatistics=["p50", "p100"])
     assert percentiles["Datapoints"][0]["ExtendedStatistics"] == {"p50": 2.0, "p100": 4.0}
     data = cloudwatch.get_metric_data(
         MetricDataQueries=[
@@ -153,17 +145,8 @@ def test_lists_maps_and_pages_travel_both_ways(cloudwatch, points):
     ],
 )
 def test_errors_arrive_with_cloudwatchs_code(cloudwatch, points, request_options, code):
-    request = {
-        "Namespace": "/aws/sagemaker/TrainingJobs",
-        "MetricName": "loss",
-        "Dimensions": JOB,
-        "StartTime": T0,
-        "EndTime": T0 + timedelta(minutes=5),
-        "Period": 60,
-        "Statistics": ["Average"],
-    }
     with pytest.raises(ClientError) as excinfo:
-        cloudwatch.get_metric_statistics(**{**request, **request_options})
+        cloudwatch.get_metric_statistics(**{**STATISTICS, "Statistics": ["Average"], **request_options})
 
     assert excinfo.value.response["Error"]["Code"] == code
     assert excinfo.value.response["Error"]["Type"] == "Sender"
