@@ -39,10 +39,10 @@ class AwsErrorsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if "x-amz-target" in request.headers:
             return json_protocol_view(request)
-        if cbor.is_cbor_request(request):
-            return cbor.cbor_protocol_view(request)
-        if query.is_query_request(request) and not request.path_info.startswith(_HTML_PREFIXES):
-            if not request.path_info.endswith(_RUNTIME_SUFFIX):  # a model may take form bodies
+        if not request.path_info.endswith(_RUNTIME_SUFFIX):  # a model may take any body and header
+            if cbor.is_cbor_request(request):
+                return cbor.cbor_protocol_view(request)
+            if query.is_query_request(request) and not request.path_info.startswith(_HTML_PREFIXES):
                 return query.query_protocol_view(request)
         response = self.get_response(request)
         if response.status_code < 400 or "X-Amzn-ErrorType" in response:

@@ -105,11 +105,12 @@ class InvocationMetrics:
     """One per process (`get_metrics()`); the flush thread starts with the first invocation, so
     that it runs in the serving process (gunicorn forks workers after loading the app)."""
 
-    def __init__(self, flush_seconds: float):
+    def __init__(self, flush_seconds: float, *, background: bool = True):
+        """`background=False`: no flush thread and no flush at exit (tests call `flush`)."""
         self._flush_seconds = flush_seconds
         self._lock = threading.Lock()
         self._minutes: dict[_Key, _Minute] = {}
-        self._started = False
+        self._started = not background
 
     def record(self, invocation: Invocation, total_seconds: float) -> None:
         model_us = invocation.model_seconds * 1e6

@@ -245,17 +245,21 @@ def test_control_characters_quoted_back_stay_valid_xml(form_post):
     assert "\ufffd" in message
 
 
-def test_a_form_post_to_invoke_endpoint_is_not_taken_for_the_query_protocol(access_key):
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        {"Content-Type": "application/cbor", "smithy-protocol": "rpc-v2-cbor"},
+    ],
+)
+def test_invoke_endpoint_bodies_are_never_taken_for_another_protocol(access_key, headers):
     request = AWSRequest(
-        "POST",
-        ENDPOINT_URL + "/endpoints/nothing/invocations",
-        headers={"Content-Type": "application/x-www-form-urlencoded"},
-        data=b"a=1",
+        "POST", ENDPOINT_URL + "/endpoints/nothing/invocations", headers=headers, data=b"a=1"
     )
     SigV4Auth(Credentials(access_key.access_key_id, "wrong"), "sagemaker", REGION).add_auth(request)
     response = replay(Client(), request.prepare())
 
-    # InvokeEndpoint's own answer (REST-JSON), not the query protocol's XML.
+    # InvokeEndpoint's own answer (REST-JSON), not the query protocol's XML or CBOR.
     assert response.status_code == 403 and response["X-Amzn-ErrorType"] == "InvalidSignatureException"
     assert json.loads(response.content)["__type"] == "InvalidSignatureException"
 

@@ -45,7 +45,7 @@ def statistic(cloudwatch, metric, name, variant="AllTraffic"):
 
 
 def test_invocations_errors_and_latencies_of_one_minute(cloudwatch, access_key, clock, db):  # noqa: F811
-    metrics = InvocationMetrics(flush_seconds=3600)
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
     account = access_key.account_id
     metrics.record(invocation(account, 0.002, 200), total_seconds=0.003)
     metrics.record(invocation(account, 0.004, 404), total_seconds=0.0045)
@@ -65,7 +65,7 @@ def test_invocations_errors_and_latencies_of_one_minute(cloudwatch, access_key, 
 
 def test_flushes_from_several_processes_add_up_per_variant(cloudwatch, access_key, clock, db):  # noqa: F811
     account = access_key.account_id
-    first, second = InvocationMetrics(flush_seconds=3600), InvocationMetrics(flush_seconds=3600)
+    first, second = (InvocationMetrics(flush_seconds=3600, background=False) for _ in range(2))
     for metrics in (first, second, first):
         metrics.record(invocation(account), total_seconds=0.003)
         metrics.flush()
@@ -77,7 +77,7 @@ def test_flushes_from_several_processes_add_up_per_variant(cloudwatch, access_ke
 
 
 def test_a_failed_write_is_written_by_the_next_flush(cloudwatch, access_key, clock, db, monkeypatch):  # noqa: F811
-    metrics = InvocationMetrics(flush_seconds=3600)
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
     metrics.record(invocation(access_key.account_id), total_seconds=0.003)
     real_add = invocation_metrics.add_statistic_sets
 
@@ -96,7 +96,7 @@ def test_a_failed_write_is_written_by_the_next_flush(cloudwatch, access_key, clo
 
 
 def test_the_hot_path_writes_nothing_until_a_flush(access_key, clock, db):  # noqa: F811
-    metrics = InvocationMetrics(flush_seconds=3600)
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
     for _ in range(100):
         metrics.record(invocation(access_key.account_id), total_seconds=0.003)
 
