@@ -8,6 +8,7 @@ the handler. Fields the shape does not define are kept as top-level members, so 
 refuses them in its usual words. Answers and errors are the XML botocore's query parser reads."""
 
 import re
+from bisect import bisect_left
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl
 from xml.etree import ElementTree
@@ -99,23 +100,29 @@ def _service_and_action(fields: dict[str, str]) -> tuple[registry.Service, str]:
 def _params(service: registry.Service, action: str, fields: dict[str, str]) -> dict:
     shape = operation_model(service.botocore_name, action).input_shape
     used = {"Action", "Version"}
-    prefixes = _prefixes(fields)
-    params = {} if shape is None else _decode(shape, fields, prefixes, "", used)
+    params = {} if shape is None else _decode(shape, fields, _Names(fields), "", used)
     # Unknown fields become unknown members: the validator names them like any other mistake.
     params.update({key: value for key, value in fields.items() if key not in used})
     return params
 
 
-def _prefixes(fields: dict[str, str]) -> set[str]:
-    """Every dotted prefix of every field name: whether a structure or list item is present."""
-    found = set()
-    for key in fields:
-        parts = key.split(".")
-        found.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    return found
+class _Names:
+    """Whether a structure or list item is present: some field is named `key` or `key.…`.
+    Looked up in the sorted names (never by listing every prefix of every name, which a
+    request of long dotted names would make quadratic)."""
+
+    def __init__(self, fields: dict[str, str]):
+        self._names = sorted(fields)
+        self._exact = set(fields)
+
+    def __contains__(self, key: str) -> bool:
+        if key in self._exact:
+            return True
+        index = bisect_left(self._names, key + ".")
+        return index < len(self._names) and self._names[index].startswith(key + ".")
 
 
-def _decode(shape: Shape, fields: dict, prefixes: set[str], key: str, used: set[str]) -> object:
+def _decode(shape: Shape, fields: dict, prefixes: "_Names", key: str, used: set[str]) -> object:
     if shape.type_name == "structure":
         return _decode_structure(shape, fields, prefixes, key, used)
     if shape.type_name == "list":

@@ -216,6 +216,13 @@ def _error(response) -> tuple[int, str, str]:
             "more than once",
         ),
         (b"Action=ListMetrics&Version=2010-08-01&Namespace=%ff", 400, "MalformedInput", "not a valid form"),
+        (  # thousands of long dotted names: refused by name, without listing every prefix of each
+            b"Action=ListMetrics&Version=2010-08-01&"
+            + b"&".join(b"a." * 200 + b"%d=x" % n for n in range(3000)),
+            400,
+            "ValidationError",
+            "and 2980 more",
+        ),
         (
             b"Action=PutMetricData&Version=2010-08-01&Namespace=x&MetricData=",
             501,
