@@ -221,7 +221,7 @@ def _error(response) -> tuple[int, str, str]:
             + b"&".join(b"a." * 200 + b"%d=x" % n for n in range(3000)),
             400,
             "ValidationError",
-            "and 2980 more",
+            "3000 validation errors detected",
         ),
         (
             b"Action=PutMetricData&Version=2010-08-01&Namespace=x&MetricData=",
