@@ -74,10 +74,8 @@ def get_metric_data(ctx: RequestContext, params: dict) -> dict:
     queries = params["MetricDataQueries"]
     _check_queries(queries)
     descending = params.get("ScanBy", "TimestampDescending") == "TimestampDescending"
-    results = [_query_result(ctx, query, start_ms, end_ms, descending) for query in queries]
-    results = [
-        result for query, result in zip(queries, results, strict=True) if query.get("ReturnData", True)
-    ]
+    returned = [query for query in queries if query.get("ReturnData", True)]  # others feed no expression
+    results = [_query_result(ctx, query, start_ms, end_ms, descending) for query in returned]
     flat = [(index, pair) for index, result in enumerate(results) for pair in result["pairs"]]
     max_datapoints = params.get("MaxDatapoints", DEFAULT_MAX_DATAPOINTS)
     if max_datapoints < 1:
