@@ -260,6 +260,11 @@ SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SE
 # on Redis), and their acknowledgement of a table expires after the TTL (hosting/runtime_api/routing.py).
 SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)
 SAGEPORT_ROUTING_ACK_TTL_SECONDS = _env_float("SAGEPORT_ROUTING_ACK_TTL_SECONDS", 5.0)
+# Each API process adds up its invocations' CloudWatch metrics in memory and writes them this
+# often (hosting/runtime_api/invocation_metrics.py): a crashed process loses at most this much.
+SAGEPORT_INVOCATION_METRICS_FLUSH_SECONDS = _env_positive_seconds(
+    "SAGEPORT_INVOCATION_METRICS_FLUSH_SECONDS", 5.0
+)
 
 LOGGING = {
     "version": 1,
