@@ -224,6 +224,8 @@ SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
 # A pull runs inside one reconcile step, so it ends (and fails the job with "timed out") before
 # the broker's visibility timeout would hand the same message to another worker mid-pull.
 SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS", 540)
+# How often a pull under way updates the status message with its progress (a database write each).
+SAGEPORT_PULL_PROGRESS_SECONDS = _env_positive_seconds("SAGEPORT_PULL_PROGRESS_SECONDS", 2)
 if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
     raise SettingsError(
         f"SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS ({SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS:g}) must be less than "
