@@ -7,9 +7,11 @@
 FROM python:3.11-slim-bookworm AS dependencies
 # Only the wheels: this stage and its layers are reused as long as the dependencies are the same.
 COPY build/wheels /wheels
+# Compiled by compileall on every core afterwards: pip compiles one file at a time.
 RUN python -m venv /opt/sageport \
     && /opt/sageport/bin/pip install --quiet --no-index --no-cache-dir --disable-pip-version-check \
-       /wheels/*.whl
+       --no-compile /wheels/*.whl \
+    && python -m compileall -q -j 0 /opt/sageport >/dev/null
 
 FROM python:3.11-slim-bookworm
 # The virtualenv alone, without the wheels it was installed from.

@@ -56,8 +56,10 @@ platforms() {
 download_wheels() {
     local request
     request=$(mktemp)
-    # The versions the tests ran with: those of the host's virtualenv, where it has the package.
-    "$PIP" freeze --exclude-editable --disable-pip-version-check >"$request.constraints"
+    # The versions the tests ran with: those of the host's virtualenv, where it has the package
+    # (name==version lines only: a constraint cannot be a link).
+    "$PIP" freeze --exclude-editable --disable-pip-version-check | grep -E '^[A-Za-z0-9_.-]+==' \
+        >"$request.constraints"
     { requirements; echo "# constraints:"; cat "$request.constraints"; } >"$request"
     if cmp -s "$request" "$WHEELHOUSE/request.txt"; then
         rm -f "$request" "$request.constraints"
@@ -83,7 +85,10 @@ ensure_rootfs() {
     log "making $ROOTFS_TAG with mmdebstrap ($ROOTFS_PACKAGES; takes a few minutes, once)"
     local tarball
     tarball=$(mktemp --suffix=.tar)
-    mmdebstrap --quiet --variant=minbase --include="$ROOTFS_PACKAGES" bookworm "$tarball"
+    # Without documentation, manual pages and translations: less to unpack and to import.
+    mmdebstrap --quiet --variant=minbase --include="$ROOTFS_PACKAGES" \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' bookworm "$tarball"
     docker import "$tarball" "$ROOTFS_TAG" >/dev/null
     rm -f "$tarball"
 }
