@@ -24,6 +24,9 @@ from devstack.stack import LOOPBACK, PROJECT_DIR, free_port
 from runtime import labels
 from tests.conftest import read_env_file
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
+from tests.e2e.hosting import NO_RETRIES, Hosting, invoke_json, wait_for_endpoint
+
+pytest_plugins = ["tests.e2e.hosting_fixtures"]  # probe_image
 
 COMPOSE_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "compose-images.sh"
 BUILD_TIMEOUT = 1800  # the first build makes a Debian root filesystem
@@ -59,15 +62,17 @@ class ComposeStack:
         """The env file the api container wrote into the data dir, as `source` would read it."""
         return read_env_file(self.data_dir / "env")
 
-    def client(self, service_name: str):
+    def client(self, service_name: str, **kwargs):
+        """A boto3 client configured from the env file alone ("sagemaker", "sagemaker-runtime", "s3")."""
         env = self.client_env()
-        endpoint = env["AWS_ENDPOINT_URL_S3" if service_name == "s3" else "AWS_ENDPOINT_URL_SAGEMAKER"]
+        endpoint = env[f"AWS_ENDPOINT_URL_{service_name.upper().replace('-', '_')}"]
         return boto3.client(
             service_name,
             endpoint_url=endpoint,
             aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
             region_name=env["AWS_DEFAULT_REGION"],
+            **kwargs,
         )
 
 
@@ -113,6 +118,21 @@ def test_the_compose_stack_runs_a_training_job_with_the_files_it_writes(compose_
     key = f"output/{name}/output/model.tar.gz"
     assert job["ModelArtifacts"]["S3ModelArtifacts"] == f"s3://{default_bucket}/{key}"
     assert read_tar_gz(s3, default_bucket, key) == {"weights.txt": f"weights of {name}\n".encode()}
+
+
+def test_the_compose_stack_serves_an_endpoint_that_answers_invocations(compose_stack, probe_image):
+    hosting = Hosting(compose_stack.client("sagemaker"))
+    model = hosting.model(probe_image, {"PROBE_TAG": "compose"})
+    name = hosting.endpoint(hosting.config(("AllTraffic", model, 1, 1.0)))
+    try:
+        wait_for_endpoint(hosting.sagemaker, name, timeout=180)
+
+        # The API container reaches the model container on the port it published on 127.0.0.1.
+        answer = invoke_json(compose_stack.client("sagemaker-runtime", config=NO_RETRIES), name)
+
+        assert (answer["tag"], answer["variant"]) == ("compose", "AllTraffic")
+    finally:
+        hosting.delete_all()
 
 
 def test_the_secret_key_lives_in_the_data_dir_and_survives_recreating_the_api(compose_stack):

@@ -20,7 +20,7 @@ def test_no_port_is_written_as_a_number():
     assert numbers == []
 
 
-def test_every_service_listens_on_loopback_under_an_init():
+def test_every_service_runs_under_an_init_on_the_host_network():
     services = yaml.safe_load(COMPOSE.read_text())["services"]
 
     assert set(services) == {"api", "worker", "beat", "seaweedfs", "redis", "postgres"}
