@@ -18,6 +18,7 @@ routing table, wait until every API process has dropped it and its requests fini
 SIGTERM, then SIGKILL after the grace period. A worker killed anywhere in here loses nothing:
 rows say what was decided, labels find what was started, and every step is repeatable."""
 
+import functools
 import logging
 import time
 from datetime import timedelta
@@ -194,10 +195,7 @@ def _prepare(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
     """Stage every model the deployment uses and resolve its images, once per deployment (an
     image pull is told in the status message as it goes)."""
     resolved = {}
-
-    def say(message: str) -> None:
-        t.set_status_message(endpoint, message)
-
+    say = functools.partial(t.set_status_message, endpoint)
     for name in deployment.desired:
         variant = containers.variant_spec(deployment, name)
         definition = containers.container_definition(deployment, name)
