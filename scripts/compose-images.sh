@@ -7,7 +7,8 @@
 #
 # The wheelhouse: the host downloads the control-plane image's Python dependencies as wheels for
 # the image's Python (BASE_PYTHON_VERSION on Linux) into build/wheels, and the Dockerfile installs
-# from there alone. It is downloaded again only when pyproject.toml's dependencies change.
+# from there alone, at the versions of the host's .venv (those the tests ran with). It is
+# downloaded again only when the dependencies or those versions change.
 #
 # The stand-ins: one Debian bookworm root filesystem made with mmdebstrap (Python, PostgreSQL 15,
 # Redis 7: the versions the upstream images carry), `docker import`ed once, and a small image on
