@@ -39,6 +39,8 @@ WEED_PORT_VARIABLES = (
 )
 WEED_GRPC_OFFSET = 10000
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
+# The first test builds the stand-ins and the image from nothing (minutes on 2 cores).
+pytestmark = pytest.mark.timeout(BUILD_TIMEOUT + UP_TIMEOUT + READY_TIMEOUT)
 
 
 @dataclass(frozen=True)
