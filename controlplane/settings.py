@@ -47,6 +47,18 @@ def _env_positive_seconds(name: str, default: float) -> float:
     return _positive(name, _env_float(name, default))
 
 
+def _env_subset(name: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated selection among `known` (all of them when unset), in `known`'s order."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return known
+    chosen = {word.strip() for word in raw.split(",") if word.strip()}
+    unknown = chosen - set(known)
+    if unknown or not chosen:
+        raise SettingsError(f"{name} must be a comma-separated list of {', '.join(known)}, got {raw!r}")
+    return tuple(part for part in known if part in chosen)
+
+
 def _env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name, "").strip().lower()
     if raw == "":
@@ -212,6 +224,8 @@ SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
 # A pull runs inside one reconcile step, so it ends (and fails the job with "timed out") before
 # the broker's visibility timeout would hand the same message to another worker mid-pull.
 SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS", 540)
+# How often a pull under way updates the status message with its progress (a database write each).
+SAGEPORT_PULL_PROGRESS_SECONDS = _env_positive_seconds("SAGEPORT_PULL_PROGRESS_SECONDS", 2)
 if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
     raise SettingsError(
         f"SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS ({SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS:g}) must be less than "
@@ -280,6 +294,10 @@ LOGGING = {
 # /readyz: each dependency check gives up after this long; an answer is reused this long.
 SAGEPORT_READINESS_TIMEOUT_SECONDS = _env_float("SAGEPORT_READINESS_TIMEOUT_SECONDS", 0.5)
 SAGEPORT_READINESS_CACHE_SECONDS = _env_float("SAGEPORT_READINESS_CACHE_SECONDS", 1.0)
+# The parts /readyz checks. Compose's API container has no Docker socket (only the worker talks to
+# the engine), so it leaves "docker" out.
+READINESS_PARTS = ("database", "broker", "s3", "docker")
+SAGEPORT_READINESS_CHECKS = _env_subset("SAGEPORT_READINESS_CHECKS", READINESS_PARTS)
 # A reconcile step failing for a transient reason (engine or store unreachable) is retried this
 # many times in a row, with backoff, before the resource fails with the reason.
 SAGEPORT_TRANSIENT_RETRY_ATTEMPTS = _env_int("SAGEPORT_TRANSIENT_RETRY_ATTEMPTS", 20)

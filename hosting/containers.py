@@ -7,6 +7,7 @@ already started. Labels let the reconciler and the reaper find them."""
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -88,12 +89,15 @@ def _host_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def resolve_image(image: str) -> str:
-    """The id of the local image, pulled first when it is missing and pulling is allowed."""
+def resolve_image(image: str, say: Callable[[str], None]) -> str:
+    """The id of the local image, pulled first when it is missing and pulling is allowed; `say`
+    is told that a pull runs, then how far it has come (a pull can take minutes)."""
     runtime = get_runtime()
     image_id = runtime.image_id(image)
     if image_id is None and settings.SAGEPORT_PULL_MISSING_IMAGES:
-        runtime.pull_image(image)
+        pulling = f"Pulling the model image {image}"
+        say(pulling)
+        runtime.pull_image(image, report=lambda progress: say(f"{pulling}: {progress}"))
         image_id = runtime.image_id(image)
     if image_id is None:
         raise NoSuchImage(

@@ -29,6 +29,7 @@ from runtime.base import (
     RuntimeError_,
     RuntimeUnavailable,
 )
+from runtime.pull_progress import PullProgress, PullReport
 
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
@@ -88,19 +89,27 @@ class DockerRuntime:
             except ImageNotFound:
                 return None
 
-    def pull_image(self, image: str) -> None:
+    def pull_image(self, image: str, report: PullReport | None = None) -> None:
         repository, tag = parse_repository_tag(image)
-        deadline = time.monotonic() + self._pull_timeout_seconds
+        started = time.monotonic()
+        deadline = started + self._pull_timeout_seconds
+        next_report = started + settings.SAGEPORT_PULL_PROGRESS_SECONDS
         failure = f'Unable to pull image "{image}"'
+        progress = PullProgress()
         with _engine_errors():
             try:
                 # Streamed so that the whole pull, not each socket read, is bounded in time.
-                progress = self.client.api.pull(repository, tag=tag or "latest", stream=True, decode=True)
-                for message in progress:
+                messages = self.client.api.pull(repository, tag=tag or "latest", stream=True, decode=True)
+                for message in messages:
                     if "error" in message:
                         raise NoSuchImage(f"{failure}: {message['error']}")
-                    if time.monotonic() > deadline:
+                    now = time.monotonic()
+                    if now > deadline:
                         raise NoSuchImage(f"{failure}: timed out after {self._pull_timeout_seconds:g} s")
+                    progress.add(message)
+                    if report is not None and now >= next_report:  # a bounded rate of reports
+                        report(progress.summary())
+                        next_report = now + settings.SAGEPORT_PULL_PROGRESS_SECONDS
             except APIError as error:
                 raise NoSuchImage(f"{failure}: {_reason(error)}") from None
 

@@ -23,6 +23,7 @@ from runtime.base import (
     NoSuchImage,
     RuntimeUnavailable,
 )
+from runtime.pull_progress import PullReport
 
 SIGTERM_EXIT_CODE = 143  # 128 + 15, what a process that honours SIGTERM usually ends with
 SIGKILL_EXIT_CODE = 137  # 128 + 9
@@ -44,6 +45,7 @@ class FakeRuntime:
     def __init__(self, images: tuple[str, ...] = ()):
         self.images: dict[str, str] = {}
         self.pullable: set[str] = set()  # images a pull would fetch
+        self.pull_reports: list[str] = []  # what a pull tells its progress report, in order
         self.networks: dict[str, dict] = {}  # name -> {"labels": ..., "internal": ...}
         self.containers: dict[str, FakeContainer] = {}
         self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
@@ -89,10 +91,13 @@ class FakeRuntime:
         self._answer()
         return self.images.get(image)
 
-    def pull_image(self, image: str) -> None:
+    def pull_image(self, image: str, report: PullReport | None = None) -> None:
         self._answer()
         if image not in self.pullable:
             raise NoSuchImage(f'Unable to pull image "{image}": repository does not exist')
+        for summary in self.pull_reports:
+            if report is not None:
+                report(summary)
         self.add_image(image)
 
     def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:

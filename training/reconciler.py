@@ -95,9 +95,11 @@ def _ensure_image(job: TrainingJob, image: str) -> None:
             f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
             "(SAGEPORT_PULL_MISSING_IMAGES=false)."
         )
-    # Said before the pull: a pull can take minutes, and the job's user should see why.
-    t.set_status_message(job, f"Pulling the training image {image}")
-    runtime.pull_image(image)
+    # Said before the pull and then as it goes: a pull can take minutes, and the job's user
+    # should see why and how far it has come.
+    pulling = f"Pulling the training image {image}"
+    t.set_status_message(job, pulling)
+    runtime.pull_image(image, report=lambda progress: t.set_status_message(job, f"{pulling}: {progress}"))
 
 
 def _download(job: TrainingJob, token: str) -> float | None:

@@ -298,7 +298,7 @@ def test_a_pull_is_said_in_the_status_message_while_it_runs(engine, store, setti
     job = created_job()
     seen = []
     pull = engine.pull_image
-    engine.pull_image = lambda image: (seen.append(current_message(job)), pull(image))
+    engine.pull_image = lambda image, report=None: (seen.append(current_message(job)), pull(image, report))
 
     for _ in range(4):
         step(job)
@@ -306,3 +306,32 @@ def test_a_pull_is_said_in_the_status_message_while_it_runs(engine, store, setti
             break
 
     assert seen == [f"Pulling the training image {IMAGE}"]
+
+
+def test_a_pull_reports_its_progress_in_the_status_message(engine, store, settings):
+    settings.SAGEPORT_PULL_MISSING_IMAGES = True
+    engine.images.clear()
+    engine.pullable.add(IMAGE)
+    engine.pull_reports = ["1/3 layers, 10.0 of 30.0 MB", "3/3 layers, 30.0 of 30.0 MB"]
+    job = created_job()
+    seen = []
+    pull = engine.pull_image
+
+    def observed_pull(image, report=None):
+        def recording(progress):
+            report(progress)
+            seen.append(current_message(job))
+
+        pull(image, recording)
+
+    engine.pull_image = observed_pull
+
+    for _ in range(4):
+        step(job)
+        if seen:
+            break
+
+    assert seen == [
+        f"Pulling the training image {IMAGE}: 1/3 layers, 10.0 of 30.0 MB",
+        f"Pulling the training image {IMAGE}: 3/3 layers, 30.0 of 30.0 MB",
+    ]
