@@ -7,3 +7,10 @@ class AccountsConfig(AppConfig):
     label = "controlplane"
     verbose_name = "Sageport accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # The sweeper deletes containers' keys past their expiry (they are refused already).
+        from accounts import container_credentials
+        from reconcile import sweeper
+
+        sweeper.register(container_credentials.delete_expired_keys)

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
+from gateway.network import SERVICES_NETWORK
 from logs import store as log_store
 from runtime import labels
 from runtime.fake import SIGKILL_EXIT_CODE, FakeRuntime
@@ -124,7 +125,8 @@ def test_a_job_goes_from_create_to_completed_with_its_input_logs_and_artifacts(e
     assert t.state_of(job) == t.COMPLETED
     assert store.tar_members(artifact_uri(job, "model.tar.gz")) == {"model.bin": b"weights"}
     assert artifact_uri(job, "output.tar.gz").removeprefix("s3://bucket/") in store.keys("bucket")
-    assert engine.containers == {} and engine.networks == {}  # what the job used is removed
+    # What the job used is removed; the engine-wide services network stays for other jobs.
+    assert engine.containers == {} and list(engine.networks) == [SERVICES_NETWORK]
     assert not workspace.job_root(job).exists()
 
 
