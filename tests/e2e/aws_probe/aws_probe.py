@@ -67,19 +67,20 @@ def train() -> None:
 
 
 class Handler(BaseHTTPRequestHandler):
+    # Made before serving: importing boto3, making a client and fetching credentials take seconds.
+    session = None
+    s3 = None
+
     def do_GET(self):
         self._answer(200, b"{}")
 
     def do_POST(self):
-        import boto3
-
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        session = boto3.Session()
-        body = session.client("s3").get_object(Bucket=request["bucket"], Key=request["key"])["Body"].read()
-        credentials = session.get_credentials().get_frozen_credentials()
+        body = self.s3.get_object(Bucket=request["bucket"], Key=request["key"])["Body"].read()
+        credentials = self.session.get_credentials().get_frozen_credentials()
         answer = {
             "object": body.decode(),
-            "region": session.region_name,
+            "region": self.session.region_name,
             "key": credentials.access_key,
             "secret": credentials.secret_key,
         }
@@ -95,6 +96,11 @@ class Handler(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["serve"]:
+        import boto3
+
+        Handler.session = boto3.Session()
+        Handler.s3 = Handler.session.client("s3")
+        Handler.session.get_credentials().get_frozen_credentials()
         HTTPServer(("", 8080), Handler).serve_forever()
     else:
         train()
