@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import botocore
@@ -153,6 +154,37 @@ def test_an_ended_jobs_credentials_are_refused_by_s3(stack, sagemaker, s3, bucke
     as_the_job = stack.client("s3", aws_access_key_id=handed["key"], aws_secret_access_key=handed["secret"])
 
     wait_until_refused(lambda: as_the_job.list_objects_v2(Bucket=bucket))
+
+
+def test_a_jobs_credentials_do_not_read_another_accounts_objects(
+    stack, sagemaker, s3, bucket, aws_probe_image
+):
+    if _bundled_s3_accepts_any_key(stack, bucket):
+        pytest.skip("the bundled S3 accepts any key: S3 authentication is not turned on in this stack")
+    other_account = "210987654321"
+    key_id, secret = stack.create_access_key(other_account)
+    as_other = stack.client("s3", aws_access_key_id=key_id, aws_secret_access_key=secret)
+    theirs = f"{other_account}-{uuid.uuid4().hex[:12]}"  # in that account's bucket namespace
+    wait_until_accepted(lambda: as_other.create_bucket(Bucket=theirs))  # its S3 identity syncs on commit
+    as_other.put_object(Bucket=theirs, Key="secret.txt", Body=b"not yours")
+    name = unique_name("cross")
+    environment = {"FORBIDDEN_BUCKET": theirs, "FORBIDDEN_KEY": "secret.txt"}
+
+    sagemaker.create_training_job(**training_request(name, aws_probe_image, bucket, Environment=environment))
+
+    assert wait_for_status(sagemaker, name)["TrainingJobStatus"] == "Completed"
+    assert given(s3, bucket, name)["forbidden"] == "AccessDenied"
+
+
+def wait_until_accepted(call) -> None:
+    deadline = time.monotonic() + REVOCATION_SECONDS
+    while True:
+        try:
+            call()
+            return
+        except ClientError:
+            assert time.monotonic() < deadline, f"still refused after {REVOCATION_SECONDS}s"
+            time.sleep(0.5)
 
 
 def _bundled_s3_accepts_any_key(stack, bucket: str) -> bool:

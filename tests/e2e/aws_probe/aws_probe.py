@@ -3,7 +3,8 @@ or endpoints of its own, only what the platform gives it. Built into the tests' 
 
 `train`: copies s3://$BUCKET/$IN_KEY to s3://$BUCKET/$OUT_KEY (uppercased) and leaves, in
 /opt/ml/model, what it was given: the AWS_* variable names, the key it was handed, whether the
-network reaches the services gateway, and whether it reaches $PEER:8080 (another container).
+network reaches the services gateway, whether it reaches $PEER:8080 (another container), and
+what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives.
 `serve`: answers /ping, and /invocations with the object s3://<bucket>/<key> named by the
 request body, read with boto3."""
 
@@ -53,9 +54,7 @@ def what_i_was_given() -> dict:
 
 
 def train() -> None:
-    model = Path("/opt/ml/model")
     report = what_i_was_given()
-    (model / "given.json").write_text(json.dumps(report))
     print("given:", json.dumps(report["aws_variables"]), flush=True)
     if os.environ.get("IN_KEY"):
         import boto3
@@ -64,6 +63,20 @@ def train() -> None:
         body = s3.get_object(Bucket=os.environ["BUCKET"], Key=os.environ["IN_KEY"])["Body"].read()
         s3.put_object(Bucket=os.environ["BUCKET"], Key=os.environ["OUT_KEY"], Body=body.upper())
         print("copied", os.environ["IN_KEY"], "to", os.environ["OUT_KEY"], flush=True)
+    if os.environ.get("FORBIDDEN_KEY"):  # another account's object: what does reading it give?
+        report["forbidden"] = read_outcome(os.environ["FORBIDDEN_BUCKET"], os.environ["FORBIDDEN_KEY"])
+    Path("/opt/ml/model/given.json").write_text(json.dumps(report))
+
+
+def read_outcome(bucket: str, key: str) -> str:
+    import boto3
+    from botocore.exceptions import ClientError
+
+    try:
+        boto3.client("s3").get_object(Bucket=bucket, Key=key)
+    except ClientError as error:
+        return error.response["Error"]["Code"]
+    return "read"
 
 
 class Handler(BaseHTTPRequestHandler):
