@@ -9,8 +9,8 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # The sweeper deletes containers' keys past their expiry (they are refused already).
+        # The sweeper mints containers' next keys ahead and deletes those past their expiry.
         from accounts import container_credentials
         from reconcile import sweeper
 
-        sweeper.register(container_credentials.delete_expired_keys)
+        sweeper.register(container_credentials.sweep)

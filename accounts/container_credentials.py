@@ -4,12 +4,16 @@ the URL of a credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI) and a tok
 keys there, and fetch again before they expire.
 
 A training job or an endpoint (the holder, by ARN) gets one `ContainerGrant` when its first
-container is specified; each fetch answers a key of the holder's account that is valid for at
-least half of SAGEPORT_CONTAINER_CREDENTIALS_SECONDS (a new one is minted when the newest is past
-that), so a container that refreshes before expiry, as the SDKs do 15 minutes ahead, always gets
-a key with time left. The holder's end deletes its grant and every key it yielded (`revoke`);
-the sweeper deletes keys past their expiry (`delete_expired_keys`) and the grants of holders that
-ended while nobody revoked them (`revoke_ended`, called by the features that know what is live).
+container is specified. Each fetch answers a key of the holder's account with more than half of
+SAGEPORT_CONTAINER_CREDENTIALS_SECONDS left, so a container that refreshes before expiry, as the
+SDKs do 15 minutes ahead, always gets a key with time left. Keys are minted before anyone asks
+for them: the first with the grant (before the container starts), the next by the sweeper once
+the newest has less than three quarters of its life left (`sweep`). A fetch prefers a key at
+least SETTLE_SECONDS old: what derives from the keys (the bundled S3's identities, synced when a
+key is saved) has caught up with it, so an SDK never gets a key S3 does not know yet. The holder's
+end deletes its grant and every key it yielded (`revoke`); the sweeper also deletes keys past
+their expiry, and the features revoke holders that ended while nobody revoked them
+(`revoke_ended`, from their reapers, which know what is live).
 
 The keys are plain access keys with an expiry, without a session token (`Token` is empty):
 SigV4 verification needs none, expiry and revocation belong to the key itself, and the bundled
@@ -29,6 +33,7 @@ from accounts.accesskeys import create_access_key
 from accounts.models import AccessKey, ContainerGrant
 
 TOKEN_BYTES = 32
+SETTLE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,13 @@ def grant(holder: str, account_id: str) -> str:
         return existing.token
     try:
         with transaction.atomic():
-            return ContainerGrant.objects.create(
+            created = ContainerGrant.objects.create(
                 holder=holder, account_id=account_id, token=secrets.token_urlsafe(TOKEN_BYTES)
-            ).token
+            )
     except IntegrityError:  # a concurrent step created it between our read and our insert
         return ContainerGrant.objects.get(holder=holder).token
+    _mint(created)  # outside the grant's transaction: a key is announced (saved) once committed
+    return created.token
 
 
 def credentials_for(token: str) -> ContainerCredentials | None:
@@ -70,15 +77,35 @@ def credentials_for(token: str) -> ContainerCredentials | None:
     if found is None:
         return None
     now = timezone.now()
-    lifetime = timedelta(seconds=settings.SAGEPORT_CONTAINER_CREDENTIALS_SECONDS)
-    key = (
-        AccessKey.objects.filter(issued_for=found.holder, active=True, expires_at__gt=now + lifetime / 2)
-        .order_by("-expires_at")
-        .first()
-    )
-    if key is None:
-        key = create_access_key(found.account_id, expires_at=now + lifetime, issued_for=found.holder)
+    usable = _keys_lasting(found.holder, until=now + _lifetime() / 2)
+    settled = usable.filter(created_at__lte=now - timedelta(seconds=SETTLE_SECONDS))
+    # Minting here is the last resort (keys are minted ahead): the key may be seconds too new for S3.
+    key = settled.order_by("-expires_at").first() or usable.order_by("-expires_at").first() or _mint(found)
     return ContainerCredentials(key.access_key_id, key.secret_access_key, key.account_id, key.expires_at)
+
+
+def sweep() -> None:
+    """The sweeper's share: mint each live grant's next key ahead of need, and delete expired
+    keys (already refused; deleting them keeps the table, and the S3 identities derived from it,
+    small)."""
+    fresh_until = timezone.now() + _lifetime() * 3 / 4
+    for live in ContainerGrant.objects.all():
+        if not _keys_lasting(live.holder, until=fresh_until).exists():
+            _mint(live)
+    for key in AccessKey.objects.filter(expires_at__lte=timezone.now()):
+        key.delete()
+
+
+def _keys_lasting(holder: str, until: datetime):
+    return AccessKey.objects.filter(issued_for=holder, active=True, expires_at__gt=until)
+
+
+def _mint(of: ContainerGrant) -> AccessKey:
+    return create_access_key(of.account_id, expires_at=timezone.now() + _lifetime(), issued_for=of.holder)
+
+
+def _lifetime() -> timedelta:
+    return timedelta(seconds=settings.SAGEPORT_CONTAINER_CREDENTIALS_SECONDS)
 
 
 def revoke(holder: str) -> None:
@@ -105,9 +132,3 @@ def revoke_ended(listed: set[str], live: set[str]) -> None:
     for holder in listed - live:
         revoke(holder)
 
-
-def delete_expired_keys() -> None:
-    """The sweeper's share: expired keys are already refused; deleting them keeps the table (and
-    the S3 identities derived from it) small."""
-    for key in AccessKey.objects.filter(expires_at__lte=timezone.now()):
-        key.delete()

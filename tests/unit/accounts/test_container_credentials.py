@@ -10,13 +10,7 @@ from django.utils.dateparse import parse_datetime
 
 from accounts import accesskeys
 from accounts.accesskeys import create_access_key, resolve_access_key
-from accounts.container_credentials import (
-    delete_expired_keys,
-    grant,
-    holders,
-    revoke,
-    revoke_ended,
-)
+from accounts.container_credentials import grant, holders, revoke, revoke_ended, sweep
 from accounts.models import AccessKey, ContainerGrant
 
 JOB = "arn:aws:sagemaker:us-east-1:111122223333:training-job/job-1"
@@ -55,18 +49,45 @@ def test_the_endpoint_answers_a_key_of_the_holders_account_in_ecs_format(db, cli
     assert response["Cache-Control"] == "no-store"
 
 
-def test_a_refresh_gets_the_same_key_until_half_its_life_is_gone_then_a_new_one(db, client):
+def test_the_first_key_exists_before_any_container_asks(db):
+    grant(JOB, "111122223333")
+
+    (key,) = AccessKey.objects.filter(issued_for=JOB)
+    assert key.expires_at > timezone.now() + timedelta(minutes=59)
+
+
+def test_the_next_key_is_minted_ahead_and_answered_once_the_current_one_is_past_half_its_life(db, client):
     token = grant(JOB, "111122223333")
-    first = fetch(client, token).json()
-    assert fetch(client, token).json()["AccessKeyId"] == first["AccessKeyId"]
+    first = fetch(client, token).json()["AccessKeyId"]
+    sweep()
+    assert AccessKey.objects.filter(issued_for=JOB).count() == 1  # fresh: nothing to mint yet
 
-    AccessKey.objects.filter(access_key_id=first["AccessKeyId"]).update(
-        expires_at=timezone.now() + timedelta(minutes=20)  # what an SDK refreshing 15 min ahead sees
+    age(first, minutes_left=40)  # less than three quarters of its hour left
+    sweep()
+    assert AccessKey.objects.filter(issued_for=JOB).count() == 2
+    assert fetch(client, token).json()["AccessKeyId"] == first  # settled, and more than half left
+
+    age(first, minutes_left=20)  # what an SDK refreshing 15 minutes ahead would be holding
+    second = fetch(client, token).json()["AccessKeyId"]
+    assert second != first
+    assert resolve_access_key(first) is not None  # still valid until it expires
+
+
+def age(access_key_id: str, minutes_left: int) -> None:
+    """Make a key older, as time passing would: more than SETTLE_SECONDS old, expiring sooner."""
+    AccessKey.objects.filter(access_key_id=access_key_id).update(
+        created_at=timezone.now() - timedelta(minutes=60 - minutes_left),
+        expires_at=timezone.now() + timedelta(minutes=minutes_left),
     )
-    second = fetch(client, token).json()
 
-    assert second["AccessKeyId"] != first["AccessKeyId"]
-    assert resolve_access_key(first["AccessKeyId"]) is not None  # still valid until it expires
+
+def test_a_settled_key_is_preferred_to_one_minted_seconds_ago(db, client):
+    token = grant(JOB, "111122223333")
+    (settled,) = AccessKey.objects.filter(issued_for=JOB).values_list("access_key_id", flat=True)
+    age(settled, minutes_left=50)
+    create_access_key("111122223333", expires_at=timezone.now() + timedelta(hours=1), issued_for=JOB)
+
+    assert fetch(client, token).json()["AccessKeyId"] == settled
 
 
 def test_unknown_or_missing_tokens_are_refused_with_an_aws_error(db, client):
@@ -82,7 +103,7 @@ def test_only_get_is_answered(db, client):
     response = client.post("/v2/credentials", HTTP_AUTHORIZATION=grant(JOB, "111122223333"))
 
     assert response.status_code == 405
-    assert AccessKey.objects.count() == 0
+    assert AccessKey.objects.count() == 1  # the grant's own, none more
 
 
 def test_revoking_a_holder_refuses_its_token_and_its_keys(db, client):
@@ -117,7 +138,7 @@ def test_the_sweep_deletes_expired_keys_only(db):
     )
     users = create_access_key("111122223333")
 
-    delete_expired_keys()
+    sweep()
 
     remaining = set(AccessKey.objects.values_list("access_key_id", flat=True))
     assert remaining == {current.access_key_id, users.access_key_id}

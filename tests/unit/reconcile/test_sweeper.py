@@ -13,7 +13,7 @@ from training import tasks as training_tasks
 
 def test_the_features_register_their_share_in_the_order_of_the_apps():
     assert sweeper._hooks == [
-        container_credentials.delete_expired_keys,
+        container_credentials.sweep,
         training_tasks.sweep_training,
         hosting_tasks.sweep_hosting,
         retention.purge_expired_events,
