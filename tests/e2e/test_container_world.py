@@ -9,6 +9,7 @@ tag: the probe's and botocore's versions), running tests/e2e/aws_probe/aws_probe
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ import botocore
 import pytest
 from botocore.exceptions import ClientError
 
+from devstack.stack import PROJECT_DIR
 from tests.e2e.conftest import read_tar_gz, training_request, unique_name, wait_for_status
 from tests.e2e.hosting import wait_for_endpoint
 
@@ -60,25 +62,7 @@ def aws_probe_image(python_image, tmp_path_factory) -> str:
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
         return tag
     context = tmp_path_factory.mktemp("aws-probe")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--only-binary=:all:",
-            "--python-version",
-            "3.11",
-            "--platform",
-            "manylinux2014_x86_64",
-            "--dest",
-            str(context / "wheels"),
-            f"boto3=={_boto3_version()}",
-        ],
-        check=True,
-        timeout=600,
-    )
+    shutil.copytree(_boto3_wheels(), context / "wheels")
     (context / "Dockerfile").write_text(AWS_PROBE_DOCKERFILE)
     (context / "aws_probe.py").write_bytes(PROBE.read_bytes())
     subprocess.run(
@@ -87,10 +71,19 @@ def aws_probe_image(python_image, tmp_path_factory) -> str:
     return tag
 
 
-def _boto3_version() -> str:
+def _boto3_wheels() -> Path:
+    """boto3 (the host's version) and its dependencies as wheels for the image's Python 3.11,
+    downloaded once into .sageport/cache/wheels/ (kept between runs; ignored by git)."""
     import boto3
 
-    return boto3.__version__
+    wheels = PROJECT_DIR / ".sageport" / "cache" / "wheels" / f"boto3-{boto3.__version__}"
+    if not any(wheels.glob("boto3-*.whl")):
+        wheels.mkdir(parents=True, exist_ok=True)
+        download = ["download", "--quiet", "--only-binary=:all:", "--python-version", "3.11"]
+        platform = ["--platform", "manylinux2014_x86_64", "--dest", str(wheels)]
+        pip = [sys.executable, "-m", "pip", *download, *platform, f"boto3=={boto3.__version__}"]
+        subprocess.run(pip, check=True, timeout=600)
+    return wheels
 
 
 def given(s3, bucket: str, job_name: str) -> dict:
