@@ -28,6 +28,7 @@ COPY controlplane ./controlplane
 COPY devstack ./devstack
 COPY training ./training
 COPY hosting ./hosting
+COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity
 COPY accounts ./accounts

@@ -4,6 +4,7 @@ import hashlib
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -92,6 +93,7 @@ INSTALLED_APPS = [
     "hosting",
     "logs",
     "capacity",
+    "gateway",
     "devstack",
 ]
 
@@ -194,6 +196,25 @@ SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
 # FailureReason that says so, instead of filling the host's disk.
 SAGEPORT_MAX_CHANNEL_BYTES = _env_positive_int("SAGEPORT_MAX_CHANNEL_BYTES", 100 * 1024**3)
 SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES", 100 * 1024**3)
+
+# --- What containers reach (gateway/, README "What a container can reach") ---------------------
+# Where this node's processes reach the API: the upstream of the forwarder that containers use.
+SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://127.0.0.1:{SAGEPORT_PORT}"
+# The ports of the forwarder on the services network's gateway (169.254.170.2): containers reach
+# the API and S3 there. Two stacks sharing one Docker engine need different ports; their defaults
+# are the stack's own API and S3 ports, which already differ on one machine.
+SAGEPORT_SERVICES_API_PORT = _env_int("SAGEPORT_SERVICES_API_PORT", SAGEPORT_PORT)
+SAGEPORT_SERVICES_S3_PORT = _env_int(
+    "SAGEPORT_SERVICES_S3_PORT", urlsplit(SAGEPORT_S3_ENDPOINT_URL).port or 8333
+)
+# How long a container's access key lives (SDKs fetch a new one before it expires); at least
+# 900 s, AWS's shortest session, since the SDKs refresh 15 minutes ahead of expiry.
+SAGEPORT_CONTAINER_CREDENTIALS_SECONDS = _env_int("SAGEPORT_CONTAINER_CREDENTIALS_SECONDS", 3600)
+if SAGEPORT_CONTAINER_CREDENTIALS_SECONDS < 900:
+    raise SettingsError(
+        "SAGEPORT_CONTAINER_CREDENTIALS_SECONDS must be at least 900, "
+        f"got {SAGEPORT_CONTAINER_CREDENTIALS_SECONDS}"
+    )
 
 # --- Training ------------------------------------------------------------------------------
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)

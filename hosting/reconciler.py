@@ -26,6 +26,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts import container_credentials
+from gateway import network as gateway_network
 from hosting import containers
 from hosting import gpus as hosting_gpus
 from hosting import model_data as hosting_model_data
@@ -382,7 +384,9 @@ def _gpus_unavailable(
 
 def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer) -> None:
     try:
-        state = get_runtime().run(containers.spec_for(endpoint, deployment, row))
+        spec = containers.spec_for(endpoint, deployment, row)
+        gateway_network.ensure(get_runtime(), spec.extra_networks)
+        state = get_runtime().run(spec)
     except (ContainerStartFailed, NoSuchImage) as error:
         return _give_up_on_start(endpoint, deployment, row, f"could not be started: {error}")
     ServingContainer.objects.filter(pk=row.pk).update(started_at=timezone.now(), host_port=state.host_port)
@@ -472,6 +476,7 @@ def _settle(endpoint: Endpoint, observed: States) -> float | None:
     deployments = list(endpoint.deployments.all())
     if endpoint.endpoint_status == EndpointStatus.DELETING and not deployments:
         containers.remove_endpoint_dir(endpoint.pk)
+        container_credentials.revoke(endpoint.endpoint_arn)  # before the row: a crash leaves it to the reaper
         endpoint.delete()
         routing.bump()
         return None

@@ -45,6 +45,7 @@ class ContainerSpec:
     network: str | None = None  # a network name, "none" for isolation, None for the default
     hostname: str | None = None
     network_aliases: tuple[str, ...] = ()
+    extra_networks: tuple[str, ...] = ()  # further networks joined before the container starts
     nano_cpus: int | None = None
     memory_bytes: int | None = None
     gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all
@@ -92,6 +93,11 @@ class ContainerRuntime(Protocol):
 
     def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
         """Get-or-create a bridge network; `internal` ones reach nothing outside themselves."""
+
+    def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        """Get-or-create the engine-wide internal bridge on `subnet` whose host side is `gateway`,
+        on which containers reach the host's `gateway` address and not each other. It belongs to
+        the engine, not to one stack: it carries no stack label, so no stack's clean-up removes it."""
 
     def remove_network(self, name: str) -> None:
         """Remove the network if it exists (missing is fine)."""

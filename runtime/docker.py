@@ -15,7 +15,7 @@ import requests
 from django.conf import settings
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
-from docker.types import DeviceRequest
+from docker.types import DeviceRequest, IPAMConfig, IPAMPool
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
@@ -127,6 +127,26 @@ class DockerRuntime:
                 if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine
                     raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
 
+    def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        with _engine_errors():
+            if self._network(name) is not None:
+                return
+            try:
+                self.client.networks.create(
+                    name,
+                    driver="bridge",
+                    # Internal: no route to anywhere through it, only the gateway's own address.
+                    internal=True,
+                    ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)]),
+                    # Containers of different tenants share it: the bridge forwards nothing
+                    # between them (Docker drops bridge-to-bridge traffic in iptables' FORWARD).
+                    options={"com.docker.network.bridge.enable_icc": "false"},
+                    labels={keys.MANAGED: "true", keys.ROLE: keys.SERVICES_ROLE},
+                )
+            except APIError as error:
+                if error.status_code != _HTTP_CONFLICT:
+                    raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
+
     def remove_network(self, name: str) -> None:
         with _engine_errors():
             network = self._network(name)
@@ -155,6 +175,7 @@ class DockerRuntime:
         with _engine_errors():
             container = self._container(spec.name) or self._create(spec)
             if container.status == "created":
+                self._join_extra_networks(container, spec)
                 try:
                     container.start()
                 except APIError as error:
@@ -177,6 +198,20 @@ class DockerRuntime:
             raise ContainerStartFailed(
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
+
+    def _join_extra_networks(self, container: Container, spec: ContainerSpec) -> None:
+        """The engine's API (1.41) creates a container on one network: the others are joined
+        before it starts, each once (a step repeated after a crash finds some already joined)."""
+        joined = container.attrs["NetworkSettings"].get("Networks") or {}
+        for network in spec.extra_networks:
+            if network in joined:
+                continue
+            try:
+                self.client.api.connect_container_to_network(container.id, network)
+            except APIError as error:
+                raise ContainerStartFailed(
+                    f'Could not attach container "{spec.name}" to network "{network}": {_reason(error)}'
+                ) from None
 
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
         with _engine_errors():

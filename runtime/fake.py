@@ -104,6 +104,15 @@ class FakeRuntime:
         self._answer()
         self.networks.setdefault(name, {"labels": {**labels, **keys.own()}, "internal": internal})
 
+    def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        self._answer()
+        self.networks.setdefault(name, {
+            "labels": {keys.MANAGED: "true", keys.ROLE: keys.SERVICES_ROLE},
+            "internal": True,
+            "subnet": subnet,
+            "gateway": gateway,
+        })
+
     def remove_network(self, name: str) -> None:
         self._answer()
         self.networks.pop(name, None)
@@ -117,6 +126,9 @@ class FakeRuntime:
             raise NoSuchImage(f"No such image: {spec.image}")
         if spec.name in self.refused:
             raise ContainerStartFailed(f'Could not create container "{spec.name}": {self.refused[spec.name]}')
+        absent = [network for network in spec.extra_networks if network not in self.networks]
+        if absent:
+            raise ContainerStartFailed(f'Could not attach container "{spec.name}": no network {absent[0]}')
         state = ContainerState(
             name=spec.name,
             id=f"{next(self._ids):064x}",

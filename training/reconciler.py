@@ -10,7 +10,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts import container_credentials
 from capacity import nodes
+from gateway import network as gateway_network
 from logs import container_logs
 from reconcile import leases
 from reconcile.loop import reconcile_once
@@ -189,7 +191,9 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
         runtime.ensure_network(containers.network_name(job), containers.job_labels(job), internal=isolated)
     for host in missing:
         try:
-            states[host] = runtime.run(containers.spec_for(job, host))
+            spec = containers.spec_for(job, host)
+            gateway_network.ensure(runtime, spec.extra_networks)
+            states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:
             return f"ClientError: could not start the container for {host}: {exc}"
         scheduler.mark_started(job, [host])
@@ -331,6 +335,7 @@ def _remove_resources(job: TrainingJob) -> None:
     runtime = get_runtime()
     for state in runtime.find(containers.job_labels(job)):
         runtime.remove(state.name)
+    container_credentials.revoke(job.training_job_arn)  # its containers are gone: so are their keys
     runtime.remove_network(containers.network_name(job))
     workspace.remove(job)
     scheduler.release(job)

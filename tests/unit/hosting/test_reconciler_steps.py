@@ -7,6 +7,8 @@ import itertools
 import pytest
 from django.utils import timezone
 
+from accounts.models import ContainerGrant
+from gateway.network import SERVICES_NETWORK
 from hosting import containers as hosting_containers
 from hosting import reconciler as hosting
 from hosting import transitions as t
@@ -293,3 +295,26 @@ def test_a_model_image_pull_reports_its_progress_in_the_status_message(engine, s
     pulling = f"Pulling the model image {OLD_IMAGE}"
     assert seen == [pulling, f"{pulling}: 0/2 layers, 3.0 of 9.0 MB", f"{pulling}: 2/2 layers, 9.0 of 9.0 MB"]
     assert pending_variant_status(endpoint)["StatusMessage"] is None  # the pull is over
+
+
+def test_a_serving_container_gets_its_endpoints_region_and_credentials_on_the_services_network(engine):
+    endpoint, name = in_service_endpoint(engine)
+
+    spec = engine.containers[name].spec
+    assert spec.extra_networks == (SERVICES_NETWORK,)
+    assert spec.environment["AWS_REGION"] == endpoint.region
+    token = ContainerGrant.objects.get(holder=endpoint.endpoint_arn).token
+    assert spec.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"] == token
+
+
+def test_deleting_an_endpoint_revokes_its_containers_credentials(engine):
+    endpoint, name = in_service_endpoint(engine)
+    assert t.move_endpoint(endpoint, EndpointStatus.DELETING)
+
+    for _ in range(10):  # drain, stop, remove: a few steps
+        Endpoint.objects.filter(pk=endpoint.pk).update(next_check_at=None)
+        if hosting.reconcile(endpoint.pk) is None:
+            break
+
+    assert not Endpoint.objects.filter(pk=endpoint.pk).exists()
+    assert not ContainerGrant.objects.exists()
