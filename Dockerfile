@@ -11,6 +11,7 @@ COPY pyproject.toml manage.py ./
 # Every top-level package (tests/unit/test_dockerfile.py checks the list against pyproject).
 COPY controlplane ./controlplane
 COPY devstack ./devstack
+COPY console ./console
 COPY training ./training
 COPY hosting ./hosting
 COPY logs ./logs
