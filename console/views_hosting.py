@@ -75,7 +75,9 @@ def _fleet(endpoint: Endpoint) -> list[dict]:
 
 
 def _endpoint_context(endpoint: Endpoint) -> dict:
+    configs = EndpointConfig.objects.filter(account_id=endpoint.account_id, region=endpoint.region)
     return {
+        "configs": configs.order_by("-creation_time")[:200],
         "endpoint": endpoint,
         "described": presenters.describe_endpoint(endpoint),
         "fleet": _fleet(endpoint),
@@ -85,12 +87,7 @@ def _endpoint_context(endpoint: Endpoint) -> dict:
 @console_view
 def endpoint_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     endpoint = _endpoint(viewer, pk)
-    configs = EndpointConfig.objects.filter(account_id=endpoint.account_id, region=endpoint.region)
-    context = {
-        **_endpoint_context(endpoint),
-        "configs": configs.order_by("-creation_time")[:200],
-        "metric_names": INVOCATION_METRICS,
-    }
+    context = {**_endpoint_context(endpoint), "metric_names": INVOCATION_METRICS}
     return render(request, "console/endpoint.html", context)
 
 
@@ -101,6 +98,9 @@ def endpoint_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
     return JsonResponse(
         {
             "terminal": False,
+            # The forms are rendered again only when the status changes (never under the typing hand).
+            "state": endpoint.endpoint_status,
+            "actions_html": render_to_string("console/_endpoint_actions.html", context, request),
             "status_html": render_to_string("console/_endpoint_status.html", context, request),
             "fleet_html": render_to_string("console/_endpoint_fleet.html", context, request),
             "streams": live.streams(viewer.context_for(endpoint), _log_group(endpoint), ""),

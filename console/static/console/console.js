@@ -131,7 +131,7 @@ function drawChart(figure, points) {
     body.append(empty);
     return;
   }
-  const width = 600, height = 220, left = 56, right = 12, top = 12, bottom = 28;
+  const width = 600, height = 240, left = 64, right = 16, top = 14, bottom = 30;
   const times = points.map((p) => p[0]), values = points.map((p) => p[1]);
   let [t0, t1] = [Math.min(...times), Math.max(...times)];
   let [v0, v1] = [Math.min(...values), Math.max(...values)];
@@ -155,7 +155,7 @@ function drawChart(figure, points) {
   svg.append(svgElement("polyline", {points: points.map((p) => `${x(p[0])},${y(p[1])}`).join(" "), class: "series"}));
   if (points.length <= MAX_DRAWN_POINTS) {
     for (const [t, v] of points) {
-      const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 3, class: "point"});
+      const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 4, class: "point"});
       const tip = svgElement("title", {});
       tip.textContent = `${new Date(t).toISOString().slice(11, 19)}  ${v}`;
       dot.append(tip);
@@ -190,8 +190,12 @@ function followResource(heading) {
     timeline_html: document.querySelector("[data-timeline-html]"),
     fleet_html: document.querySelector("[data-fleet-html]"),
   };
+  const actions = document.querySelector("[data-actions-html]");
+  let state = heading.dataset.state || null;  // what the forms on the page were rendered for
   async function refresh() {
     const data = await getJSON(heading.dataset.live);
+    if (actions && "state" in data && state !== null && data.state !== state) actions.innerHTML = data.actions_html;
+    if ("state" in data) state = data.state;
     for (const [key, element] of Object.entries(parts)) {
       if (element && key in data && element.innerHTML !== data[key]) element.innerHTML = data[key];
     }
