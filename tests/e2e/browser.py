@@ -1,5 +1,6 @@
 """A real browser for the console tests: Playwright driving Debian's chromium (installed by
 scripts/bootstrap.sh; no browser is ever downloaded), and where the tests leave screenshots."""
+
 import os
 import shutil
 from pathlib import Path
@@ -8,7 +9,10 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
     "--no-first-run",
 ]
 # Screenshots go here when set (e.g. to keep them), else into the session's temporary directory.

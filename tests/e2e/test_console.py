@@ -1,11 +1,17 @@
 """The console in a real browser against the live stack: sign in, watch a job run to completion
 without reloading (status, live log lines, its metric chart), stop a running job, change an
 endpoint's weights, and one account never seeing another's jobs."""
+
+import os
 import re
+import subprocess
+import sys
+import uuid
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from devstack.stack import PROJECT_DIR
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
 from tests.e2e.hosting import wait_for_endpoint, wait_until
 
@@ -14,7 +20,7 @@ pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.browser"]
 EPOCHS = 5
 # Prints one loss line a second, so the page sees lines arrive while the job trains.
 TRAINING_SCRIPT = (
-    f"for i in $(seq 1 {EPOCHS}); do echo \"epoch $i loss=0.$((10 - i))\"; sleep 1; done; "
+    f'for i in $(seq 1 {EPOCHS}); do echo "epoch $i loss=0.$((10 - i))"; sleep 1; done; '
     "echo trained > /opt/ml/model/model.txt"
 )
 # Keeps training until SIGTERM, then saves its model and leaves cleanly.
@@ -73,7 +79,7 @@ def test_a_job_appears_runs_and_completes_with_live_logs_and_its_metric_chart(
         detail = browser_context.new_page()
         detail.goto(listing.url)
         job_row(detail, name).get_by_role("link", name=name).click()
-        expect(detail.get_by_role("heading", name=name)).to_be_visible()
+        expect(detail.get_by_role("heading", name=name, exact=True)).to_be_visible()
         mark_page(detail)
         expect(detail.get_by_test_id("secondary")).to_have_text("Starting")
     finally:
@@ -126,7 +132,7 @@ def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint
     wait_for_endpoint(sagemaker, name)
     console.get_by_role("link", name="Endpoints", exact=True).click()
     console.get_by_role("link", name=name).click()
-    expect(console.get_by_role("heading", name=name)).to_be_visible()
+    expect(console.get_by_role("heading", name=name, exact=True)).to_be_visible()
     blue = console.get_by_role("group", name="blue")
 
     blue.get_by_label("Weight").fill("3")
@@ -154,7 +160,7 @@ def test_another_account_sees_neither_the_list_entry_nor_the_page_of_a_job(
     sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))
     expect(job_row(console, name)).to_be_visible()
     job_row(console, name).get_by_role("link", name=name).click()
-    expect(console.get_by_role("heading", name=name)).to_be_visible()
+    expect(console.get_by_role("heading", name=name, exact=True)).to_be_visible()
     job_url = console.url
 
     other_context = chromium.new_context()
@@ -169,4 +175,47 @@ def test_another_account_sees_neither_the_list_entry_nor_the_page_of_a_job(
         assert name not in other.content()
     finally:
         other_context.close()
+    wait_for_status(sagemaker, name)
+
+
+def test_an_operator_sees_every_account_and_the_nodes_with_their_gpus(
+    stack, sagemaker, bucket, shell_algo_image, chromium, screenshot_dir
+):
+    name = unique_name("console-ops")
+    sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))
+    password = uuid.uuid4().hex
+    subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "createsuperuser",
+            "--noinput",
+            "--username",
+            f"ops-{password[:6]}",
+            "--email",
+            "ops@example.com",
+        ],
+        cwd=PROJECT_DIR,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "DJANGO_SUPERUSER_PASSWORD": password},
+    )
+    context = chromium.new_context(viewport={"width": 390, "height": 844})  # a phone
+    try:
+        page = context.new_page()
+        page.goto(f"{stack.endpoint_url}/console/login")
+        page.get_by_label("User name").fill(f"ops-{password[:6]}")
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Sign in as operator").click()
+        expect(page.get_by_test_id("who")).to_contain_text("all accounts")
+        expect(job_row(page, name)).to_be_visible()
+        page.screenshot(path=screenshot_dir / "training-jobs-phone.png", full_page=True)
+
+        page.get_by_role("link", name="Capacity").click()
+        node = page.locator('[data-node="test-node-a"]')
+        expect(node).to_contain_text("up")
+        assert node.locator("tbody tr").count() == 4  # the test node's four declared GPUs
+        page.screenshot(path=screenshot_dir / "capacity-phone.png", full_page=True)
+    finally:
+        context.close()
     wait_for_status(sagemaker, name)

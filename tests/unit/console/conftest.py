@@ -1,4 +1,5 @@
 """Accounts with keys, signed-in browsers (Django's test client) and resources to look at."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -39,10 +40,13 @@ def make_job(account_id: str, name: str) -> TrainingJob:
 def in_service_endpoint(account_id: str) -> EndpointDeployment:
     deployment = make_deployment("ml.m5.large")
     deployment.endpoint.__class__.objects.filter(pk=deployment.endpoint.pk).update(
-        account_id=account_id, endpoint_status=EndpointStatus.IN_SERVICE,
+        account_id=account_id,
+        endpoint_status=EndpointStatus.IN_SERVICE,
         endpoint_arn=deployment.endpoint.endpoint_arn.replace("123456789012", account_id),
     )
-    EndpointDeployment.objects.filter(pk=deployment.pk).update(phase="Active", phase_changed_at=timezone.now())
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(
+        phase="Active", phase_changed_at=timezone.now()
+    )
     deployment.refresh_from_db()
     return deployment
 

@@ -1,5 +1,6 @@
 """What the console changes, it changes through the API's own services: the same calls, the
 same rules, the same errors."""
+
 from unittest import mock
 
 from hosting import services as hosting_services
@@ -25,7 +26,9 @@ def test_stop_goes_through_the_training_service(account_a):
 
 def test_stopping_a_finished_job_shows_the_apis_error_and_changes_nothing(account_a):
     job = make_job(ACCOUNT_A, "done")
-    TrainingJob.objects.filter(pk=job.pk).update(training_job_status="Completed", secondary_status="Completed")
+    TrainingJob.objects.filter(pk=job.pk).update(
+        training_job_status="Completed", secondary_status="Completed"
+    )
 
     response = account_a.post(f"/console/training-jobs/{job.pk}/stop", follow=True)
 
@@ -37,7 +40,9 @@ def test_new_weights_go_through_the_hosting_service(account_a):
     deployment = in_service_endpoint(ACCOUNT_A)
     endpoint = deployment.endpoint
     with mock.patch.object(
-        hosting_services, "update_weights_and_capacities", wraps=hosting_services.update_weights_and_capacities
+        hosting_services,
+        "update_weights_and_capacities",
+        wraps=hosting_services.update_weights_and_capacities,
     ) as update:
         account_a.post(
             f"/console/endpoints/{endpoint.pk}/weights",
@@ -67,7 +72,9 @@ def test_a_weight_that_is_not_a_number_gets_the_apis_validation_error(account_a)
 
 def test_delete_goes_through_the_hosting_service(account_a):
     endpoint = in_service_endpoint(ACCOUNT_A).endpoint
-    with mock.patch.object(hosting_services, "delete_endpoint", wraps=hosting_services.delete_endpoint) as delete:
+    with mock.patch.object(
+        hosting_services, "delete_endpoint", wraps=hosting_services.delete_endpoint
+    ) as delete:
         account_a.post(f"/console/endpoints/{endpoint.pk}/delete")
 
     delete.assert_called_once()
@@ -91,7 +98,8 @@ def test_clone_creates_the_job_through_the_training_service(account_a):
     copy = TrainingJob.objects.get(training_job_name="the-copy")
     assert response["Location"] == f"/console/training-jobs/{copy.pk}/"
     assert (copy.account_id, copy.request["AlgorithmSpecification"]) == (
-        ACCOUNT_A, job.request["AlgorithmSpecification"]
+        ACCOUNT_A,
+        job.request["AlgorithmSpecification"],
     )
 
 

@@ -1,5 +1,6 @@
 """An account sees only its own resources in the console, by page and by direct URL; an
 operator sees every account's and the nodes."""
+
 import pytest
 from django.test import Client
 

@@ -1,5 +1,6 @@
 """Signing in: an access key id with its secret (checked as the API checks a signature's key),
 or a staff user; CSRF on every form; no open redirect."""
+
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -8,7 +9,9 @@ from tests.unit.console.conftest import ACCOUNT_A, make_job
 
 
 def _sign_in(client: Client, key_id: str, secret: str, **extra):
-    return client.post("/console/login", {"kind": "key", "access_key_id": key_id, "secret_access_key": secret, **extra})
+    return client.post(
+        "/console/login", {"kind": "key", "access_key_id": key_id, "secret_access_key": secret, **extra}
+    )
 
 
 def test_a_wrong_secret_is_refused_and_signs_nobody_in(db):
