@@ -1,6 +1,8 @@
 """Endpoints, endpoint configs and models: lists and pages, and the endpoint's actions (weights
 and capacities, another config, delete) as the API's own operations."""
 
+import time
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -9,19 +11,15 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from capacity.gpus import gpu_ids
-from console import live
+from console import invocation_charts, live
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from hosting import presenters
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
 from hosting.runtime_api.invocations import ENDPOINT_LOG_GROUP
-from logs.metrics import SeriesKey
 from protocol.listing import filtered_and_sorted
 
 PAGE_SIZE = 50
-# CloudWatch's per-endpoint invocation metrics (namespace AWS/SageMaker), charted when recorded.
-INVOCATION_NAMESPACE = "AWS/SageMaker"
-INVOCATION_METRICS = ["Invocations", "ModelLatency", "Invocation4XXErrors", "Invocation5XXErrors"]
 
 
 def _page(viewer: Viewer, request: HttpRequest, model, name_field: str, status_field: str = ""):
@@ -87,7 +85,7 @@ def _endpoint_context(endpoint: Endpoint) -> dict:
 @console_view
 def endpoint_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     endpoint = _endpoint(viewer, pk)
-    context = {**_endpoint_context(endpoint), "metric_names": INVOCATION_METRICS}
+    context = {**_endpoint_context(endpoint), "metric_names": invocation_charts.TITLES}
     return render(request, "console/endpoint.html", context)
 
 
@@ -127,8 +125,8 @@ def endpoint_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
 @console_view
 def endpoint_metrics(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     endpoint = _endpoint(viewer, pk)
-    key = SeriesKey(endpoint.account_id, endpoint.region, INVOCATION_NAMESPACE, endpoint.endpoint_name)
-    return JsonResponse({"series": live.series(key, INVOCATION_METRICS)})
+    now_ms = int(time.time() * 1000)
+    return JsonResponse({"series": invocation_charts.series(endpoint, now_ms)})
 
 
 def _number(text: str, kind):

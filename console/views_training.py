@@ -14,12 +14,11 @@ from django.views.decorators.http import require_POST
 from console import live, snippets
 from console.actions import perform
 from console.viewer import Viewer, console_view
-from logs.metrics import SeriesKey
 from protocol.listing import filtered_and_sorted
 from training import presenters
 from training import services as training_services
 from training.containers import TRAINING_LOG_GROUP
-from training.metrics import TRAINING_JOBS_NAMESPACE, metric_definitions
+from training.metrics import metric_definitions, series_key
 from training.models import TrainingJob, TrainingJobStatus
 
 PAGE_SIZE = 50
@@ -143,9 +142,8 @@ def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
 @console_view
 def job_metrics(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     job = _job(viewer, pk)
-    key = SeriesKey(job.account_id, job.region, TRAINING_JOBS_NAMESPACE, job.training_job_name)
     names = [definition.name for definition in metric_definitions(job)]
-    return JsonResponse({"series": live.series(key, names)})
+    return JsonResponse({"series": live.series(series_key(job), names)})
 
 
 @console_view
