@@ -13,7 +13,7 @@ from functools import wraps
 from django.contrib import auth
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.csrf import csrf_protect
@@ -99,7 +99,10 @@ def console_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
         if viewer is None:
             return redirect(f"{reverse('console:login')}?{urlencode({'next': request.get_full_path()})}")
         request.viewer = viewer
-        return view(request, viewer, *args, **kwargs)
+        try:
+            return view(request, viewer, *args, **kwargs)
+        except Http404:  # the console's own page, saying no more than "not visible to you"
+            return render(request, "console/not_found.html", status=404)
 
     return wrapper
 

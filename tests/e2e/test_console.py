@@ -34,6 +34,7 @@ LOSS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
 def sign_in(page: Page, base_url: str, key_id: str, secret: str) -> None:
     page.goto(f"{base_url}/")  # the root sends a browser to the console, which asks for a sign-in
     expect(page).to_have_url(re.compile(r"/console/login"))
+    expect(page.get_by_role("heading", name="Sign in to Sageport")).to_be_visible()
     page.get_by_label("Access key ID").fill(key_id)
     page.get_by_label("Secret access key").fill(secret)
     page.get_by_role("button", name="Sign in", exact=True).click()
@@ -154,14 +155,18 @@ def _weights_once_in_service(sagemaker, name: str) -> dict | None:
 
 
 def test_another_account_sees_neither_the_list_entry_nor_the_page_of_a_job(
-    stack, sagemaker, bucket, shell_algo_image, console, chromium
+    stack, sagemaker, bucket, shell_algo_image, console, chromium, screenshot_dir
 ):
     name = unique_name("console-private")
-    sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))
+    script = "echo 'CUDA out of memory' > /opt/ml/output/failure; exit 3"
+    sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, script))
     expect(job_row(console, name)).to_be_visible()
     job_row(console, name).get_by_role("link", name=name).click()
     expect(console.get_by_role("heading", name=name, exact=True)).to_be_visible()
     job_url = console.url
+    expect(console.get_by_test_id("failure-reason")).to_contain_text("CUDA out of memory", timeout=60_000)
+    expect(console.get_by_test_id("status")).to_have_text("Failed")
+    console.screenshot(path=screenshot_dir / "training-job-failed.png")
 
     other_context = chromium.new_context()
     try:
@@ -172,7 +177,9 @@ def test_another_account_sees_neither_the_list_entry_nor_the_page_of_a_job(
         assert other.locator(f'tr[data-job="{name}"]').count() == 0
         response = other.goto(job_url)
         assert response.status == 404
+        expect(other.get_by_role("heading", name="Not found")).to_be_visible()
         assert name not in other.content()
+        other.screenshot(path=screenshot_dir / "not-found.png")
     finally:
         other_context.close()
     wait_for_status(sagemaker, name)
