@@ -102,6 +102,18 @@ def test_a_job_appears_runs_and_completes_with_live_logs_and_its_metric_chart(
     assert_not_reloaded(listing)
     listing.screenshot(path=screenshot_dir / "training-jobs.png")
 
+    detail.get_by_role("link", name="Clone").click()  # a prefilled CreateTrainingJob form
+    expect(detail.get_by_label("New job name")).to_have_value(f"{name}-clone")
+    expect(detail.get_by_label(re.compile("CreateTrainingJob request"))).to_have_value(
+        re.compile("train:loss")
+    )
+    detail.screenshot(path=screenshot_dir / "training-job-clone.png")
+    detail.get_by_role("button", name="Create training job").click()
+    expect(detail.get_by_role("heading", name=f"{name}-clone", exact=True)).to_be_visible()
+    clone = wait_for_status(sagemaker, f"{name}-clone", timeout=90)
+    assert clone["TrainingJobStatus"] == "Completed"
+    assert clone["AlgorithmSpecification"]["MetricDefinitions"] == LOSS
+
 
 def test_stop_from_the_console_ends_the_job_stopped_with_its_artifacts(
     stack, sagemaker, s3, bucket, shell_algo_image, console, screenshot_dir

@@ -1,5 +1,6 @@
 """The stock admin edits no job, endpoint or internal state (the console shows them; the API and
 the worker change them); what it keeps (access keys, users) is served with its CSS."""
+
 from django.apps import apps
 from django.contrib import admin
 from django.test import Client
