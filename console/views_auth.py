@@ -21,9 +21,8 @@ def login(request: HttpRequest) -> HttpResponse:
         if _sign_in(request):
             return redirect(target)
         error = REFUSED
-    return render(
-        request, "console/login.html", {"error": error, "next": target}, status=401 if error else 200
-    )
+    context = {"error": error, "next": target, "access_key_id": request.POST.get("access_key_id", "")}
+    return render(request, "console/login.html", context, status=401 if error else 200)
 
 
 def _sign_in(request: HttpRequest) -> bool:
