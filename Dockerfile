@@ -26,6 +26,7 @@ COPY manage.py ./
 # Every top-level package (tests/unit/test_dockerfile.py checks the list against the repository).
 COPY controlplane ./controlplane
 COPY devstack ./devstack
+COPY console ./console
 COPY training ./training
 COPY hosting ./hosting
 COPY gateway ./gateway

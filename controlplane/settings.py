@@ -95,12 +95,15 @@ INSTALLED_APPS = [
     "capacity",
     "gateway",
     "devstack",
+    "console",
 ]
 
 MIDDLEWARE = [
     # AWS-format answers only on the API port (the admin aside): JSON 1.1 requests start here.
     "protocol.middleware.AwsErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The console's and the admin's CSS and scripts, from the apps' static/ directories.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
     # InvokeEndpoint (the data path) stops here: what follows serves the admin.
     "hosting.runtime_api.invocations.RuntimeApiMiddleware",
@@ -142,14 +145,19 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
-STATIC_URL = "static/"
+STATIC_URL = "/static/"
 # The largest JSON API (SageMaker, CloudWatch Logs) request body accepted; a larger one is refused
 # with 413 RequestEntityTooLargeException before it is read.
 SAGEPORT_MAX_REQUEST_BYTES = _env_int("SAGEPORT_MAX_REQUEST_BYTES", 6 * 1024 * 1024)
 # InvokeEndpoint bodies may be 6 MiB; larger ones get a ValidationError from the runtime API.
 # Both APIs refuse oversized bodies themselves, before Django's own (HTML-free) limit applies.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(7 * 1024 * 1024, SAGEPORT_MAX_REQUEST_BYTES + 1024 * 1024)
-STATIC_ROOT = DATA_DIR / "static"
+LOGIN_URL = "/console/login"
+# The console's session cookie: never readable by scripts, sent only to this site's own pages.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+# Whitenoise serves the apps' static files where they are (no STATIC_ROOT: no collectstatic step).
+WHITENOISE_USE_FINDERS = True
 
 # --- SageMaker API -------------------------------------------------------------------------
 SAGEPORT_REGION = os.environ.get("SAGEPORT_REGION", "us-east-1")

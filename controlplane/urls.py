@@ -1,14 +1,18 @@
 from django.contrib import admin
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
 from accounts.views import CREDENTIALS_PATH, container_credentials_view
 from controlplane.health import healthz, readyz
 from controlplane.metrics import metrics
+from controlplane.root import root
 from hosting.runtime_api.invocations import invoke_endpoint_view
 from protocol.views import json_protocol_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The web console (README "Console"); `/` sends a browser there, AWS clients to the API.
+    path("console/", include("console.urls")),
+    path("", root, name="root"),
     # Operations (README "Observability"): unauthenticated, GET.
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
@@ -16,12 +20,12 @@ urlpatterns = [
     # Containers' role credentials (accounts/views.py), reached through the services network.
     path(CREDENTIALS_PATH.lstrip("/"), container_credentials_view, name="container-credentials"),
     # The runtime API (`POST [<prefix>/]endpoints/<name>/invocations`), before the JSON 1.1
-    # catch-all below, which answers every other path.
+    # catch-all below, which answers every other path but the console's and static files'.
     re_path(
         r"^(?:.*/)?endpoints/(?P<endpoint_name>[^/]+)/invocations$",
         invoke_endpoint_view,
         name="invoke-endpoint",
     ),
     # JSON 1.1 requests go to whatever path the client's endpoint_url has (boto3 keeps its path).
-    re_path(r"", json_protocol_view, name="json-protocol"),
+    re_path(r"^(?!static/|console/)", json_protocol_view, name="json-protocol"),
 ]

@@ -65,6 +65,18 @@ def latest(key: SeriesKey, metric_names: Sequence[str]) -> list[MetricDatum]:
     return [datum for datum in newest if datum is not None]
 
 
+def history(key: SeriesKey, metric_name: str, limit: int) -> list[MetricDatum]:
+    """The newest `limit` points of one metric (every host), oldest first: what a chart draws."""
+    points = MetricDatum.objects.filter(
+        account_id=key.account_id,
+        region=key.region,
+        namespace=key.namespace,
+        resource_name=key.resource_name,
+        metric_name=metric_name,
+    )
+    return list(points.order_by("-timestamp_ms", "-pk")[:limit])[::-1]
+
+
 # --- statistic sets ---------------------------------------------------------------------------
 
 

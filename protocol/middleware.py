@@ -3,11 +3,11 @@
 Requests carrying X-Amz-Target go straight to the AWS JSON view, whatever their path (boto3
 posts them to the endpoint URL's own path), requests with `smithy-protocol: rpc-v2-cbor` to the
 CBOR view, and form-encoded POSTs (`Action=...`, the query protocol) to the query view, except
-on the admin site and InvokeEndpoint's path. Everything
+on the admin site, the console and InvokeEndpoint's path. Everything
 else goes down Django's chain; an error that comes back without an AWS error type (Django's own
 pages: 404, 405, 400 for a bad Host, 500 from a middleware, all HTML or empty) is replaced by an
 AWS JSON error with the same class of status, so that no client ever reads HTML from the API.
-The admin site keeps its own pages, and /healthz, /readyz and /metrics their own bodies."""
+The admin site and the console keep their own pages, and /healthz, /readyz and /metrics their own bodies."""
 
 import uuid
 
@@ -25,8 +25,8 @@ from protocol.errors import (
 from protocol.serialization import AMZ_JSON_11, REST_JSON, error_response
 from protocol.views import json_protocol_view
 
-# Paths that serve HTML on purpose: the admin site and its static files.
-_HTML_PREFIXES = ("/admin/", "/static/")
+# Paths that serve HTML on purpose: the admin site, the console and their static files.
+_HTML_PREFIXES = ("/admin/", "/console/", "/static/")
 # Operations endpoints answer with their own bodies (a 503 from /readyz names the failing part).
 _OWN_BODY_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _RUNTIME_SUFFIX = "/invocations"

@@ -23,6 +23,9 @@ missing_packages() {
     command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
     command -v docker-compose >/dev/null || echo docker-compose  # the compose stack's test (v1 is enough)
     "$PYTHON" -c 'import ensurepip' 2>/dev/null || echo python3-venv
+    # The console's browser tests: Playwright drives Debian's chromium (no browser download).
+    command -v chromium >/dev/null || echo chromium
+    [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || echo fonts-dejavu-core
 }
 
 install_packages() {

@@ -73,7 +73,7 @@ class Command(BaseCommand):
             try:
                 self._start_all(supervisor, specs)
                 create_default_bucket(data_dir)
-                self._print_banner(supervisor, specs, data_dir, env_file)
+                self._print_banner(supervisor, specs, data_dir, env_file, api_url)
                 supervisor.run()  # restarts a child that dies, until Ctrl-C or SIGTERM
             except StopRequested:
                 self.stdout.write("Stopping...")
@@ -105,11 +105,17 @@ class Command(BaseCommand):
                 raise
             self.stdout.write(f"ready in {time.monotonic() - started:.1f}s")
 
-    def _print_banner(self, supervisor: Supervisor, specs, data_dir: Path, env_file: Path) -> None:
+    def _print_banner(
+        self, supervisor: Supervisor, specs, data_dir: Path, env_file: Path, api_url: str
+    ) -> None:
         self.stdout.write(self.style.SUCCESS(READY_BANNER))
         for spec in specs:
             where = spec.listens or "running"
             self.stdout.write(f"  {spec.name:<10} {where:<28} log: {supervisor.log_path(spec.name)}")
         self.stdout.write(f"  data       {data_dir}")
         self.stdout.write(f"Point boto3, the AWS CLI and the SageMaker SDK at it with:  source {env_file}")
+        self.stdout.write(
+            f"Console: {api_url}/console/  (sign in with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from "
+            f"{env_file}; an operator account: .venv/bin/python manage.py createsuperuser)"
+        )
         self.stdout.write("Press Ctrl-C to stop.")

@@ -181,12 +181,39 @@ def test_wrong_method_on_the_runtime_path_is_a_rest_json_error(db, method):
     assert_aws_json_error(response, 400, "UnknownOperationException", "application/json")
 
 
-@pytest.mark.parametrize("path", ["/", "/no/such/path", "/admin", "/static/x.css", "/favicon.ico"])
+@pytest.mark.parametrize("path", ["/no/such/path", "/admin", "/favicon.ico"])
 @pytest.mark.parametrize("method", ["get", "post", "put"])
 def test_paths_without_a_target_answer_aws_json(db, path, method):
     response = getattr(Client(), method)(path)
 
     assert_aws_json_error(response, 400, "UnknownOperationException", "application/x-amz-json-1.1")
+
+
+@pytest.mark.parametrize("method", ["post", "put"])
+def test_the_root_answers_aws_json_to_anything_but_a_browser(db, method):
+    response = getattr(Client(), method)("/")
+
+    assert_aws_json_error(response, 400, "UnknownOperationException", "application/x-amz-json-1.1")
+
+
+def test_the_root_answers_aws_json_to_a_get_with_aws_credentials(db):
+    response = Client().get("/", headers={"Authorization": "AWS4-HMAC-SHA256 Credential=AKIA/x"})
+
+    assert_aws_json_error(response, 400, "UnknownOperationException", "application/x-amz-json-1.1")
+
+
+def test_the_root_sends_a_browser_to_the_console(db):
+    response = Client().get("/")
+
+    assert (response.status_code, response["Location"]) == (302, "/console/")
+
+
+def test_static_files_are_served_and_a_missing_one_is_a_plain_404(db):
+    found = Client().get("/static/console/console.css")
+    missing = Client().get("/static/console/no-such-file.css")
+
+    assert (found.status_code, found["Content-Type"].split(";")[0]) == (200, "text/css")
+    assert missing.status_code == 404 and "X-Amzn-ErrorType" not in missing
 
 
 def test_a_target_is_dispatched_to_the_json_api_on_any_path(db):

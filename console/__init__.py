@@ -1,0 +1,1 @@
+"""The web console: server-rendered pages over the same services and presenters as the API."""

@@ -1,0 +1,248 @@
+/* Sageport console: live updates by polling small JSON answers (bounded), log following, and
+   a hand-written SVG line chart. No dependencies, no build step. */
+"use strict";
+
+const POLL_MS = 2000;
+const MAX_POLLS = 1800;        // about an hour per page view, then updates pause (reload to resume)
+const MAX_LOG_LINES = 5000;    // lines kept per stream on the page
+const MAX_DRAWN_POINTS = 600;  // above this a chart draws the line without a marker per point
+
+async function getJSON(url) {
+  const response = await fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"});
+  if (response.redirected || !response.ok) throw new Error(`${response.status} ${url}`);
+  return response.json();
+}
+
+function setNote(text) {
+  const note = document.querySelector("[data-live-note]");
+  if (note) note.textContent = text;
+}
+
+function clock() {
+  return new Date().toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
+}
+
+/* A loop of at most MAX_POLLS ticks; `tick` returns false to stop. */
+function poll(tick) {
+  let count = 0;
+  async function run() {
+    count += 1;
+    let again = true;
+    try {
+      again = await tick();
+    } catch (error) {
+      setNote("Live updates interrupted; retrying…");
+    }
+    if (again === false) return;
+    if (count >= MAX_POLLS) {
+      setNote("Live updates paused. Reload the page to resume.");
+      return;
+    }
+    setTimeout(run, POLL_MS);
+  }
+  setTimeout(run, POLL_MS);
+}
+
+/* --- lists ---------------------------------------------------------------------------------- */
+
+function followRows(table) {
+  const body = table.querySelector("[data-rows]");
+  poll(async () => {
+    const data = await getJSON(table.dataset.liveRows);
+    if (body.innerHTML !== data.html) body.innerHTML = data.html;
+    setNote(data.running ? `Live · ${data.running} running · ${clock()}` : `Live · ${clock()}`);
+    return true;
+  });
+}
+
+/* --- logs ----------------------------------------------------------------------------------- */
+
+function streamPanel(container, name) {
+  let pre = container.querySelector(`pre[data-stream="${CSS.escape(name)}"]`);
+  if (pre) return pre;
+  const empty = container.querySelector("[data-no-logs]");
+  if (empty) empty.remove();
+  const section = document.createElement("section");
+  section.className = "log-stream";
+  const title = document.createElement("h3");
+  title.textContent = name;
+  pre = document.createElement("pre");
+  pre.dataset.stream = name;
+  pre.dataset.token = "";
+  pre.tabIndex = 0;
+  pre.setAttribute("aria-label", `Log of ${name}`);
+  section.append(title, pre);
+  container.append(section);
+  return pre;
+}
+
+async function followStream(url, pre) {
+  // Read until the stream has nothing new (each answer is bounded), at most a few pages a tick.
+  for (let page = 0; page < 5; page += 1) {
+    const query = new URLSearchParams({stream: pre.dataset.stream, token: pre.dataset.token});
+    const data = await getJSON(`${url}?${query}`);
+    const unchanged = data.token === pre.dataset.token;
+    pre.dataset.token = data.token;
+    if (data.events.length) appendLines(pre, data.events);
+    if (unchanged || data.events.length === 0) return;
+  }
+}
+
+function appendLines(pre, events) {
+  const atBottom = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 40;
+  const fragment = document.createDocumentFragment();
+  for (const event of events) {
+    const line = document.createElement("span");
+    line.className = "line";
+    const time = document.createElement("time");
+    time.dateTime = new Date(event.t).toISOString();
+    time.textContent = new Date(event.t).toISOString().slice(11, 23);
+    line.append(time, document.createTextNode(" " + event.m + "\n"));
+    fragment.append(line);
+  }
+  pre.append(fragment);
+  while (pre.childElementCount > MAX_LOG_LINES) pre.firstElementChild.remove();
+  if (atBottom) pre.scrollTop = pre.scrollHeight;  // follow, unless the reader scrolled up
+}
+
+/* --- charts --------------------------------------------------------------------------------- */
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svgElement(name, attributes) {
+  const element = document.createElementNS(SVG, name);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+  return element;
+}
+
+function formatValue(value) {
+  return Math.abs(value) >= 1000 || (Math.abs(value) < 0.01 && value !== 0)
+    ? value.toExponential(2) : String(Math.round(value * 1000) / 1000);
+}
+
+function drawChart(figure, points) {
+  const body = figure.querySelector(".chart-body");
+  body.textContent = "";
+  figure.dataset.points = String(points.length);
+  if (!points.length) {
+    const empty = document.createElement("p");
+    empty.className = "empty";
+    empty.textContent = "No points yet.";
+    body.append(empty);
+    return;
+  }
+  const width = 600, height = 240, left = 64, right = 16, top = 14, bottom = 30;
+  const times = points.map((p) => p[0]), values = points.map((p) => p[1]);
+  let [t0, t1] = [Math.min(...times), Math.max(...times)];
+  let [v0, v1] = [Math.min(...values), Math.max(...values)];
+  if (t0 === t1) { t0 -= 1000; t1 += 1000; }
+  if (v0 === v1) { v0 -= 1; v1 += 1; }
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * (width - left - right);
+  const y = (v) => top + (1 - (v - v0) / (v1 - v0)) * (height - top - bottom);
+  const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, class: "chart-svg",
+    "data-points": String(points.length), role: "presentation"});
+  for (const v of [v0, (v0 + v1) / 2, v1]) {
+    svg.append(svgElement("line", {x1: left, x2: width - right, y1: y(v), y2: y(v), class: "grid"}));
+    const label = svgElement("text", {x: left - 6, y: y(v) + 4, class: "axis", "text-anchor": "end"});
+    label.textContent = formatValue(v);
+    svg.append(label);
+  }
+  for (const [t, anchor] of [[t0, "start"], [t1, "end"]]) {
+    const label = svgElement("text", {x: x(t), y: height - 8, class: "axis", "text-anchor": anchor});
+    label.textContent = new Date(t).toISOString().slice(11, 19);
+    svg.append(label);
+  }
+  svg.append(svgElement("polyline", {points: points.map((p) => `${x(p[0])},${y(p[1])}`).join(" "), class: "series"}));
+  if (points.length <= MAX_DRAWN_POINTS) {
+    for (const [t, v] of points) {
+      const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 4, class: "point"});
+      const tip = svgElement("title", {});
+      tip.textContent = `${new Date(t).toISOString().slice(11, 19)}  ${v}`;
+      dot.append(tip);
+      svg.append(dot);
+    }
+  }
+  body.append(svg);
+  const last = points[points.length - 1][1];
+  body.setAttribute("aria-label", `${figure.dataset.chart}: ${points.length} points, latest ${last}`);
+}
+
+function drawCharts(root, series) {
+  let any = false;
+  for (const entry of series) {
+    const figure = root.querySelector(`[data-chart="${CSS.escape(entry.name)}"]`);
+    if (!figure) continue;
+    if (root.hasAttribute("data-hide-empty")) figure.hidden = entry.points.length === 0;
+    any = any || entry.points.length > 0;
+    drawChart(figure, entry.points);
+  }
+  const none = document.querySelector("[data-no-metrics]");
+  if (none) none.hidden = any;
+}
+
+/* --- a resource's page ---------------------------------------------------------------------- */
+
+function followResource(heading) {
+  const logs = document.querySelector("[data-log-streams]");
+  const charts = document.querySelector("[data-charts]");
+  const parts = {
+    status_html: document.querySelector("[data-status-html]"),
+    timeline_html: document.querySelector("[data-timeline-html]"),
+    fleet_html: document.querySelector("[data-fleet-html]"),
+  };
+  const actions = document.querySelector("[data-actions-html]");
+  let state = heading.dataset.state || null;  // what the forms on the page were rendered for
+  async function refresh() {
+    const data = await getJSON(heading.dataset.live);
+    if (actions && "state" in data && state !== null && data.state !== state) actions.innerHTML = data.actions_html;
+    if ("state" in data) state = data.state;
+    for (const [key, element] of Object.entries(parts)) {
+      if (element && key in data && element.innerHTML !== data[key]) element.innerHTML = data[key];
+    }
+    for (const name of data.streams) await followStream(heading.dataset.logs, streamPanel(logs, name));
+    if (charts) drawCharts(charts, (await getJSON(heading.dataset.metrics)).series);
+    if (data.terminal) {
+      document.querySelectorAll("[data-while-running]").forEach((element) => element.remove());
+      setNote("");
+      return false;  // this pass read the last lines and points: nothing changes any more
+    }
+    return true;
+  }
+  // The first look at once, then polling once it is done (never two passes reading one stream).
+  refresh()
+    .catch(() => true)
+    .then((again) => { if (again !== false) poll(refresh); });
+}
+
+/* --- small things --------------------------------------------------------------------------- */
+
+function wireForms() {
+  document.querySelectorAll("form[data-confirm]").forEach((form) => {
+    form.addEventListener("submit", (event) => {
+      if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  });
+  document.querySelectorAll("[data-copy]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const text = document.getElementById(button.dataset.copy).textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        button.textContent = "Copied";
+      } catch (error) {
+        const range = document.createRange();
+        range.selectNodeContents(document.getElementById(button.dataset.copy));
+        window.getSelection().removeAllRanges();
+        window.getSelection().addRange(range);
+        button.textContent = "Selected: press Ctrl+C";
+      }
+    });
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  wireForms();
+  const table = document.querySelector("[data-live-rows]");
+  if (table) followRows(table);
+  const heading = document.querySelector("[data-live]");
+  if (heading) followResource(heading);
+});

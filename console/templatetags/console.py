@@ -1,0 +1,69 @@
+"""Filters of the console's templates: durations, status colours, pretty JSON."""
+
+import json
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+
+register = template.Library()
+
+# A status's colour family (the CSS classes badge-<family>).
+_FAMILIES = {
+    "Completed": "ok",
+    "InService": "ok",
+    "Active": "ok",
+    "Failed": "bad",
+    "MaxRuntimeExceeded": "bad",
+    "Stopped": "idle",
+    "Stopping": "warn",
+    "Deleting": "warn",
+    "Draining": "warn",
+    "Retiring": "idle",
+    "Pending": "warn",
+    "Restarting": "warn",
+}
+
+
+@register.filter
+def family(status: str) -> str:
+    return _FAMILIES.get(status, "run")
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """1h 02m, 3m 04s, 5s."""
+    if value is None:
+        return "—"
+    total = max(0, int(value))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+@register.simple_tag
+def span(start: datetime | None, end: datetime | None = None) -> str:
+    """How long from `start` to `end` (still running: to now)."""
+    if start is None:
+        return "—"
+    return seconds(((end or timezone.now()) - start).total_seconds())
+
+
+@register.simple_tag
+def job_duration(job) -> str:
+    end = job.training_end_time or (job.last_modified_time if job.is_terminal else None)
+    return span(job.creation_time, end)
+
+
+@register.filter
+def pretty(value) -> str:
+    return json.dumps(value, indent=2, default=str)
+
+
+@register.filter
+def gib(value: float) -> str:
+    return f"{value:.1f} GiB"

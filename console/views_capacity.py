@@ -1,0 +1,64 @@
+"""Capacity, for operators: the nodes, what holds each GPU, and the queue of Pending jobs with
+what each waits for."""
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from capacity.models import GpuAllocation, Node, Placement
+from console.viewer import Viewer, operator_view
+from training.models import SecondaryStatus, TrainingJob
+
+
+def _holders(node: Node) -> dict[str, str]:
+    """Device id → who holds it, in words."""
+    held = {}
+    allocations = GpuAllocation.objects.filter(node=node).select_related(
+        "placement__job", "container__deployment__endpoint"
+    )
+    for allocation in allocations:
+        if allocation.placement is not None:
+            job = allocation.placement.job
+            held[allocation.device_id] = (
+                "job",
+                job.pk,
+                f"{job.training_job_name} ({allocation.placement.host})",
+            )
+        else:
+            container = allocation.container
+            endpoint = container.deployment.endpoint
+            held[allocation.device_id] = (
+                "endpoint",
+                endpoint.pk,
+                f"{endpoint.endpoint_name} / {container.variant_name}",
+            )
+    return held
+
+
+def _node_row(node: Node, now) -> dict:
+    holders = _holders(node)
+    return {
+        "node": node,
+        "memory_gib": node.memory_bytes / 2**30,
+        "heartbeat_age": (now - node.heartbeat_at).total_seconds(),
+        "gpus": [{"gpu": gpu, "holder": holders.get(gpu["id"])} for gpu in node.gpus],
+        "placements": Placement.objects.filter(node=node).select_related("job").order_by("job_id", "host"),
+    }
+
+
+def _waiting(job: TrainingJob) -> str:
+    current = job.transitions.last()
+    return current.status_message if current else ""
+
+
+@operator_view
+def capacity(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    now = timezone.now()
+    pending = TrainingJob.objects.filter(secondary_status=SecondaryStatus.PENDING).order_by(
+        "creation_time", "pk"
+    )
+    context = {
+        "nodes": [_node_row(node, now) for node in Node.objects.order_by("name")],
+        "pending": [{"job": job, "waiting_for": _waiting(job)} for job in pending[:500]],
+    }
+    return render(request, "console/capacity.html", context)

@@ -1,0 +1,241 @@
+"""Endpoints, endpoint configs and models: lists and pages, and the endpoint's actions (weights
+and capacities, another config, delete) as the API's own operations."""
+
+import time
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_POST
+
+from capacity.gpus import gpu_ids
+from console import invocation_charts, live
+from console.actions import perform
+from console.viewer import Viewer, console_view
+from hosting import presenters
+from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
+from hosting.runtime_api.invocations import ENDPOINT_LOG_GROUP
+from protocol.listing import filtered_and_sorted
+
+PAGE_SIZE = 50
+
+
+def _page(viewer: Viewer, request: HttpRequest, model, name_field: str, status_field: str = ""):
+    params = {}
+    name = request.GET.get("name", "").strip()[:63]
+    if name:
+        params["NameContains"] = name
+    status = request.GET.get("status", "")
+    if status_field and status in EndpointStatus.values:
+        params["StatusEquals"] = status
+    sort_fields = {"CreationTime": "creation_time"}
+    rows = filtered_and_sorted(
+        viewer.visible(model.objects.all()),
+        params,
+        name_field=name_field,
+        sort_fields=sort_fields,
+        status_field=status_field,
+    )
+    return Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+@console_view
+def endpoint_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    page = _page(viewer, request, Endpoint, "endpoint_name", "endpoint_status")
+    context = {
+        "page": page,
+        "statuses": EndpointStatus.values,
+        "status": request.GET.get("status", ""),
+        "name": request.GET.get("name", ""),
+    }
+    return render(request, "console/endpoints.html", context)
+
+
+def _endpoint(viewer: Viewer, pk: int) -> Endpoint:
+    return viewer.get(Endpoint.objects.all(), pk=pk)
+
+
+def _fleet(endpoint: Endpoint) -> list[dict]:
+    """Every deployment (active, pending, retiring) with its containers, health and GPUs."""
+    deployments = endpoint.deployments.prefetch_related("containers__gpus")
+    return [
+        {
+            "deployment": deployment,
+            "containers": [
+                {"row": container, "gpus": ", ".join(gpu_ids(container)) or "none"}
+                for container in deployment.containers.all()
+            ],
+        }
+        for deployment in deployments
+    ]
+
+
+def _endpoint_context(endpoint: Endpoint) -> dict:
+    configs = EndpointConfig.objects.filter(account_id=endpoint.account_id, region=endpoint.region)
+    return {
+        "configs": configs.order_by("-creation_time")[:200],
+        "endpoint": endpoint,
+        "described": presenters.describe_endpoint(endpoint),
+        "fleet": _fleet(endpoint),
+    }
+
+
+@console_view
+def endpoint_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    context = {**_endpoint_context(endpoint), "metric_names": invocation_charts.TITLES}
+    return render(request, "console/endpoint.html", context)
+
+
+@console_view
+def endpoint_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    context = _endpoint_context(endpoint)
+    return JsonResponse(
+        {
+            "terminal": False,
+            # The forms are rendered again only when the status changes (never under the typing hand).
+            "state": endpoint.endpoint_status,
+            "actions_html": render_to_string("console/_endpoint_actions.html", context, request),
+            "status_html": render_to_string("console/_endpoint_status.html", context, request),
+            "fleet_html": render_to_string("console/_endpoint_fleet.html", context, request),
+            "streams": live.streams(viewer.context_for(endpoint), _log_group(endpoint), ""),
+        }
+    )
+
+
+def _log_group(endpoint: Endpoint) -> str:
+    return ENDPOINT_LOG_GROUP.format(name=endpoint.endpoint_name)
+
+
+@console_view
+def endpoint_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    return live.log_lines(
+        viewer.context_for(endpoint),
+        _log_group(endpoint),
+        "",
+        request.GET.get("stream", ""),
+        request.GET.get("token", ""),
+    )
+
+
+@console_view
+def endpoint_metrics(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    now_ms = int(time.time() * 1000)
+    return JsonResponse({"series": invocation_charts.series(endpoint, now_ms)})
+
+
+def _number(text: str, kind):
+    """The form's value as a number; a value that is not one goes to the API's validation as it
+    is, which answers with its own message."""
+    try:
+        return kind(text)
+    except ValueError:
+        return text
+
+
+def _act(request: HttpRequest, viewer: Viewer, endpoint: Endpoint, operation: str, params: dict, done: str):
+    outcome = perform(
+        viewer.context_for(endpoint), operation, {"EndpointName": endpoint.endpoint_name, **params}
+    )
+    if outcome.ok:
+        messages.success(request, done)
+    else:
+        messages.error(request, outcome.error)
+    return redirect("console:endpoint", pk=endpoint.pk)
+
+
+@console_view
+@require_POST
+def endpoint_weights(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    changes = [
+        {
+            "VariantName": variant,
+            "DesiredWeight": _number(request.POST.get(f"weight-{variant}", ""), float),
+            "DesiredInstanceCount": _number(request.POST.get(f"count-{variant}", ""), int),
+        }
+        for variant in request.POST.getlist("variant")
+    ]
+    return _act(
+        request,
+        viewer,
+        endpoint,
+        "UpdateEndpointWeightsAndCapacities",
+        {"DesiredWeightsAndCapacities": changes},
+        "Updating weights and instance counts.",
+    )
+
+
+@console_view
+@require_POST
+def endpoint_update(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    params = {"EndpointConfigName": request.POST.get("config", "")}
+    if request.POST.get("retain"):
+        params["RetainAllVariantProperties"] = True
+    return _act(
+        request,
+        viewer,
+        endpoint,
+        "UpdateEndpoint",
+        params,
+        f"Deploying {params['EndpointConfigName']} (blue/green).",
+    )
+
+
+@console_view
+@require_POST
+def endpoint_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    endpoint = _endpoint(viewer, pk)
+    outcome = perform(
+        viewer.context_for(endpoint), "DeleteEndpoint", {"EndpointName": endpoint.endpoint_name}
+    )
+    if not outcome.ok:
+        messages.error(request, outcome.error)
+        return redirect("console:endpoint", pk=endpoint.pk)
+    messages.success(request, f"Deleting {endpoint.endpoint_name}: its containers are drained, then stopped.")
+    return redirect("console:endpoints")
+
+
+@console_view
+def config_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    page = _page(viewer, request, EndpointConfig, "endpoint_config_name")
+    return render(
+        request, "console/endpoint_configs.html", {"page": page, "name": request.GET.get("name", "")}
+    )
+
+
+@console_view
+def config_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    config = viewer.get(EndpointConfig.objects.all(), pk=pk)
+    models = SageMakerModel.objects.filter(account_id=config.account_id, region=config.region)
+    by_name = {model.model_name: model for model in models}
+    variants = [
+        {"spec": variant, "model": by_name.get(variant["ModelName"])}  # None: the model was deleted
+        for variant in config.request["ProductionVariants"]
+    ]
+    context = {
+        "config": config,
+        "described": presenters.describe_endpoint_config(config),
+        "variants": variants,
+    }
+    return render(request, "console/endpoint_config.html", context)
+
+
+@console_view
+def model_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    page = _page(viewer, request, SageMakerModel, "model_name")
+    return render(request, "console/models.html", {"page": page, "name": request.GET.get("name", "")})
+
+
+@console_view
+def model_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    model = viewer.get(SageMakerModel.objects.all(), pk=pk)
+    return render(
+        request, "console/model.html", {"model": model, "described": presenters.describe_model(model)}
+    )

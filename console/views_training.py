@@ -1,0 +1,194 @@
+"""Training jobs: the list, a job's page, and what it polls; Stop and Clone as API operations."""
+
+import json
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from console import live, snippets
+from console.actions import perform
+from console.viewer import Viewer, console_view
+from protocol.listing import filtered_and_sorted
+from training import presenters
+from training import services as training_services
+from training.containers import TRAINING_LOG_GROUP
+from training.metrics import metric_definitions, series_key
+from training.models import TrainingJob, TrainingJobStatus
+
+PAGE_SIZE = 50
+
+
+def _listed(viewer: Viewer, request: HttpRequest):
+    """The visible jobs, filtered and ordered with ListTrainingJobs' own semantics."""
+    params = {}
+    status = request.GET.get("status", "")
+    if status in TrainingJobStatus.values:
+        params["StatusEquals"] = status
+    name = request.GET.get("name", "").strip()[:63]
+    if name:
+        params["NameContains"] = name
+    rows = viewer.visible(TrainingJob.objects.all())
+    ordered = filtered_and_sorted(
+        rows,
+        params,
+        name_field="training_job_name",
+        sort_fields=training_services.SORT_FIELDS,
+        status_field="training_job_status",
+    )
+    return Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+@console_view
+def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    page = _listed(viewer, request)
+    context = {
+        "page": page,
+        "statuses": TrainingJobStatus.values,
+        "status": request.GET.get("status", ""),
+        "name": request.GET.get("name", ""),
+        "now": timezone.now(),
+    }
+    return render(request, "console/training_jobs.html", context)
+
+
+@console_view
+def job_rows(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    """The list's rows, re-rendered for the page's live refresh."""
+    page = _listed(viewer, request)
+    html = render_to_string("console/_training_rows.html", {"page": page, "now": timezone.now()}, request)
+    running = sum(1 for job in page if not job.is_terminal)
+    return JsonResponse({"html": html, "running": running})
+
+
+def _job(viewer: Viewer, pk: int) -> TrainingJob:
+    return viewer.get(TrainingJob.objects.all(), pk=pk)
+
+
+@console_view
+def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    request_body = snippets.create_request(job)
+    context = {
+        "job": job,
+        "described": presenters.describe_training_job(job),
+        "instance": job.request["ResourceConfig"],
+        "hyperparameters": sorted(job.request.get("HyperParameters", {}).items()),
+        "channels": job.request.get("InputDataConfig", []),
+        "locations": _locations(job),
+        "metric_names": [definition.name for definition in metric_definitions(job)],
+        "now": timezone.now(),
+        "cli": snippets.cli_command(request_body),
+        "boto3": snippets.boto3_code(request_body),
+        "request_json": snippets.as_json(request_body),
+    }
+    return render(request, "console/training_job.html", context)
+
+
+def _locations(job: TrainingJob) -> list[tuple[str, str, str]]:
+    """(what, S3 URI, a link to it on the configured S3 endpoint)."""
+    found = [
+        ("Model artifacts", presenters.model_artifacts_uri(job)),
+        ("Output", presenters.output_base_uri(job) + "/"),
+    ]
+    checkpoint = job.request.get("CheckpointConfig", {}).get("S3Uri")
+    if checkpoint:
+        found.append(("Checkpoints", checkpoint))
+    return [(what, uri, s3_link(uri)) for what, uri in found]
+
+
+def s3_link(uri: str) -> str:
+    """An HTTP address of an S3 URI on the S3 endpoint Sageport uses: an object, or a listing of
+    a prefix (a URI ending in '/')."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    endpoint = settings.SAGEPORT_S3_ENDPOINT_URL.rstrip("/")
+    if key.endswith("/") or not key:
+        return f"{endpoint}/{bucket}?prefix={key}"
+    return f"{endpoint}/{bucket}/{key}"
+
+
+@console_view
+def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    """What a job's page refreshes while it runs: status, timeline, log streams."""
+    job = _job(viewer, pk)
+    context = {"job": job, "now": timezone.now()}
+    return JsonResponse(
+        {
+            "terminal": job.is_terminal,
+            "status_html": render_to_string("console/_training_status.html", context, request),
+            "timeline_html": render_to_string("console/_training_timeline.html", context, request),
+            "streams": live.streams(viewer.context_for(job), TRAINING_LOG_GROUP, f"{job.training_job_name}/"),
+        }
+    )
+
+
+@console_view
+def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    return live.log_lines(
+        viewer.context_for(job),
+        TRAINING_LOG_GROUP,
+        f"{job.training_job_name}/",
+        request.GET.get("stream", ""),
+        request.GET.get("token", ""),
+    )
+
+
+@console_view
+def job_metrics(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    names = [definition.name for definition in metric_definitions(job)]
+    return JsonResponse({"series": live.series(series_key(job), names)})
+
+
+@console_view
+@require_POST
+def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    outcome = perform(viewer.context_for(job), "StopTrainingJob", {"TrainingJobName": job.training_job_name})
+    if outcome.ok:
+        messages.success(
+            request, f"Stopping {job.training_job_name}: its artifacts are uploaded once it ends."
+        )
+    else:
+        messages.error(request, outcome.error)
+    return redirect("console:training-job", pk=job.pk)
+
+
+@console_view
+def job_clone(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    """A prefilled CreateTrainingJob form: the new name and the request as JSON, editable."""
+    job = _job(viewer, pk)
+    name = request.POST.get("name", f"{job.training_job_name[:57]}-clone").strip()
+    body = {key: value for key, value in snippets.create_request(job).items() if key != "TrainingJobName"}
+    text = request.POST.get("request", snippets.as_json(body))
+    error = ""
+    if request.method == "POST":
+        created, error = _create(viewer, job, name, text)
+        if created is not None:
+            messages.success(request, f"Created {name}.")
+            return redirect("console:training-job", pk=created.pk)
+    context = {"job": job, "name": name, "request_text": text, "error": error}
+    return render(request, "console/training_clone.html", context, status=400 if error else 200)
+
+
+def _create(viewer: Viewer, source: TrainingJob, name: str, text: str) -> tuple[TrainingJob | None, str]:
+    try:
+        body = json.loads(text)
+    except ValueError as problem:
+        return None, f"The request is not valid JSON: {problem}"
+    if not isinstance(body, dict):
+        return None, "The request must be a JSON object."
+    ctx = viewer.context_for(source)  # the clone is created in the source job's account and region
+    outcome = perform(ctx, "CreateTrainingJob", {**body, "TrainingJobName": name})
+    if not outcome.ok:
+        return None, outcome.error
+    created = TrainingJob.objects.filter(training_job_arn=outcome.response["TrainingJobArn"]).first()
+    if created is None:
+        raise Http404("The new job vanished.")
+    return created, ""

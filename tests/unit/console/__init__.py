@@ -1,0 +1,1 @@
+"""The web console: sign-in, account scoping, and its actions going through the API services."""

@@ -1,0 +1,61 @@
+"""Every page renders for its owner, with what the resource holds (tags, deployment config)."""
+
+from hosting import services as hosting_services
+from hosting.models import Endpoint
+from tests.unit.console.conftest import ACCOUNT_A, ctx, in_service_endpoint, job_request, operator
+from training import services as training_services
+
+
+def test_every_page_of_an_account_renders(account_a):
+    job = training_services.create_training_job(
+        ctx(ACCOUNT_A), {**job_request("tagged"), "Tags": [{"Key": "team", "Value": "vision"}]}
+    )
+    model = hosting_services.create_model(
+        ctx(ACCOUNT_A), {"ModelName": "m1", "PrimaryContainer": {"Image": "serve:latest"}}
+    )
+    config = hosting_services.create_endpoint_config(
+        ctx(ACCOUNT_A),
+        {
+            "EndpointConfigName": "c1",
+            "ProductionVariants": [
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": "m1",
+                    "InstanceType": "ml.m5.large",
+                    "InitialInstanceCount": 1,
+                }
+            ],
+        },
+    )
+    endpoint = in_service_endpoint(ACCOUNT_A).endpoint
+    policy = {
+        "BlueGreenUpdatePolicy": {
+            "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 0}
+        }
+    }
+    Endpoint.objects.filter(pk=endpoint.pk).update(last_deployment_config=policy)
+
+    pages = {
+        f"/console/training-jobs/{job.pk}/": "team=vision",
+        f"/console/endpoints/{endpoint.pk}/": "BlueGreenUpdatePolicy",
+        f"/console/models/{model.pk}/": "serve:latest",
+        f"/console/endpoint-configs/{config.pk}/": "m1",
+        "/console/models/": "m1",
+        "/console/endpoint-configs/": "c1",
+        "/console/endpoints/": endpoint.endpoint_name,
+    }
+    for url, shown in pages.items():
+        response = account_a.get(url)
+        assert response.status_code == 200, url
+        assert shown in response.content.decode(), url
+
+
+def test_the_capacity_page_shows_the_pending_queue_with_what_each_job_waits_for(db):
+    job = training_services.create_training_job(ctx(ACCOUNT_A), job_request("queued"))
+    job.training_job_status, job.secondary_status = "InProgress", "Pending"
+    job.save()
+    job.transitions.update(status_message="Waiting for 8 GPUs (4 free on test-node-a)")
+
+    page = operator().get("/console/capacity/").content.decode()
+
+    assert "queued" in page and "Waiting for 8 GPUs (4 free on test-node-a)" in page
