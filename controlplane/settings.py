@@ -1,7 +1,9 @@
 """One settings module. Every value comes from an environment variable with a working default
 for the embedded stack; a bad value fails loudly at start-up rather than later."""
 import hashlib
+import ipaddress
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -45,6 +47,15 @@ def _env_float(name: str, default: float) -> float:
 
 def _env_positive_seconds(name: str, default: float) -> float:
     return _positive(name, _env_float(name, default))
+
+
+def _env_address(name: str, default: str) -> str:
+    """An IP address of this host to listen on (a name would be resolved differently by each tool)."""
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise SettingsError(f"{name} must be an IP address, got {raw!r}") from None
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -139,8 +150,13 @@ STATIC_ROOT = DATA_DIR / "static"
 
 # --- SageMaker API -------------------------------------------------------------------------
 SAGEPORT_REGION = os.environ.get("SAGEPORT_REGION", "us-east-1")
-# The embedded stack (`manage.py runstack`) serves the API on 127.0.0.1:SAGEPORT_PORT.
+# The embedded stack (`manage.py runstack`) serves the API on SAGEPORT_API_ADDRESS:SAGEPORT_PORT.
 SAGEPORT_PORT = _env_int("SAGEPORT_PORT", 8080)
+# Where the API listens (an address of this host; 127.0.0.1 keeps it to this machine).
+SAGEPORT_API_ADDRESS = _env_address("SAGEPORT_API_ADDRESS", "127.0.0.1")
+# How clients, other nodes and containers reach the API (written to <data>/env).
+_API_HOST = f"[{SAGEPORT_API_ADDRESS}]" if ":" in SAGEPORT_API_ADDRESS else SAGEPORT_API_ADDRESS
+SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://{_API_HOST}:{SAGEPORT_PORT}"
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
 SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_access_key"
@@ -221,9 +237,16 @@ if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
 # --- Nodes and scheduling (capacity/inventory.py, training/scheduler.py) ----------------------
 # This worker host's node: its name, and what it offers when detection should be overridden.
 SAGEPORT_NODE_NAME = os.environ.get("SAGEPORT_NODE_NAME") or socket.gethostname()
-# The node that runs serving containers: the API's host (InvokeEndpoint reaches them on its
-# 127.0.0.1). Recorded on each endpoint by the API process that creates it.
-SAGEPORT_HOSTING_NODE = os.environ.get("SAGEPORT_HOSTING_NODE") or SAGEPORT_NODE_NAME
+# It goes into queue and container names.
+if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", SAGEPORT_NODE_NAME):
+    raise SettingsError(
+        "SAGEPORT_NODE_NAME must be 1 to 63 letters, digits, '_', '.' or '-' (starting with a letter or "
+        f"digit), got {SAGEPORT_NODE_NAME!r}"
+    )
+# The address of this node that serving containers' ports are published on and that the API
+# (InvokeEndpoint) reaches them at: 127.0.0.1 when the API runs on this host, else an address of
+# this host the API's host can reach. Registered with the node.
+SAGEPORT_NODE_ADDRESS = _env_address("SAGEPORT_NODE_ADDRESS", "127.0.0.1")
 # GPUs: unset → detected with nvidia-smi (none without it); "0,1,2,3" → declared device ids;
 # "none" → no GPU even where nvidia-smi finds some.
 SAGEPORT_NODE_GPUS = os.environ.get("SAGEPORT_NODE_GPUS", "").strip()
