@@ -8,7 +8,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from devstack.stack import (
-    LOOPBACK,
     ServiceFailed,
     StopRequested,
     Supervisor,
@@ -39,9 +38,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, prepare_only: bool, **options):
         data_dir = Path(settings.DATA_DIR)
-        api_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
         env_file = prepare_data_dir(
-            data_dir, api_url, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
+            data_dir, settings.SAGEPORT_API_URL, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
         )
         reset_metrics_dir(data_dir)  # before any of the stack's processes starts
         if prepare_only:
@@ -49,7 +47,7 @@ class Command(BaseCommand):
         specs = [
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
             seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL),
-            api_spec(data_dir, settings.SAGEPORT_PORT),
+            api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT),
             worker_spec(data_dir),
             beat_spec(data_dir),
         ]
