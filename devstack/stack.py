@@ -448,8 +448,9 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
     from django.core.management import call_command
 
     from accounts.accesskeys import ensure_default_access_key
+    from devstack.uninstall import mark
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    mark(data_dir)
     call_command("migrate", interactive=False, verbosity=0)
     key = ensure_default_access_key()
     sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket_name(region, key.account_id))

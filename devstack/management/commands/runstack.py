@@ -1,12 +1,12 @@
 """`manage.py runstack`: the whole embedded stack in the foreground, stopped by Ctrl-C."""
 
 import time
-from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from devstack.management.commands._console import supervisor_for
 from devstack.stack import (
     ServiceFailed,
     StopRequested,
@@ -52,13 +52,7 @@ class Command(BaseCommand):
             beat_spec(data_dir),
         ]
         with stop_on_signals() as stop_event:
-            supervisor = Supervisor(
-                data_dir / "logs",
-                stop_event,
-                report=self._report,
-                log_max_bytes=settings.SAGEPORT_LOG_MAX_MIB * 1024 * 1024,
-                log_backups=settings.SAGEPORT_LOG_BACKUPS,
-            )
+            supervisor = supervisor_for(self.stdout, data_dir, stop_event)
             try:
                 self._start_all(supervisor, specs)
                 create_default_bucket(data_dir)
@@ -71,10 +65,6 @@ class Command(BaseCommand):
             finally:
                 supervisor.stop_all()
         self.stdout.write("Stopped.")
-
-    def _report(self, message: str) -> None:
-        self.stdout.write(f"{datetime.now().isoformat(sep=' ', timespec='seconds')} {message}")
-        self.stdout.flush()
 
     def _start_all(self, supervisor: Supervisor, specs) -> None:
         for spec in specs:
