@@ -21,6 +21,7 @@ missing_packages() {
     { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || echo busybox-static
     command -v mmdebstrap >/dev/null || echo mmdebstrap
     command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
+    command -v ip >/dev/null || echo iproute2  # the two-node test gives node B an address of its own
     "$PYTHON" -c 'import ensurepip' 2>/dev/null || echo python3-venv
 }
 
