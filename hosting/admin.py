@@ -38,6 +38,6 @@ class EndpointAdmin(admin.ModelAdmin):
 
 @admin.register(ServingContainer)
 class ServingContainerAdmin(admin.ModelAdmin):
-    list_display = ["name", "variant_name", "status", "host_port", "healthy_at", "last_problem"]
+    list_display = ["name", "variant_name", "node", "status", "host_port", "healthy_at", "last_problem"]
     list_filter = ["status"]
     search_fields = ["name"]
