@@ -19,7 +19,7 @@ import docker
 import pytest
 from django.conf import settings
 
-from devstack.stack import PROJECT_DIR, ServiceSpec, _celery_answers
+from devstack.stack import ServiceSpec, _celery_answers
 from tests.conftest import _manage
 from tests.e2e.conftest import shell_job, unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, wait_for_endpoint, wait_until
@@ -185,13 +185,3 @@ def _answering_only_on_a(runtime, endpoint: str, lost_hostname: str) -> set[str]
     seen = hostnames_answering(runtime, endpoint)
     return seen if lost_hostname not in seen and len(seen) == 2 else None
 
-
-def test_runnode_refuses_to_start_without_the_installations_services(tmp_path):
-    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
-    completed = subprocess.run(
-        [sys.executable, "manage.py", "runnode"], cwd=PROJECT_DIR, capture_output=True, text=True,
-        env={**env, "SAGEPORT_DATA_DIR": str(tmp_path)}, timeout=60,
-    )
-    assert completed.returncode != 0
-    assert "runnode needs the installation's DATABASE_URL" in completed.stderr
-    assert "docs/operations.md" in completed.stderr
