@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from devstack.management.commands._console import supervisor_for
-from devstack.stack import ServiceFailed, StopRequested, stop_on_signals, worker_spec
+from devstack.stack import ServiceFailed, StopRequested, reset_metrics_dir, stop_on_signals, worker_spec
 from devstack.uninstall import mark
 
 READY_BANNER = "Sageport node is running."
@@ -43,6 +43,7 @@ class Command(BaseCommand):
             )
         data_dir = Path(settings.DATA_DIR)
         mark(data_dir)
+        reset_metrics_dir(data_dir)  # the worker's own counters: nothing scrapes them on a node
         name = settings.SAGEPORT_NODE_NAME
         spec = worker_spec(data_dir, name=f"worker-{name}")
         with stop_on_signals() as stop_event:
