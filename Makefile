@@ -1,7 +1,7 @@
 # Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
 VENV := .venv
 
-.PHONY: bootstrap run up down images test lint
+.PHONY: bootstrap run up down node clean images test lint
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -16,6 +16,17 @@ up: bootstrap
 
 down:
 	@scripts/down.sh
+
+## node: one more worker node on this host for an installation running elsewhere; needs
+## DATABASE_URL, SAGEPORT_REDIS_URL, SAGEPORT_S3_ENDPOINT_URL, SAGEPORT_API_URL,
+## SAGEPORT_NODE_NAME and SAGEPORT_NODE_ADDRESS (docs/operations.md, "Adding a node")
+node: bootstrap
+	$(VENV)/bin/python manage.py runnode
+
+## clean: stop the stack, then remove this installation's containers and networks (by their
+## sageport.stack label) and its data directory (docs/operations.md, "Uninstall")
+clean: down
+	$(VENV)/bin/python manage.py uninstall
 
 ## images: the example images, built locally (no registry)
 images: bootstrap

@@ -12,6 +12,9 @@ from django.utils import timezone
 
 class Node(models.Model):
     name = models.CharField(max_length=128, unique=True)
+    # Where its serving containers' ports are published, as the API reaches them
+    # (SAGEPORT_NODE_ADDRESS of its worker).
+    address = models.CharField(max_length=64, default="127.0.0.1")
     cpus = models.PositiveIntegerField()
     memory_bytes = models.PositiveBigIntegerField()
     # NVIDIA GPUs, each {"id": device id for Docker, "uuid": ..., "name": ..., "memory_mib": ...}.

@@ -9,7 +9,7 @@ first removes the containers it still runs for placements it no longer holds (th
 feature registers that clean-up with `on_registered`)."""
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -39,6 +39,7 @@ def register() -> Node:
     node, _ = Node.objects.update_or_create(
         name=found.name,
         defaults={
+            "address": settings.SAGEPORT_NODE_ADDRESS,
             "cpus": found.cpus,
             "memory_bytes": found.memory_bytes,
             "gpus": found.gpus_as_json(),
@@ -48,8 +49,8 @@ def register() -> Node:
         },
     )
     log.info(
-        "node %s registered: %d CPUs, %d MiB, GPUs %s",
-        node.name, node.cpus, node.memory_bytes // (1024 * 1024), node.gpu_ids or "none",
+        "node %s registered at %s: %d CPUs, %d MiB, GPUs %s",
+        node.name, node.address, node.cpus, node.memory_bytes // (1024 * 1024), node.gpu_ids or "none",
     )
     for hook in _registered_hooks:
         hook()
@@ -62,6 +63,18 @@ def heartbeat() -> None:
     if not alive:
         log.warning("node %s had been declared lost (or removed); registering it again", local_name())
         register()
+
+
+def is_live(node: Node, now: datetime | None = None) -> bool:
+    """Not declared lost, and its heartbeat is recent (the sweeper may not have looked yet)."""
+    fresh_after = (now or timezone.now()) - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
+    return node.lost_at is None and node.heartbeat_at >= fresh_after
+
+
+def live_names() -> list[str]:
+    """The names of the nodes whose workers are alive, in name order."""
+    now = timezone.now()
+    return [node.name for node in Node.objects.order_by("name") if is_live(node, now)]
 
 
 def declare_lost() -> list[Node]:

@@ -1,7 +1,9 @@
 """One settings module. Every value comes from an environment variable with a working default
 for the embedded stack; a bad value fails loudly at start-up rather than later."""
 import hashlib
+import ipaddress
 import os
+import re
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -58,6 +60,15 @@ def _env_subset(name: str, known: tuple[str, ...]) -> tuple[str, ...]:
     if unknown or not chosen:
         raise SettingsError(f"{name} must be a comma-separated list of {', '.join(known)}, got {raw!r}")
     return tuple(part for part in known if part in chosen)
+
+
+def _env_address(name: str, default: str) -> str:
+    """An IP address of this host to listen on (a name would be resolved differently by each tool)."""
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise SettingsError(f"{name} must be an IP address, got {raw!r}") from None
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -161,8 +172,13 @@ WHITENOISE_USE_FINDERS = True
 
 # --- SageMaker API -------------------------------------------------------------------------
 SAGEPORT_REGION = os.environ.get("SAGEPORT_REGION", "us-east-1")
-# The embedded stack (`manage.py runstack`) serves the API on 127.0.0.1:SAGEPORT_PORT.
+# The embedded stack (`manage.py runstack`) serves the API on SAGEPORT_API_ADDRESS:SAGEPORT_PORT.
 SAGEPORT_PORT = _env_int("SAGEPORT_PORT", 8080)
+# Where the API listens (an address of this host; 127.0.0.1 keeps it to this machine).
+SAGEPORT_API_ADDRESS = _env_address("SAGEPORT_API_ADDRESS", "127.0.0.1")
+# How clients, other nodes and containers reach the API (written to <data>/env).
+_API_HOST = f"[{SAGEPORT_API_ADDRESS}]" if ":" in SAGEPORT_API_ADDRESS else SAGEPORT_API_ADDRESS
+SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://{_API_HOST}:{SAGEPORT_PORT}"
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
 SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_access_key"
@@ -206,8 +222,7 @@ SAGEPORT_MAX_CHANNEL_BYTES = _env_positive_int("SAGEPORT_MAX_CHANNEL_BYTES", 100
 SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES", 100 * 1024**3)
 
 # --- What containers reach (gateway/, README "What a container can reach") ---------------------
-# Where this node's processes reach the API: the upstream of the forwarder that containers use.
-SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://127.0.0.1:{SAGEPORT_PORT}"
+# SAGEPORT_API_URL (above) is also the upstream of the forwarder that containers use.
 # The ports of the forwarder on the services network's gateway (169.254.170.2): containers reach
 # the API and S3 there. Two stacks sharing one Docker engine need different ports; their defaults
 # are the stack's own API and S3 ports, which already differ on one machine.
@@ -264,9 +279,16 @@ if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
 # --- Nodes and scheduling (capacity/inventory.py, training/scheduler.py) ----------------------
 # This worker host's node: its name, and what it offers when detection should be overridden.
 SAGEPORT_NODE_NAME = os.environ.get("SAGEPORT_NODE_NAME") or socket.gethostname()
-# The node that runs serving containers: the API's host (InvokeEndpoint reaches them on its
-# 127.0.0.1). Recorded on each endpoint by the API process that creates it.
-SAGEPORT_HOSTING_NODE = os.environ.get("SAGEPORT_HOSTING_NODE") or SAGEPORT_NODE_NAME
+# It goes into queue and container names.
+if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", SAGEPORT_NODE_NAME):
+    raise SettingsError(
+        "SAGEPORT_NODE_NAME must be 1 to 63 letters, digits, '_', '.' or '-' (starting with a letter or "
+        f"digit), got {SAGEPORT_NODE_NAME!r}"
+    )
+# The address of this node that serving containers' ports are published on and that the API
+# (InvokeEndpoint) reaches them at: 127.0.0.1 when the API runs on this host, else an address of
+# this host the API's host can reach. Registered with the node.
+SAGEPORT_NODE_ADDRESS = _env_address("SAGEPORT_NODE_ADDRESS", "127.0.0.1")
 # GPUs: unset → detected with nvidia-smi (none without it); "0,1,2,3" → declared device ids;
 # "none" → no GPU even where nvidia-smi finds some.
 SAGEPORT_NODE_GPUS = os.environ.get("SAGEPORT_NODE_GPUS", "").strip()

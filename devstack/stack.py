@@ -14,6 +14,7 @@ The API's listening socket belongs to the supervisor, which hands it to gunicorn
 (`--bind fd://N`): while the API restarts, connections wait in the kernel's backlog instead of
 being refused."""
 import ctypes
+import ipaddress
 import json
 import logging
 import os
@@ -71,6 +72,7 @@ class ServiceSpec:
     env: dict[str, str] = field(default_factory=dict)  # added to the supervisor's environment
     drop_env_prefixes: tuple[str, ...] = ()  # variables the child must not inherit
     ports: tuple[int, ...] = ()  # must be free before start, or readiness could see a stranger
+    address: str = LOOPBACK  # the address those ports are on
     leftovers: tuple[Path, ...] = ()  # files the program leaves behind when it stops
     listener: socket.socket | None = field(default=None, compare=False)  # passed down, kept here
     start_timeout: float = 60.0
@@ -256,7 +258,7 @@ class Supervisor:
 
     def _spawn(self, spec: ServiceSpec) -> subprocess.Popen:
         for port in spec.ports:
-            _require_free_port(spec.name, port)
+            _require_free_port(spec.name, spec.address, port)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         pass_fds = (spec.listener.fileno(),) if spec.listener else ()
         with open(self.log_path(spec.name), "ab") as log_file:
@@ -334,23 +336,31 @@ def stop_on_signals() -> Iterator[threading.Event]:
 
 
 def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
-    port = _loopback_port(redis_url, "SAGEPORT_REDIS_URL")
+    """Redis on the address and port of its URL, requiring the URL's password if it has one."""
+    address, port = _listen_address(redis_url, "SAGEPORT_REDIS_URL")
     redis_dir = data_dir / "redis"
     redis_dir.mkdir(parents=True, exist_ok=True)
+    # The password goes in a file only the owner reads, never on a command line (ps shows it).
+    config = redis_dir / "redis.conf"
+    config.touch(mode=0o600)
+    config.chmod(0o600)
+    password = urlsplit(redis_url).password
+    config.write_text(f"requirepass {password}\n" if password else "")
     return ServiceSpec(
         name="redis",
         # The database is the source of truth and the sweeper re-enqueues lost work, so the
         # queue needs no snapshots; --dir keeps anything Redis writes inside the data dir.
-        argv=["redis-server", "--bind", LOOPBACK, "--port", str(port), "--dir", str(redis_dir),
+        argv=["redis-server", str(config), "--bind", address, "--port", str(port), "--dir", str(redis_dir),
               "--save", "", "--appendonly", "no"],
-        listens=f"redis://{LOOPBACK}:{port}",
+        listens=f"redis://{_url_host(address)}:{port}",
         ready=lambda: _redis_answers(redis_url),
         ports=(port,),
+        address=address,
     )
 
 
 def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
-    s3_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+    address, s3_port = _listen_address(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
     s3_dir = data_dir / "s3"
     # weed writes its logs to $TMPDIR; its unix sockets go to /tmp whatever $TMPDIR says.
     weed_tmp = s3_dir / "tmp"
@@ -362,30 +372,34 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
         "filer.port.grpc", "s3.port.grpc")}
     internal["admin.port"], internal["admin.port.grpc"] = _admin_ports()
+    url = f"http://{_url_host(address)}:{s3_port}"
     return ServiceSpec(
         name="seaweedfs",
-        argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+        # Every server of `weed mini` (its internal ones too) listens on the S3 address.
+        argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={address}", f"-ip.bind={address}",
               f"-s3.port={s3_port}", *(f"-{flag}={port}" for flag, port in internal.items()),
               "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
-        listens=f"http://{LOOPBACK}:{s3_port}",
-        ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
-        # With no identities configured SeaweedFS accepts any key pair; it listens on loopback
-        # only. `weed mini` would turn AWS_ACCESS_KEY_ID/SECRET from its environment into its
-        # only identity (and reject every other key), so it must not inherit them.
+        listens=url,
+        ready=lambda: _http_answers(f"{url}/"),
+        # With no identities configured SeaweedFS accepts any key pair (docs/operations.md:
+        # keep it on loopback or a private network). `weed mini` would turn
+        # AWS_ACCESS_KEY_ID/SECRET from its environment into its only identity (and reject every
+        # other key), so it must not inherit them.
         drop_env_prefixes=("AWS_", "S3_"),
         env={"TMPDIR": str(weed_tmp)},
         ports=(s3_port,),
+        address=address,
         # weed removes its other sockets when it stops, but not these two.
         leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
                         for kind in ("s3", "admin")),
     )
 
 
-def api_spec(data_dir: Path, port: int) -> ServiceSpec:
+def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
     """Binds the API's port now: the socket outlives every gunicorn that serves it."""
-    url = f"http://{LOOPBACK}:{port}"
-    listener = _listening_socket("api", port)
+    url = f"http://{_url_host(address)}:{port}"
+    listener = _listening_socket("api", address, port)
     # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
     # Two processes with 8 threads each measured best on 2 cores (bench/invoke.py); gunicorn's
     # master replaces a worker that dies while the other one keeps serving.
@@ -434,8 +448,9 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
     from django.core.management import call_command
 
     from accounts.accesskeys import ensure_default_access_key
+    from devstack.uninstall import mark
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    mark(data_dir)
     call_command("migrate", interactive=False, verbosity=0)
     key = ensure_default_access_key()
     sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket_name(region, key.account_id))
@@ -534,29 +549,46 @@ def _is_free(port: int) -> bool:
         return True
 
 
-def _loopback_port(url: str, setting_name: str) -> int:
+def _listen_address(url: str, setting_name: str) -> tuple[str, int]:
+    """The IP address and port a service of the embedded stack listens on: its URL's."""
     parts = urlsplit(url)
-    if parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
-        raise ServiceFailed(f"{setting_name}={url!r}: the embedded stack serves only {LOOPBACK}:<port>")
-    return parts.port
+    host = LOOPBACK if parts.hostname == "localhost" else parts.hostname
+    try:
+        address = str(ipaddress.ip_address(host or ""))
+    except ValueError:
+        address = None
+    if address is None or parts.port is None:
+        raise ServiceFailed(
+            f"{setting_name}={url!r}: the embedded stack listens on an IP address of this host and a port "
+            "given in the URL (e.g. 127.0.0.1:6390)"
+        )
+    return address, parts.port
 
 
-def _listening_socket(name: str, port: int) -> socket.socket:
-    sock = socket.socket()
+def _url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def _socket_for(address: str) -> socket.socket:
+    return socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+
+
+def _listening_socket(name: str, address: str, port: int) -> socket.socket:
+    sock = _socket_for(address)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((LOOPBACK, port))
+        sock.bind((address, port))
     except OSError as error:
         sock.close()
-        raise ServiceFailed(f"cannot start {name}: {LOOPBACK}:{port} is taken ({error.strerror})") from None
+        raise ServiceFailed(f"cannot start {name}: {address}:{port} is taken ({error.strerror})") from None
     sock.listen(LISTEN_BACKLOG)
     return sock
 
 
-def _require_free_port(name: str, port: int) -> None:
-    with socket.socket() as sock:
-        if sock.connect_ex((LOOPBACK, port)) == 0:
-            raise ServiceFailed(f"cannot start {name}: something already listens on {LOOPBACK}:{port}")
+def _require_free_port(name: str, address: str, port: int) -> None:
+    with _socket_for(address) as sock:
+        if sock.connect_ex((address, port)) == 0:
+            raise ServiceFailed(f"cannot start {name}: something already listens on {address}:{port}")
 
 
 def _child_env(spec: ServiceSpec) -> dict[str, str]:

@@ -10,9 +10,10 @@ class HostingConfig(AppConfig):
 
     def ready(self):
         # Registers the hosting handlers with the protocol registry, the taggable resources and
-        # the sweeper's share.
+        # the sweeper's share, and what a node removes when it registers.
         from accounts.tagging import register_taggable
-        from hosting import operations, tasks  # noqa: F401
+        from capacity import nodes
+        from hosting import operations, reaper, tasks  # noqa: F401
         from hosting.models import Endpoint, EndpointConfig, SageMakerModel
         from reconcile import sweeper
 
@@ -20,3 +21,5 @@ class HostingConfig(AppConfig):
         register_taggable("endpoint-config", EndpointConfig, "endpoint_config_arn")
         register_taggable("endpoint", Endpoint, "endpoint_arn")
         sweeper.register(tasks.sweep_hosting)
+        # A node that comes back removes the containers whose rows went while it was lost.
+        nodes.on_registered(reaper.reap_serving_orphans)

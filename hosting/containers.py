@@ -2,8 +2,8 @@
 where their model data lives on the host.
 
 Names carry the stack id (two installations may share one engine and both number their rows
-from 1) and the deployment, variant and ordinal, so a repeated step finds the container it
-already started. Labels let the reconciler and the reaper find them."""
+from 1), the deployment, variant and ordinal, and the node, so a repeated step finds the
+container it already started. Labels let the reconciler and the reaper find them."""
 
 import os
 import shutil
@@ -32,8 +32,10 @@ def endpoint_labels(endpoint: Endpoint) -> dict[str, str]:
     return {labels.RESOURCE: endpoint.endpoint_arn, labels.ROLE: labels.SERVING_ROLE, **stack_labels()}
 
 
-def container_name(deployment: EndpointDeployment, variant_name: str, ordinal: int) -> str:
-    return f"sageport-{settings.SAGEPORT_STACK_ID}-serve-{deployment.pk}-{variant_name}-{ordinal}"
+def container_name(deployment: EndpointDeployment, variant_name: str, ordinal: int, node: str) -> str:
+    """With its node: the replacement of a container lost with its node may take the same slot,
+    and must never be taken for the old container, which that node may still run."""
+    return f"sageport-{settings.SAGEPORT_STACK_ID}-serve-{deployment.pk}-{variant_name}-{ordinal}-{node}"
 
 
 def variant_spec(deployment: EndpointDeployment, variant_name: str) -> dict:
@@ -58,8 +60,8 @@ def spec_for(
     endpoint: Endpoint, deployment: EndpointDeployment, container: ServingContainer
 ) -> ContainerSpec:
     """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model, port 8080
-    published on 127.0.0.1, the GPUs the container's row holds (none: "void"), and what the
-    endpoint's containers reach (gateway/: region, endpoints, credentials, the services network)."""
+    published on its node's address, the GPUs the container's row holds (none: "void"), and what
+    the endpoint's containers reach (gateway/: region, endpoints, credentials, the services network)."""
     definition = container_definition(deployment, container.variant_name)
     variant = variant_spec(deployment, container.variant_name)
     nano_cpus, memory_bytes = instance_types.container_limits(
@@ -79,6 +81,7 @@ def spec_for(
             **endpoint_labels(endpoint),
             labels.DEPLOYMENT: str(deployment.pk),
             labels.VARIANT: container.variant_name,
+            labels.NODE: container.node.name,
         },
         command=["serve"],
         environment=environment,
@@ -89,6 +92,7 @@ def spec_for(
         memory_bytes=memory_bytes,
         gpu_device_ids=gpu_ids,
         published_port=SERVING_PORT,
+        published_address=container.node.address,
     )
 
 
@@ -131,6 +135,11 @@ def deployment_dir(deployment: EndpointDeployment) -> Path:
 
 def model_dir(deployment: EndpointDeployment, model_name: str) -> Path:
     return deployment_dir(deployment) / "models" / model_name
+
+
+def staged_marker(deployment: EndpointDeployment) -> Path:
+    """Present once this node has staged every model of the deployment."""
+    return deployment_dir(deployment) / "staged"
 
 
 def remove_deployment_dir(deployment: EndpointDeployment) -> None:

@@ -20,8 +20,9 @@ class PingResult:
 
 
 def ping(port: int) -> PingResult:
+    """A container of this node, at the address its ports are published on."""
     timeout = settings.SAGEPORT_PING_TIMEOUT_SECONDS
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    connection = http.client.HTTPConnection(settings.SAGEPORT_NODE_ADDRESS, port, timeout=timeout)
     try:
         connection.request("GET", "/ping")
         response = connection.getresponse()

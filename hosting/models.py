@@ -5,7 +5,6 @@ pending one. A deployment is a snapshot of an endpoint config and its models tak
 requested, so deleting the config or a model later never changes what runs. Each deployment
 owns serving containers, one row per container, whose state says whether traffic may reach it."""
 
-from django.conf import settings
 from django.db import models
 
 from reconcile.leases import LeasedRow
@@ -54,12 +53,6 @@ class EndpointStatus(models.TextChoices):
     DELETING = "Deleting"
 
 
-def hosting_node() -> str:
-    """The node whose worker runs an endpoint's containers: the API's host, since containers are
-    reached on its 127.0.0.1. Read by the process that creates the endpoint (the API)."""
-    return settings.SAGEPORT_HOSTING_NODE
-
-
 class Endpoint(LeasedRow):
     account_id = models.CharField(max_length=12)
     region = models.CharField(max_length=32)
@@ -75,9 +68,6 @@ class Endpoint(LeasedRow):
     last_modified_time = models.DateTimeField()
     # The DeploymentConfig of the last CreateEndpoint/UpdateEndpoint that gave one.
     last_deployment_config = models.JSONField(null=True)
-    # Recorded once, so that every process (a sweeper on another node included) routes the
-    # endpoint's reconcile steps to the same node queue.
-    hosting_node = models.CharField(max_length=128, default=hosting_node)
 
     class Meta:
         indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
@@ -148,9 +138,12 @@ class ServingContainer(models.Model):
     variant_name = models.CharField(max_length=63)
     ordinal = models.IntegerField()  # 1, 2, ... per variant; a replacement gets a new one
     name = models.CharField(max_length=200, unique=True)  # the engine's container name
+    # The node it is placed on (hosting/placement.py): only that node's worker starts, watches and
+    # stops it. Deleting the node (retiring it) forgets the container, like a lost node does.
+    node = models.ForeignKey("workers.Node", on_delete=models.CASCADE, related_name="serving_containers")
 
     status = models.CharField(max_length=16, default=ContainerStatus.STARTING)
-    host_port = models.IntegerField(null=True)  # where 8080 is published on 127.0.0.1
+    host_port = models.IntegerField(null=True)  # where 8080 is published on its node's address
     started_at = models.DateTimeField(null=True)
     healthy_at = models.DateTimeField(null=True)
     consecutive_failures = models.IntegerField(default=0)

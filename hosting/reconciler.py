@@ -13,6 +13,14 @@ health-check them, then let each deployment take its next step according to its 
   add or drain containers when UpdateEndpointWeightsAndCapacities changed the counts.
 - Retiring: drain and stop every container, then forget the deployment.
 
+Serving containers are placed on nodes (hosting/placement.py), and the step runs on one node at a
+time (hosting/tasks.py takes the endpoint's chain round the live nodes that hold its containers):
+the engine, the model-data directory and /ping are those of the node the step runs on, so a step
+starts, watches and stops only that node's containers, while every decision (counts, phases,
+traffic) reads all rows. A container another node must stop is marked Stopping there and
+signalled by its own node. Containers on a lost node (capacity/nodes.py) are forgotten: their
+rows go and replacements are placed on live nodes, as for a container that died.
+
 Stopping a container that had traffic is a drain first (hosting/runtime_api/routing.py): out of the
 routing table, wait until every API process has dropped it and its requests finished, then
 SIGTERM, then SIGKILL after the grace period. A worker killed anywhere in here loses nothing:
@@ -27,9 +35,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts import container_credentials
+from capacity import nodes
 from gateway import network as gateway_network
-from hosting import containers
-from hosting import gpus as hosting_gpus
+from hosting import containers, placement
 from hosting import model_data as hosting_model_data
 from hosting import rollout as hosting_rollout
 from hosting import transitions as t
@@ -46,6 +54,7 @@ from hosting.runtime_api import routing
 from logs import container_logs, store
 from reconcile import leases
 from reconcile.loop import reconcile_once
+from runtime import labels
 from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from runtime.docker import get_runtime
 
@@ -65,10 +74,12 @@ def reconcile(endpoint_id: int) -> float | None:
 
 
 def _step(endpoint: Endpoint, token: str) -> float | None:
-    observed = {state.name: state for state in get_runtime().find(containers.endpoint_labels(endpoint))}
+    selector = {**containers.endpoint_labels(endpoint), labels.NODE: nodes.local_name()}
+    observed = {state.name: state for state in get_runtime().find(selector)}
     if endpoint.endpoint_status == EndpointStatus.DELETING:
         for deployment in endpoint.deployments.exclude(phase=DeploymentPhase.RETIRING):
             t.move_deployment(deployment, DeploymentPhase.RETIRING)
+    _forget_lost_nodes(endpoint)
     _remove_strays(endpoint, observed)
     for deployment in endpoint.deployments.exclude(phase=DeploymentPhase.RETIRING):
         _watch_health(endpoint, deployment, observed)
@@ -76,10 +87,35 @@ def _step(endpoint: Endpoint, token: str) -> float | None:
         PHASE_STEPS[deployment.phase](endpoint, deployment, token)
         if deployment.pk is None:
             continue  # retired with nothing left: _retire deleted it
-        for container in deployment.containers.exclude(status__in=LIVE):
+        for container in _here(deployment.containers.exclude(status__in=LIVE)):
             _advance_stop(endpoint, container, observed.get(container.name))
     t.set_status_message(endpoint, "")  # this pass went through: nothing is awaited any more
-    return _settle(endpoint, observed)
+    delay = _settle(endpoint)
+    # The chain visits each node in turn: each still gets a look every `delay` seconds.
+    return None if delay is None else delay / max(1, len(placement.rotation(endpoint.pk)))
+
+
+def _here(rows):
+    """The rows of containers placed on the node this step runs on."""
+    return rows.filter(node__name=nodes.local_name())
+
+
+def _forget_lost_nodes(endpoint: Endpoint) -> None:
+    """Containers on a node declared lost no longer serve: their rows go (with their GPUs) and the
+    count check places replacements on live nodes; a fleet still provisioning fails, as when a
+    container dies before passing /ping. If the node comes back, its worker removes the
+    containers themselves (hosting/reaper.py)."""
+    lost = ServingContainer.objects.filter(deployment__endpoint=endpoint, node__lost_at__isnull=False)
+    rows = list(lost.select_related("deployment", "node"))
+    for row in rows:
+        problem = f"was lost with its node {row.node.name}, which stopped sending heartbeats."
+        log.warning("endpoint %s: container %s %s", endpoint.endpoint_name, row.name, problem)
+        if row.deployment.phase == DeploymentPhase.PROVISIONING:
+            reason = f"The container {row.name} for production variant {row.variant_name} {problem}"
+            _fail_deployment(endpoint, row.deployment, reason)
+        row.delete()
+    if rows:
+        routing.bump()
 
 
 def _give_up(endpoint: Endpoint, reason: str) -> float | None:
@@ -96,7 +132,7 @@ def _give_up(endpoint: Endpoint, reason: str) -> float | None:
 
 
 def _watch_health(endpoint: Endpoint, deployment: EndpointDeployment, observed: States) -> None:
-    rows = [row for row in deployment.containers.filter(status__in=LIVE) if row.started_at is not None]
+    rows = [row for row in _here(deployment.containers.filter(status__in=LIVE)) if row.started_at is not None]
     for row in rows:
         _copy_logs(endpoint, row)
     pingable = {
@@ -179,7 +215,7 @@ def _provision(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -
             return _fail_deployment(endpoint, deployment, f"ClientError: {error}")
     if _past_execution_deadline(endpoint, deployment):
         return
-    _keep_counts(endpoint, deployment)
+    _keep_counts(endpoint, deployment, token)
     deployment.refresh_from_db()
     if deployment.phase != DeploymentPhase.PROVISIONING or not _at_strength(deployment):
         return
@@ -194,24 +230,36 @@ def _provision(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -
 
 
 def _prepare(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
-    """Stage every model the deployment uses and resolve its images, once per deployment (an
-    image pull is told in the status message as it goes)."""
-    resolved = {}
-    say = functools.partial(t.set_status_message, endpoint)
-    for name in deployment.desired:
-        variant = containers.variant_spec(deployment, name)
-        definition = containers.container_definition(deployment, name)
-        hosting_model_data.stage(definition, containers.model_dir(deployment, variant["ModelName"]))
-        image = definition["Image"]
-        resolved[image] = {
-            "ResolvedImage": f"{_repository(image)}@{containers.resolve_image(image, say)}",
-            "ResolutionTime": time.time(),
-        }
+    """Check the model data (staged on this node) and resolve the images, once per deployment."""
+    resolved = _prepare_here(endpoint, deployment)
     now = timezone.now()
     EndpointDeployment.objects.filter(pk=deployment.pk).update(
         model_data_ready_at=now, resolved_images=resolved
     )
     deployment.model_data_ready_at, deployment.resolved_images = now, resolved
+
+
+def _prepare_here(endpoint: Endpoint, deployment: EndpointDeployment) -> dict:
+    """Stage every model the deployment uses on this node, once per deployment and node (a marker
+    in its directory says so), and make sure its images are in this node's engine (pulled when
+    missing and allowed; a pull is told in the status message as it goes). Returns the resolved
+    images, as DescribeEndpoint shows them."""
+    marker = containers.staged_marker(deployment)
+    say = functools.partial(t.set_status_message, endpoint)
+    resolved = {}
+    for name in deployment.desired:
+        definition = containers.container_definition(deployment, name)
+        if not marker.exists():
+            model_name = containers.variant_spec(deployment, name)["ModelName"]
+            hosting_model_data.stage(definition, containers.model_dir(deployment, model_name))
+        image = definition["Image"]
+        resolved[image] = {
+            "ResolvedImage": f"{_repository(image)}@{containers.resolve_image(image, say)}",
+            "ResolutionTime": time.time(),
+        }
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    return resolved
 
 
 def _repository(image: str) -> str:
@@ -223,7 +271,7 @@ def _repository(image: str) -> str:
 def _shift(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> None:
     if _past_execution_deadline(endpoint, deployment):
         return
-    _keep_counts(endpoint, deployment)
+    _keep_counts(endpoint, deployment, token)
     config, now = deployment.deployment_config, timezone.now()
     if deployment.traffic_step < len(_traffic_plan(deployment)):
         if now - deployment.last_shift_at >= hosting_rollout.wait_interval(config):
@@ -262,7 +310,7 @@ def _complete_update(endpoint: Endpoint, deployment: EndpointDeployment) -> None
 
 
 def _serve(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> None:
-    _keep_counts(endpoint, deployment)
+    _keep_counts(endpoint, deployment, token)
     if endpoint.endpoint_status != EndpointStatus.UPDATING:
         return
     if endpoint.deployments.exclude(pk=deployment.pk).exclude(phase=DeploymentPhase.RETIRING).exists():
@@ -327,9 +375,10 @@ def _decide(deployment: EndpointDeployment, **fields) -> None:
 # --- Container counts ------------------------------------------------------------------------
 
 
-def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
-    """Each variant gets exactly its desired number of live containers: start the missing ones
-    (new, or replacing those that died or failed /ping), drain the extra ones."""
+def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> None:
+    """Each variant gets exactly its desired number of live containers: place the missing ones
+    (new, or replacing those that died or failed /ping) and start those placed on this node,
+    drain the extra ones."""
     rows = list(deployment.containers.all())
     for variant_name, desired in deployment.desired.items():
         mine = [row for row in rows if row.variant_name == variant_name]
@@ -345,27 +394,27 @@ def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
             _stop_now(row) if row.status == ContainerStatus.STARTING else _start_drain(row)
     if deployment.phase == DeploymentPhase.RETIRING:
         return  # failed for want of GPUs: nothing more to start
-    for row in deployment.containers.filter(status=ContainerStatus.STARTING, started_at__isnull=True):
-        _run(endpoint, deployment, row)
+    for row in _here(deployment.containers.filter(status=ContainerStatus.STARTING, started_at__isnull=True)):
+        _run(endpoint, deployment, row, token)
 
 
 def _add_containers(
     endpoint: Endpoint, deployment: EndpointDeployment, variant_name: str, ordinals: range
 ) -> None:
     try:
-        hosting_gpus.add_containers(deployment, variant_name, ordinals, endpoint.hosting_node)
-    except hosting_gpus.GpusUnavailable as shortage:
-        _gpus_unavailable(endpoint, deployment, variant_name, str(shortage))
+        placement.add_containers(deployment, variant_name, ordinals)
+    except placement.CapacityUnavailable as shortage:
+        _capacity_unavailable(endpoint, deployment, variant_name, str(shortage))
 
 
-def _gpus_unavailable(
+def _capacity_unavailable(
     endpoint: Endpoint, deployment: EndpointDeployment, variant_name: str, reason: str
 ) -> None:
-    """Containers that cannot have their GPUs. While GPUs are about to be freed (the endpoint's
-    outgoing containers, ended training jobs), wait. Otherwise a new fleet fails (create: Failed;
-    update: rolled back), a capacity change of UpdateEndpointWeightsAndCapacities is not applied,
-    and a replacement waits for GPUs to be freed."""
-    if hosting_gpus.gpus_coming_back(endpoint):
+    """Containers that cannot be placed (no live node, or not its GPUs). While GPUs are about to
+    be freed (the endpoint's outgoing containers, ended training jobs), wait. Otherwise a new
+    fleet fails (create: Failed; update: rolled back), a capacity change of
+    UpdateEndpointWeightsAndCapacities is not applied, and a replacement waits for capacity."""
+    if placement.gpus_coming_back(endpoint):
         return
     if deployment.phase == DeploymentPhase.PROVISIONING:
         return _fail_deployment(endpoint, deployment, reason)
@@ -382,12 +431,14 @@ def _gpus_unavailable(
     t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE, failure_reason=refused[:1024])
 
 
-def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer) -> None:
+def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer, token: str) -> None:
     try:
+        with leases.kept_alive(Endpoint, endpoint.pk, token):
+            _prepare_here(endpoint, deployment)  # a node's first container of the deployment
         spec = containers.spec_for(endpoint, deployment, row)
         gateway_network.ensure(get_runtime(), spec.extra_networks)
         state = get_runtime().run(spec)
-    except (ContainerStartFailed, NoSuchImage) as error:
+    except (ContainerStartFailed, NoSuchImage, hosting_model_data.ModelDataError) as error:
         return _give_up_on_start(endpoint, deployment, row, f"could not be started: {error}")
     ServingContainer.objects.filter(pk=row.pk).update(started_at=timezone.now(), host_port=state.host_port)
 
@@ -422,6 +473,11 @@ def _record_drain_version(row: ServingContainer) -> None:
 
 
 def _stop_now(row: ServingContainer) -> None:
+    """SIGTERM now when the container is on this node; otherwise its node signals it when the
+    chain reaches it (Stopping without a signal time)."""
+    if row.node.name != nodes.local_name():
+        t.move_container(row, ContainerStatus.STOPPING, stop_signalled_at=None)
+        return
     get_runtime().signal(row.name, "SIGTERM")
     t.move_container(row, ContainerStatus.STOPPING, stop_signalled_at=timezone.now())
 
@@ -446,6 +502,9 @@ def _advance_stop(endpoint: Endpoint, row: ServingContainer, state: ContainerSta
         get_runtime().remove(row.name)
         _last_log_copy.pop(row.name, None)
         row.delete()
+    elif row.stop_signalled_at is None:  # stopped by a step on another node
+        get_runtime().signal(row.name, "SIGTERM")
+        ServingContainer.objects.filter(pk=row.pk).update(stop_signalled_at=now)
     elif now - row.stop_signalled_at >= timedelta(seconds=settings.SAGEPORT_SERVE_KILL_GRACE_SECONDS):
         get_runtime().signal(row.name, "SIGKILL")
 
@@ -469,7 +528,7 @@ def _remove_strays(endpoint: Endpoint, observed: States) -> None:
 # --- Endpoint status and logs ----------------------------------------------------------------
 
 
-def _settle(endpoint: Endpoint, observed: States) -> float | None:
+def _settle(endpoint: Endpoint) -> float | None:
     """Delete a deleted endpoint once nothing is left; otherwise when to look next: soon while
     anything moves, at the health-check interval when all is steady."""
     endpoint.refresh_from_db()

@@ -223,7 +223,7 @@ def _nudge(endpoint: Endpoint) -> None:
     """Ask a worker to look at the endpoint now. The change is already committed: when the broker
     cannot take the message, the sweeper finds the endpoint overdue, so the request succeeds."""
     try:
-        hosting_tasks.enqueue(endpoint.pk, endpoint.hosting_node)
+        hosting_tasks.enqueue(endpoint.pk)
     except OperationalError as exc:
         log.warning("could not enqueue endpoint %s (%s); the sweeper will pick it up", endpoint.pk, exc)
 

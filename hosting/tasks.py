@@ -1,7 +1,8 @@
 """Celery tasks for endpoints: one reconcile chain per endpoint, and the sweeper's share.
 
-Every step runs on the queue of the endpoint's hosting node (`Endpoint.hosting_node`, the API's
-host): its containers are reached on that host's 127.0.0.1, so no other node may run them."""
+A step acts on the containers of the node it runs on (hosting/reconciler.py), so the chain goes
+round the live nodes that hold the endpoint's containers (`placement.rotation`), one node's
+queue after the other; while the endpoint has no container, any worker takes the step."""
 
 from datetime import timedelta
 
@@ -11,27 +12,38 @@ from django.db.models import Q
 from django.utils import timezone
 
 from capacity import nodes
-from hosting import reaper, reconciler
+from hosting import placement, reaper, reconciler
 from hosting.models import Endpoint, EndpointStatus
 
 
-# The name is the task's name before issue 8 moved it: queued messages use it.
+# The name is the task's name before issue 8 moved it: queued messages use it (those carry no
+# node, and run where they land).
 @shared_task(name="workers.hosting_tasks.reconcile_endpoint", acks_late=True, ignore_result=True)
-def reconcile_endpoint(endpoint_id: int) -> None:
-    """One step of an endpoint; a message that reached another node's worker is handed on."""
-    node = Endpoint.objects.filter(pk=endpoint_id).values_list("hosting_node", flat=True).first()
-    if node is None:
+def reconcile_endpoint(endpoint_id: int, node: str | None = None) -> None:
+    """One step of an endpoint on `node`; a message that reached another node's worker is handed
+    on, unless that node is no longer alive (then this node takes the step)."""
+    if not Endpoint.objects.filter(pk=endpoint_id).exists():
         return  # deleted
-    if node != nodes.local_name():
-        enqueue(endpoint_id, node)
+    here = nodes.local_name()
+    if node is not None and node != here and node in nodes.live_names():
+        _send(endpoint_id, node)
         return
     delay = reconciler.reconcile(endpoint_id)
     if delay is not None:
-        enqueue(endpoint_id, node, countdown=delay)
+        enqueue(endpoint_id, after=here, countdown=delay)
 
 
-def enqueue(endpoint_id: int, node: str, countdown: float = 0.0) -> None:
-    reconcile_endpoint.apply_async((endpoint_id,), countdown=countdown, queue=nodes.queue_name(node))
+def enqueue(endpoint_id: int, after: str = "", countdown: float = 0.0) -> None:
+    """Send the endpoint's next step to the node after `after` in its rotation (the first node
+    when `after` is empty; any worker when it holds no container)."""
+    rotation = placement.rotation(endpoint_id)
+    later = [name for name in rotation if name > after]
+    _send(endpoint_id, (later or rotation or [None])[0], countdown)
+
+
+def _send(endpoint_id: int, node: str | None, countdown: float = 0.0) -> None:
+    queue = {"queue": nodes.queue_name(node)} if node else {}
+    reconcile_endpoint.apply_async((endpoint_id, node), countdown=countdown, **queue)
 
 
 def sweep_hosting() -> None:
@@ -42,7 +54,8 @@ def sweep_hosting() -> None:
 
 def sweep_endpoints() -> None:
     """Re-enqueue every endpoint whose next look is overdue and that nobody holds (a lost
-    message or a killed worker). Failed endpoints have nothing left to run."""
+    message, a killed worker, a message left in a lost node's queue). Failed endpoints have
+    nothing left to run."""
     now = timezone.now()
     slack = timedelta(seconds=max(2.0, 2 * settings.SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS))
     overdue = (
@@ -51,6 +64,6 @@ def sweep_endpoints() -> None:
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
         .distinct()
     )
-    for endpoint_id, node in overdue.values_list("pk", "hosting_node"):
+    for endpoint_id in overdue.values_list("pk", flat=True):
         Endpoint.objects.filter(pk=endpoint_id).update(next_check_at=now)
-        enqueue(endpoint_id, node)
+        enqueue(endpoint_id)

@@ -49,7 +49,8 @@ class ContainerSpec:
     nano_cpus: int | None = None
     memory_bytes: int | None = None
     gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all
-    published_port: int | None = None  # container port published on 127.0.0.1 (random host port)
+    published_port: int | None = None  # container port published on `published_address` (random host port)
+    published_address: str = "127.0.0.1"  # the host address it is published on (the node's)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class ContainerState:
     labels: dict[str, str]
     started_at: str | None = None  # RFC 3339 as reported by the engine
     finished_at: str | None = None
-    host_port: int | None = None  # where `published_port` landed on 127.0.0.1
+    host_port: int | None = None  # where `published_port` landed on the published address
 
     @property
     def running(self) -> bool:

@@ -310,7 +310,8 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         kwargs["device_requests"] = [DeviceRequest(driver="nvidia", device_ids=ids, capabilities=[["gpu"]])]
         environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(ids)
     if spec.published_port:
-        kwargs["ports"] = {f"{spec.published_port}/tcp": ("127.0.0.1", None)}  # None: random host port
+        # None: a random host port, on the one address given (never every interface).
+        kwargs["ports"] = {f"{spec.published_port}/tcp": (spec.published_address, None)}
     kwargs["environment"] = environment
     return kwargs
 

@@ -3,7 +3,7 @@
 Containers are found by label, never by a list kept elsewhere: a reconcile observes a resource's
 containers by `RESOURCE` (and `HOST` or `DEPLOYMENT`/`VARIANT` inside it), the reaper removes
 what carries this stack's `STACK` but belongs to nothing live, and a worker recognises its own
-node's training containers by `NODE`."""
+node's containers by `NODE`."""
 from django.conf import settings
 
 MANAGED = "sageport.managed"  # "true" on everything the runtime creates
@@ -11,7 +11,7 @@ STACK = "sageport.stack"  # the SAGEPORT_STACK_ID of the stack that created it
 ROLE = "sageport.role"  # TRAINING_ROLE | SERVING_ROLE | SERVICES_ROLE
 RESOURCE = "sageport.resource"  # the ARN of the training job or endpoint it serves
 HOST = "sageport.host"  # a training instance: algo-N
-NODE = "sageport.node"  # the node whose worker created the training container
+NODE = "sageport.node"  # the node whose worker created the (training or serving) container
 DEPLOYMENT = "sageport.deployment"  # a serving container's EndpointDeployment (primary key)
 VARIANT = "sageport.variant"  # a serving container's production variant
 

@@ -186,7 +186,8 @@ def stack(supervisor, s3_service, redis_service) -> LiveStack:
     _manage("runstack", "--prepare-only")
     create_default_bucket(data_dir)
     user_env = read_env_file(data_dir / "env")
-    for spec in (api_spec(data_dir, settings.SAGEPORT_PORT), worker_spec(data_dir), beat_spec(data_dir)):
+    api = api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT)
+    for spec in (api, worker_spec(data_dir), beat_spec(data_dir)):
         supervisor.start(spec)
     return LiveStack(
         endpoint_url=endpoint_url,

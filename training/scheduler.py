@@ -14,7 +14,6 @@
 `place(job)` answers `Placed`, `Waiting` (with what it waits for, shown as the StatusMessage of
 the `Pending` secondary status) or `NeverFits` (the job fails at once)."""
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -22,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from capacity import instance_types
+from capacity import nodes as capacity_nodes
 from capacity.gpus import foreign_accelerator_reason, free_gpus
 from capacity.models import GpuAllocation, Node, Placement
 from training import workspace
@@ -171,8 +171,8 @@ def _holds_the_line(job: TrainingJob, nodes: list[Node]) -> bool:
 
 
 def _live(nodes: list[Node]) -> list[Node]:
-    fresh_after = timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
-    return [node for node in nodes if node.lost_at is None and node.heartbeat_at >= fresh_after]
+    now = timezone.now()
+    return [node for node in nodes if capacity_nodes.is_live(node, now)]
 
 
 def _capacities(nodes: list[Node]) -> list[_Capacity]:

@@ -2,8 +2,6 @@
 
 from django.db import migrations, models
 
-import hosting.models
-
 
 class Migration(migrations.Migration):
 
@@ -15,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='endpoint',
             name='hosting_node',
-            field=models.CharField(default=hosting.models.hosting_node, max_length=128),
+            field=models.CharField(default='', max_length=128),
         ),
     ]

@@ -176,9 +176,9 @@ class Router:
     def pool(self, backend: Backend) -> urllib3.HTTPConnectionPool:
         with self._lock:
             pool = self._pools.get(backend.container_name)
-            if pool is None or pool.port != backend.port:
+            if pool is None or (pool.host, pool.port) != (backend.address, backend.port):
                 pool = urllib3.HTTPConnectionPool(
-                    "127.0.0.1",
+                    backend.address,
                     backend.port,
                     maxsize=POOL_CONNECTIONS_PER_CONTAINER,
                     retries=False,

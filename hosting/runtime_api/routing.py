@@ -104,6 +104,7 @@ def publish_ack(process_id: str, version: int, busy: dict[str, int]) -> None:
 @dataclass(frozen=True)
 class Backend:
     container_name: str
+    address: str  # its node's address (Node.address)
     port: int
 
 
@@ -129,7 +130,7 @@ RoutingTable = dict[str, EndpointRoute]  # by endpoint ARN
 
 
 def load_table() -> RoutingTable:
-    endpoints = Endpoint.objects.prefetch_related("deployments__containers")
+    endpoints = Endpoint.objects.prefetch_related("deployments__containers__node")
     return {endpoint.endpoint_arn: _route(endpoint) for endpoint in endpoints}
 
 
@@ -155,7 +156,7 @@ def _groups(deployment, share: float) -> Iterable[RouteGroup]:
     total = sum(weights.values())
     for name, weight in weights.items():
         backends = tuple(
-            Backend(container.name, container.host_port)
+            Backend(container.name, container.node.address, container.host_port)
             for container in deployment.containers.all()
             if container.variant_name == name and container.status == ContainerStatus.IN_SERVICE
         )

@@ -64,7 +64,7 @@ def test_gpu_endpoints_hold_their_own_gpus_and_give_them_back_when_deleted(
     failed = wait_for_endpoint(sagemaker, four, statuses={"Failed"})
     assert failed["FailureReason"] == (
         "ResourceLimitExceeded: production variant AllTraffic (ml.g5.12xlarge) needs 4 NVIDIA GPUs "
-        "for 1 more container (4 each); the hosting node test-node-a has 1 of its 4 GPUs free."
+        "for 1 more container (4 each, each on one node); GPUs free: test-node-a has 1 of its 4."
     )
     assert wait_for_status(sagemaker, beside, timeout=120)["TrainingJobStatus"] == "Completed"
     assert devices_of(s3, bucket, beside) == {"algo-1": "1", "algo-2": "2"}
@@ -94,8 +94,8 @@ def test_changes_needing_more_gpus_than_are_free_are_not_applied_and_the_fleet_k
     scaled = wait_for_endpoint(sagemaker, name)
     assert scaled["FailureReason"] == (
         "The capacity change was not applied: ResourceLimitExceeded: production variant AllTraffic "
-        "(ml.g5.xlarge) needs 4 NVIDIA GPUs for 4 more containers (1 each); the hosting node "
-        "test-node-a has 3 of its 4 GPUs free."
+        "(ml.g5.xlarge) needs 4 NVIDIA GPUs for 4 more containers (1 each, each on one node); GPUs "
+        "free: test-node-a has 3 of its 4."
     )
     assert scaled["ProductionVariants"][0]["DesiredInstanceCount"] == 1
 

@@ -1,14 +1,13 @@
 """`manage.py runstack`: the whole embedded stack in the foreground, stopped by Ctrl-C."""
 
 import time
-from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from devstack.management.commands._console import supervisor_for
 from devstack.stack import (
-    LOOPBACK,
     ServiceFailed,
     StopRequested,
     Supervisor,
@@ -46,9 +45,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, prepare_only: bool, with_default_bucket: bool, **options):
         data_dir = Path(settings.DATA_DIR)
-        api_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
         env_file = prepare_data_dir(
-            data_dir, api_url, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
+            data_dir, settings.SAGEPORT_API_URL, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
         )
         reset_metrics_dir(data_dir)  # before any of the stack's processes starts
         if prepare_only:
@@ -58,22 +56,16 @@ class Command(BaseCommand):
         specs = [
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
             seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL),
-            api_spec(data_dir, settings.SAGEPORT_PORT),
+            api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT),
             worker_spec(data_dir),
             beat_spec(data_dir),
         ]
         with stop_on_signals() as stop_event:
-            supervisor = Supervisor(
-                data_dir / "logs",
-                stop_event,
-                report=self._report,
-                log_max_bytes=settings.SAGEPORT_LOG_MAX_MIB * 1024 * 1024,
-                log_backups=settings.SAGEPORT_LOG_BACKUPS,
-            )
+            supervisor = supervisor_for(self.stdout, data_dir, stop_event)
             try:
                 self._start_all(supervisor, specs)
                 create_default_bucket(data_dir)
-                self._print_banner(supervisor, specs, data_dir, env_file, api_url)
+                self._print_banner(supervisor, specs, data_dir, env_file)
                 supervisor.run()  # restarts a child that dies, until Ctrl-C or SIGTERM
             except StopRequested:
                 self.stdout.write("Stopping...")
@@ -89,10 +81,6 @@ class Command(BaseCommand):
         except ServiceFailed as error:
             raise CommandError(str(error)) from None
 
-    def _report(self, message: str) -> None:
-        self.stdout.write(f"{datetime.now().isoformat(sep=' ', timespec='seconds')} {message}")
-        self.stdout.flush()
-
     def _start_all(self, supervisor: Supervisor, specs) -> None:
         for spec in specs:
             self.stdout.write(f"  starting {spec.name:<10}", ending="")
@@ -105,9 +93,7 @@ class Command(BaseCommand):
                 raise
             self.stdout.write(f"ready in {time.monotonic() - started:.1f}s")
 
-    def _print_banner(
-        self, supervisor: Supervisor, specs, data_dir: Path, env_file: Path, api_url: str
-    ) -> None:
+    def _print_banner(self, supervisor: Supervisor, specs, data_dir: Path, env_file: Path) -> None:
         self.stdout.write(self.style.SUCCESS(READY_BANNER))
         for spec in specs:
             where = spec.listens or "running"
@@ -115,7 +101,8 @@ class Command(BaseCommand):
         self.stdout.write(f"  data       {data_dir}")
         self.stdout.write(f"Point boto3, the AWS CLI and the SageMaker SDK at it with:  source {env_file}")
         self.stdout.write(
-            f"Console: {api_url}/console/  (sign in with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from "
-            f"{env_file}; an operator account: .venv/bin/python manage.py createsuperuser)"
+            f"Console: {settings.SAGEPORT_API_URL}/console/  (sign in with AWS_ACCESS_KEY_ID and "
+            f"AWS_SECRET_ACCESS_KEY from {env_file}; an operator account: "
+            ".venv/bin/python manage.py createsuperuser)"
         )
         self.stdout.write("Press Ctrl-C to stop.")

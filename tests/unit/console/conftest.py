@@ -8,7 +8,7 @@ from django.utils import timezone
 from accounts.accesskeys import create_access_key
 from hosting.models import EndpointDeployment, EndpointStatus
 from protocol.context import RequestContext
-from tests.unit.hosting.test_gpus import make_deployment
+from tests.unit.hosting.test_placement import make_deployment
 from training import services
 from training.models import TrainingJob
 

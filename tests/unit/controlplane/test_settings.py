@@ -56,14 +56,30 @@ def test_an_image_pull_longer_than_the_visibility_timeout_is_refused_at_start_up
     )
 
 
-def test_an_unknown_readiness_check_is_named_at_start_up(tmp_path):
-    env = {**os.environ, "SAGEPORT_DATA_DIR": str(tmp_path), "SAGEPORT_READINESS_CHECKS": "database,dokcer"}
+def settings_error(tmp_path, **variables) -> str:
+    env = {**os.environ, "SAGEPORT_DATA_DIR": str(tmp_path), **variables}
     result = subprocess.run(
         [sys.executable, "-c", "import controlplane.settings"],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60,
     )
-
     assert result.returncode != 0
-    assert "SAGEPORT_READINESS_CHECKS must be a comma-separated list of database, broker, s3, docker" in (
-        result.stderr
+    return result.stderr
+
+
+def test_an_unknown_readiness_check_is_named_at_start_up(tmp_path):
+    error = settings_error(tmp_path, SAGEPORT_READINESS_CHECKS="database,dokcer")
+    assert "SAGEPORT_READINESS_CHECKS must be a comma-separated list of database, broker, s3, docker" in error
+
+
+def test_a_listening_address_must_be_an_ip_address(tmp_path):
+    assert "SAGEPORT_NODE_ADDRESS must be an IP address, got 'node-b.lan'" in settings_error(
+        tmp_path, SAGEPORT_NODE_ADDRESS="node-b.lan"
     )
+    assert "SAGEPORT_API_ADDRESS must be an IP address, got '10.0.0'" in settings_error(
+        tmp_path, SAGEPORT_API_ADDRESS="10.0.0"
+    )
+
+
+def test_a_node_name_that_cannot_name_a_queue_or_container_is_refused(tmp_path):
+    error = settings_error(tmp_path, SAGEPORT_NODE_NAME="gpu box/1")
+    assert "SAGEPORT_NODE_NAME must be 1 to 63 letters" in error

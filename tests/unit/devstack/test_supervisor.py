@@ -136,7 +136,7 @@ def test_a_child_killed_for_good_is_not_restarted(supervisor, reports):
 def test_connections_wait_in_the_backlog_while_the_server_restarts(supervisor, monkeypatch, reports):
     monkeypatch.setattr(stack, "RESTART_DELAY_SECONDS", 1.0)  # the server is surely down a while
     port = stack.free_port()
-    listener = stack._listening_socket("echo", port)
+    listener = stack._listening_socket("echo", LOOPBACK, port)
     supervisor.start(ServiceSpec(name="echo", argv=[*ECHO_SERVER, str(listener.fileno())], listener=listener))
 
     with supervisor.watching():
@@ -156,7 +156,7 @@ def test_a_port_in_use_is_refused_before_anything_starts():
         port = other.getsockname()[1]
 
         with pytest.raises(stack.ServiceFailed, match="is taken"):
-            stack.api_spec(stack.PROJECT_DIR, port)
+            stack.api_spec(stack.PROJECT_DIR, stack.LOOPBACK, port)
 
 
 def test_children_die_with_the_supervisor(tmp_path):

@@ -4,7 +4,7 @@ from unittest import mock
 
 from hosting import reconciler as hosting
 from hosting.models import DeploymentPhase, Endpoint, EndpointStatus
-from tests.unit.hosting.test_gpus import make_deployment
+from tests.unit.hosting.test_placement import make_deployment
 
 
 class _EmptyEngine:

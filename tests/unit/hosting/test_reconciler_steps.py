@@ -8,8 +8,10 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import ContainerGrant
+from capacity.models import Node
 from gateway.network import SERVICES_NETWORK
 from hosting import containers as hosting_containers
+from hosting import reaper as hosting_reaper
 from hosting import reconciler as hosting
 from hosting import transitions as t
 from hosting.health import PingResult
@@ -25,7 +27,8 @@ from hosting.presenters import describe_endpoint
 from reconcile import loop as reconcile
 from runtime import labels
 from runtime.fake import FakeRuntime
-from tests.unit.hosting.test_gpus import make_deployment
+from tests.unit.hosting.test_placement import make_deployment
+from tests.unit.training.test_scheduler import make_node
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,6 +40,13 @@ def timings(settings):
     settings.SAGEPORT_POLL_INTERVAL_SECONDS = 0.5
     settings.SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS = 5.0
     settings.SAGEPORT_ROUTING_REFRESH_SECONDS = 0  # a drain need not wait for a refresh here
+
+
+@pytest.fixture(autouse=True)
+def this_node(settings):
+    """The node the steps run on: every container is placed here unless a test adds another."""
+    settings.SAGEPORT_NODE_NAME = "node-a"
+    return make_node("node-a", gpus=4)
 
 
 @pytest.fixture
@@ -318,3 +328,120 @@ def test_deleting_an_endpoint_revokes_its_containers_credentials(engine):
 
     assert not Endpoint.objects.filter(pk=endpoint.pk).exists()
     assert not ContainerGrant.objects.exists()
+
+
+# --- Several nodes ----------------------------------------------------------------------------
+# One fake engine stands for both nodes' engines: the node label tells their containers apart,
+# as it does when two nodes share one Docker engine.
+
+
+def two_node_fleet(engine, settings) -> tuple[Endpoint, EndpointDeployment]:
+    """An endpoint of two containers, one on node-a and one on node-b, both in service."""
+    make_node("node-b", gpus=0)
+    deployment = make_deployment("ml.m5.large")
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(
+        desired={"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 2}}
+    )
+    endpoint = deployment.endpoint
+    on_node("node-a", settings, endpoint)
+    on_node("node-b", settings, endpoint)
+    for name in containers_of(deployment):
+        engine.set_health(name, True)
+    on_node("node-a", settings, endpoint)
+    on_node("node-b", settings, endpoint)
+    assert endpoint.endpoint_status == EndpointStatus.IN_SERVICE
+    return endpoint, deployment
+
+
+def on_node(node: str, settings, endpoint: Endpoint) -> float | None:
+    settings.SAGEPORT_NODE_NAME = node
+    return step(endpoint)
+
+
+def placed(deployment: EndpointDeployment) -> dict[str, str]:
+    return dict(deployment.containers.values_list("name", "node__name"))
+
+
+def test_each_node_starts_only_the_containers_placed_on_it(engine, settings):
+    make_node("node-b", gpus=0)
+    deployment = make_deployment("ml.m5.large")
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(
+        desired={"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 2}}
+    )
+
+    on_node("node-a", settings, deployment.endpoint)
+    where = placed(deployment)
+    assert sorted(where.values()) == ["node-a", "node-b"]
+    assert {name: c.spec.labels[labels.NODE] for name, c in engine.containers.items()} == {
+        name: "node-a" for name, node in where.items() if node == "node-a"
+    }
+
+    on_node("node-b", settings, deployment.endpoint)
+    assert {name: c.spec.labels[labels.NODE] for name, c in engine.containers.items()} == where
+
+
+def test_the_chain_looks_at_each_of_two_nodes_twice_as_often(engine, settings):
+    endpoint, _ = two_node_fleet(engine, settings)
+    assert on_node("node-a", settings, endpoint) == 2.5  # the health-check interval over two nodes
+
+
+def test_a_container_on_another_node_is_stopped_by_its_own_node(engine, settings):
+    endpoint, deployment = two_node_fleet(engine, settings)
+    on_b = next(name for name, node in placed(deployment).items() if node == "node-b")
+    desired = {"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 1}}
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(desired=desired)
+    ServingContainer.objects.filter(name=on_b).update(status=ContainerStatus.STARTING)  # drops first
+
+    on_node("node-a", settings, endpoint)
+    assert ServingContainer.objects.get(name=on_b).status == ContainerStatus.STOPPING
+    assert engine.containers[on_b].signals == []  # node-a never touches node-b's engine
+
+    on_node("node-b", settings, endpoint)
+    assert engine.containers[on_b].signals == ["SIGTERM"]
+
+
+def test_containers_of_a_lost_node_are_replaced_on_a_live_node(engine, settings):
+    endpoint, deployment = two_node_fleet(engine, settings)
+    on_b = next(name for name, node in placed(deployment).items() if node == "node-b")
+    Node.objects.filter(name="node-b").update(lost_at=timezone.now())
+
+    on_node("node-a", settings, endpoint)
+
+    assert sorted(placed(deployment).values()) == ["node-a", "node-a"]  # a replacement on node-a
+    assert on_b not in placed(deployment)
+    assert endpoint.endpoint_status == EndpointStatus.IN_SERVICE  # the other container serves on
+    assert engine.containers[on_b].state.running  # left to node-b, should it come back
+
+
+def test_a_new_fleet_that_loses_a_node_while_provisioning_fails(engine, settings):
+    make_node("node-b", gpus=0)
+    deployment = make_deployment("ml.m5.large")
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(
+        desired={"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 2}}
+    )
+    on_node("node-a", settings, deployment.endpoint)
+    on_b = next(name for name, node in placed(deployment).items() if node == "node-b")
+    Node.objects.filter(name="node-b").update(lost_at=timezone.now())
+
+    on_node("node-a", settings, deployment.endpoint)
+
+    endpoint = Endpoint.objects.get(pk=deployment.endpoint_id)
+    assert endpoint.endpoint_status == EndpointStatus.FAILED
+    assert endpoint.failure_reason == (
+        f"The container {on_b} for production variant AllTraffic was lost with its node node-b, "
+        "which stopped sending heartbeats."
+    )
+
+
+def test_a_node_that_comes_back_removes_the_containers_it_no_longer_holds(engine, settings, monkeypatch):
+    endpoint, deployment = two_node_fleet(engine, settings)
+    on_b = next(name for name, node in placed(deployment).items() if node == "node-b")
+    Node.objects.filter(name="node-b").update(lost_at=timezone.now())
+    on_node("node-a", settings, endpoint)  # forgets it
+    monkeypatch.setattr(hosting_reaper, "get_runtime", lambda: engine)
+
+    settings.SAGEPORT_NODE_NAME = "node-b"
+    hosting_reaper.reap_serving_orphans()
+
+    assert on_b not in engine.containers
+    assert sorted(placed(deployment)) == sorted(engine.containers)  # node-a's are untouched

@@ -1,44 +1,69 @@
-"""Endpoint steps run on the hosting node's queue only: the API's host, recorded per endpoint."""
+"""Endpoint steps go round the live nodes that hold the endpoint's containers, one node's queue
+after the other; a step that reached the wrong node is handed on unprocessed."""
 from unittest import mock
 
 from hosting import tasks as hosting_tasks
-from hosting.models import Endpoint
-from tests.unit.hosting.test_gpus import make_deployment
+from tests.unit.hosting.test_placement import add, make_deployment
+from tests.unit.training.test_scheduler import make_node
 
 
-def test_an_endpoint_records_the_hosting_node_of_the_process_that_creates_it(settings):
-    settings.SAGEPORT_HOSTING_NODE = "api-host"
-    endpoint = Endpoint(endpoint_name="e")
-    assert endpoint.hosting_node == "api-host"
+def two_node_endpoint():
+    make_node("node-a", gpus=0)
+    make_node("node-b", gpus=0)
+    deployment = make_deployment("ml.m5.large")
+    assert add(deployment, count=2)  # one container on each node
+    return deployment.endpoint
 
 
-def test_a_step_that_reached_another_node_is_handed_to_the_hosting_node_unprocessed(db, settings):
-    settings.SAGEPORT_NODE_NAME = "node-b"
-    endpoint = make_deployment("ml.m5.large").endpoint  # hosted on node-a
+def run_step(endpoint_id: int, node: str | None, delay: float | None = 2.5):
     with (
         mock.patch.object(hosting_tasks.reconcile_endpoint, "apply_async") as sent,
-        mock.patch.object(hosting_tasks.reconciler, "reconcile") as reconciled,
+        mock.patch.object(hosting_tasks.reconciler, "reconcile", return_value=delay) as reconciled,
     ):
-        hosting_tasks.reconcile_endpoint(endpoint.pk)
-    reconciled.assert_not_called()
-    sent.assert_called_once_with((endpoint.pk,), countdown=0.0, queue="sageport.node.node-a")
+        hosting_tasks.reconcile_endpoint(endpoint_id, node)
+    return sent, reconciled
 
 
-def test_the_hosting_node_runs_the_step_and_schedules_the_next_on_its_own_queue(db, settings):
+def test_a_step_that_reached_another_node_is_handed_to_its_node_unprocessed(db, settings):
     settings.SAGEPORT_NODE_NAME = "node-a"
-    endpoint = make_deployment("ml.m5.large").endpoint
-    with (
-        mock.patch.object(hosting_tasks.reconcile_endpoint, "apply_async") as sent,
-        mock.patch.object(hosting_tasks.reconciler, "reconcile", return_value=2.5) as reconciled,
-    ):
-        hosting_tasks.reconcile_endpoint(endpoint.pk)
+    endpoint = two_node_endpoint()
+    sent, reconciled = run_step(endpoint.pk, "node-b")
+    reconciled.assert_not_called()
+    sent.assert_called_once_with((endpoint.pk, "node-b"), countdown=0.0, queue="sageport.node.node-b")
+
+
+def test_each_step_sends_the_next_to_the_next_node_in_turn(db, settings):
+    endpoint = two_node_endpoint()
+    settings.SAGEPORT_NODE_NAME = "node-a"
+    sent, reconciled = run_step(endpoint.pk, "node-a")
     reconciled.assert_called_once_with(endpoint.pk)
-    sent.assert_called_once_with((endpoint.pk,), countdown=2.5, queue="sageport.node.node-a")
+    sent.assert_called_once_with((endpoint.pk, "node-b"), countdown=2.5, queue="sageport.node.node-b")
 
-
-def test_the_sweeper_on_any_node_sends_overdue_endpoints_to_their_hosting_node(db, settings):
     settings.SAGEPORT_NODE_NAME = "node-b"
+    sent, _ = run_step(endpoint.pk, "node-b")
+    sent.assert_called_once_with((endpoint.pk, "node-a"), countdown=2.5, queue="sageport.node.node-a")
+
+
+def test_a_step_meant_for_a_lost_node_is_taken_by_the_node_it_reached(db, settings):
+    endpoint = two_node_endpoint()
+    make_node("node-c", gpus=0, lost=True)
+    settings.SAGEPORT_NODE_NAME = "node-b"
+    sent, reconciled = run_step(endpoint.pk, "node-c")
+    reconciled.assert_called_once_with(endpoint.pk)
+    sent.assert_called_once_with((endpoint.pk, "node-a"), countdown=2.5, queue="sageport.node.node-a")
+
+
+def test_an_endpoint_without_containers_is_stepped_by_any_worker(db, settings):
+    make_node("node-a", gpus=0)
     endpoint = make_deployment("ml.m5.large").endpoint
+    sent, reconciled = run_step(endpoint.pk, None)
+    reconciled.assert_called_once_with(endpoint.pk)
+    sent.assert_called_once_with((endpoint.pk, None), countdown=2.5)
+
+
+def test_the_sweeper_sends_overdue_endpoints_to_the_first_node_of_their_rotation(db, settings):
+    settings.SAGEPORT_NODE_NAME = "node-b"
+    endpoint = two_node_endpoint()
     with mock.patch.object(hosting_tasks.reconcile_endpoint, "apply_async") as sent:
         hosting_tasks.sweep_endpoints()
-    sent.assert_called_once_with((endpoint.pk,), countdown=0.0, queue="sageport.node.node-a")
+    sent.assert_called_once_with((endpoint.pk, "node-a"), countdown=0.0, queue="sageport.node.node-a")

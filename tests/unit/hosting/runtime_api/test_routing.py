@@ -3,6 +3,7 @@
 import pytest
 from django.utils import timezone
 
+from capacity.models import Node
 from hosting.models import Endpoint, EndpointDeployment, ServingContainer
 from hosting.runtime_api.routing import load_table
 
@@ -39,8 +40,17 @@ def deployment(
     )
 
 
-def container(owner: EndpointDeployment, variant: str, name: str, status: str = "InService") -> None:
+def container(
+    owner: EndpointDeployment, variant: str, name: str, status: str = "InService", node: str = "node-a"
+) -> None:
+    now = timezone.now()
+    placed_on, _ = Node.objects.get_or_create(
+        name=node,
+        defaults={"address": f"10.0.0.{Node.objects.count() + 1}", "cpus": 2, "memory_bytes": 1 << 30,
+                  "registered_at": now, "heartbeat_at": now},
+    )
     ServingContainer.objects.create(
+        node=placed_on,
         deployment=owner,
         variant_name=variant,
         ordinal=ServingContainer.objects.count() + 1,
@@ -80,3 +90,16 @@ def test_fleets_that_take_no_traffic_and_endpoints_not_in_service_route_nowhere(
     container(deployment(owner, "Active", {"A": 1.0}), "A", "active")
     route = load_table()[ARN]
     assert route.status == "Deleting" and route.groups == ()
+
+
+@pytest.mark.django_db
+def test_each_container_is_reached_at_its_own_nodes_address():
+    owner = endpoint()
+    fleet = deployment(owner, "Active", {"A": 1.0})
+    container(fleet, "A", "on-a", node="node-a")
+    container(fleet, "A", "on-b", node="node-b")
+
+    (group,) = load_table()[owner.endpoint_arn].groups
+
+    where = {backend.container_name: backend.address for backend in group.backends}
+    assert where == {"on-a": "10.0.0.1", "on-b": "10.0.0.2"}

@@ -1,13 +1,16 @@
-"""GPUs of serving containers: taken from the hosting node's free devices, exclusive with training
-jobs', all or none per step, given back with the container's row, and what the container gets."""
+"""Placing serving containers: on live nodes only, spread over them, each with GPUs of its node
+that are exclusive with training jobs', all or none per step, given back with the container's
+row; what the container gets; and the nodes an endpoint's reconcile chain visits."""
+from datetime import timedelta
+
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from capacity.gpus import gpu_ids
-from capacity.models import GpuAllocation
+from capacity.models import GpuAllocation, Node
 from hosting import containers as hosting_containers
-from hosting import gpus as hosting_gpus
+from hosting import placement
 from hosting.models import ContainerStatus, Endpoint, EndpointDeployment, ServingContainer
 from tests.unit.training.test_scheduler import make_job, make_node
 from training import scheduler
@@ -23,7 +26,7 @@ def make_deployment(instance_type: str) -> EndpointDeployment:
     endpoint = Endpoint.objects.create(
         account_id="123456789012", region="us-east-1", endpoint_name=f"endpoint-{_created}",
         endpoint_arn=f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/endpoint-{_created}",
-        endpoint_config_name="config", creation_time=now, last_modified_time=now, hosting_node="node-a",
+        endpoint_config_name="config", creation_time=now, last_modified_time=now,
     )
     variant = {"VariantName": "AllTraffic", "ModelName": "model", "InstanceType": instance_type}
     return EndpointDeployment.objects.create(
@@ -38,7 +41,7 @@ def make_deployment(instance_type: str) -> EndpointDeployment:
 
 
 def add(deployment: EndpointDeployment, count: int = 1, first: int = 1) -> bool:
-    return hosting_gpus.add_containers(deployment, "AllTraffic", range(first, first + count), "node-a")
+    return placement.add_containers(deployment, "AllTraffic", range(first, first + count))
 
 
 def gpus_of(deployment: EndpointDeployment) -> list[tuple[str, ...]]:
@@ -68,11 +71,11 @@ def test_too_few_free_gpus_create_no_container_and_say_what_was_asked_and_what_i
     make_node(gpus=4)
     assert add(make_deployment("ml.g5.xlarge"))
     four = make_deployment("ml.g5.12xlarge")
-    with pytest.raises(hosting_gpus.GpusUnavailable) as refused:
+    with pytest.raises(placement.CapacityUnavailable) as refused:
         add(four)
     assert str(refused.value) == (
         "ResourceLimitExceeded: production variant AllTraffic (ml.g5.12xlarge) needs 4 NVIDIA GPUs "
-        "for 1 more container (4 each); the hosting node node-a has 3 of its 4 GPUs free."
+        "for 1 more container (4 each, each on one node); GPUs free: node-a has 3 of its 4."
     )
     assert not four.containers.exists()
 
@@ -80,7 +83,7 @@ def test_too_few_free_gpus_create_no_container_and_say_what_was_asked_and_what_i
 def test_a_step_gets_gpus_for_all_its_containers_or_for_none(db):
     make_node(gpus=4)
     deployment = make_deployment("ml.g5.xlarge")
-    with pytest.raises(hosting_gpus.GpusUnavailable, match="needs 5 NVIDIA GPUs for 5 more containers"):
+    with pytest.raises(placement.CapacityUnavailable, match="needs 5 NVIDIA GPUs for 5 more containers"):
         add(deployment, count=5)
     assert not deployment.containers.exists() and not GpuAllocation.objects.exists()
 
@@ -106,13 +109,49 @@ def test_cpu_types_hold_no_gpu_and_other_accelerators_are_refused(db):
     cpu = make_deployment("ml.m5.large")
     assert add(cpu, count=3)
     assert gpus_of(cpu) == [(), (), ()]
-    with pytest.raises(hosting_gpus.GpusUnavailable, match="ml.inf2.xlarge needs 1 AWS Inferentia"):
+    with pytest.raises(placement.CapacityUnavailable, match="ml.inf2.xlarge needs 1 AWS Inferentia"):
         add(make_deployment("ml.inf2.xlarge"))
 
 
-def test_an_unregistered_hosting_node_has_no_gpu_to_give(db):
-    with pytest.raises(hosting_gpus.GpusUnavailable, match="hosting node node-a, which has not registered"):
-        add(make_deployment("ml.g5.xlarge"))
+def test_without_a_live_node_no_container_is_placed(db):
+    make_node(name="gone", lost=True)
+    with pytest.raises(placement.CapacityUnavailable, match="needs a worker node, and no node is alive"):
+        add(make_deployment("ml.m5.large"))
+
+
+def nodes_of(deployment: EndpointDeployment) -> list[str]:
+    return [row.node.name for row in deployment.containers.order_by("ordinal")]
+
+
+def test_containers_of_a_variant_are_spread_over_the_live_nodes(db):
+    make_node("node-a", gpus=0)
+    make_node("node-b", gpus=0)
+    make_node("node-c", gpus=0, lost=True)
+    deployment = make_deployment("ml.m5.large")
+    assert add(deployment, count=3)
+    assert nodes_of(deployment) == ["node-a", "node-b", "node-a"]
+    assert placement.rotation(deployment.endpoint_id) == ["node-a", "node-b"]
+
+
+def test_a_gpu_container_goes_where_its_gpus_are_free_and_a_container_never_spans_nodes(db):
+    make_node("node-a", gpus=1)
+    make_node("node-b", gpus=4)
+    deployment = make_deployment("ml.g5.12xlarge")  # four GPUs each
+    assert add(deployment)
+    assert nodes_of(deployment) == ["node-b"]
+    with pytest.raises(placement.CapacityUnavailable, match="GPUs free: node-a has 1 of its 1, node-b has 0"):
+        add(deployment, first=2)
+
+
+def test_the_chain_visits_only_live_nodes_that_hold_containers(db, settings):
+    settings.SAGEPORT_NODE_LOST_AFTER_SECONDS = 60
+    make_node("node-a", gpus=0)
+    stale = make_node("node-b", gpus=0)
+    deployment = make_deployment("ml.m5.large")
+    assert placement.rotation(deployment.endpoint_id) == []
+    assert add(deployment, count=2)
+    Node.objects.filter(pk=stale.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
+    assert placement.rotation(deployment.endpoint_id) == ["node-a"]
 
 
 def test_a_gpu_is_held_by_a_placement_or_a_serving_container_never_both_nor_neither(db):
@@ -133,13 +172,13 @@ def test_gpus_of_outgoing_containers_and_of_ended_training_jobs_are_coming_back(
     assert add(deployment)
     job = make_job("ml.p3.2xlarge")
     scheduler.place(job)
-    assert not hosting_gpus.gpus_coming_back(deployment.endpoint)
+    assert not placement.gpus_coming_back(deployment.endpoint)
 
     TrainingJob.objects.filter(pk=job.pk).update(training_job_status="Completed")
-    assert hosting_gpus.gpus_coming_back(deployment.endpoint)
+    assert placement.gpus_coming_back(deployment.endpoint)
     scheduler.release(job)
     ServingContainer.objects.update(status=ContainerStatus.DRAINING)
-    assert hosting_gpus.gpus_coming_back(deployment.endpoint)
+    assert placement.gpus_coming_back(deployment.endpoint)
 
 
 @pytest.mark.parametrize(

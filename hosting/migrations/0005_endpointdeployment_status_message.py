@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('endpoints', '0003_endpoint_failed_attempts'),
+        ('endpoints', '0004_serving_container_node'),
     ]
 
     operations = [

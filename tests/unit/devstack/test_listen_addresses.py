@@ -1,0 +1,42 @@
+"""The embedded stack's servers listen where their settings say, never on a name or a default
+that assumes one host; Redis's password stays off the command line."""
+import stat
+
+import pytest
+
+from devstack import stack
+
+
+def test_redis_listens_on_the_address_of_its_url_and_requires_its_password(tmp_path):
+    spec = stack.redis_spec(tmp_path, "redis://:s3cret@10.1.2.3:6391/0")
+
+    assert spec.argv[spec.argv.index("--bind") + 1] == "10.1.2.3"
+    assert spec.argv[spec.argv.index("--port") + 1] == "6391"
+    assert (spec.address, spec.ports, spec.listens) == ("10.1.2.3", (6391,), "redis://10.1.2.3:6391")
+    config = tmp_path / "redis" / "redis.conf"
+    assert config.read_text() == "requirepass s3cret\n"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert not any("s3cret" in word for word in spec.argv)
+
+
+def test_s3_listens_on_the_address_of_its_url(tmp_path):
+    spec = stack.seaweedfs_spec(tmp_path, "http://10.1.2.3:8334")
+
+    assert {"-ip=10.1.2.3", "-ip.bind=10.1.2.3", "-s3.port=8334"} <= set(spec.argv)
+    assert spec.listens == "http://10.1.2.3:8334"
+
+
+@pytest.mark.parametrize("url", ["redis://redis.internal:6390/0", "redis://127.0.0.1/0"])
+def test_a_url_without_an_ip_address_and_port_is_refused_with_the_setting_named(tmp_path, url):
+    with pytest.raises(stack.ServiceFailed, match="SAGEPORT_REDIS_URL=.*listens on an IP address"):
+        stack.redis_spec(tmp_path, url)
+
+
+def test_the_api_listens_on_its_address(tmp_path):
+    port = stack.free_port()
+    spec = stack.api_spec(tmp_path, stack.LOOPBACK, port)
+    try:
+        assert spec.listener.getsockname() == (stack.LOOPBACK, port)
+        assert spec.listens == f"http://127.0.0.1:{port}"
+    finally:
+        spec.listener.close()
