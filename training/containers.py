@@ -12,6 +12,7 @@ from training.models import TrainingJob
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 FAILURE_REASON_LIMIT = 1024
+ALGORITHM_ERROR = "AlgorithmError: "  # what user code matches on in a FailureReason
 
 
 # Names carry the stack id: installations (and test sessions) sharing one engine number their jobs
@@ -81,10 +82,13 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
 
 
 def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
-    """The failure file's first 1024 characters; otherwise the exit code and the log tail."""
-    described = workspace.host_workspace(job, host).failure_description(FAILURE_REASON_LIMIT)
+    """The failure file framed as SageMaker frames it (`AlgorithmError: <text>, exit code: N`,
+    the text cut so the whole fits in 1024 characters); otherwise the exit code and the log tail."""
+    suffix = f", exit code: {state.exit_code}"
+    room = FAILURE_REASON_LIMIT - len(ALGORITHM_ERROR) - len(suffix)
+    described = workspace.host_workspace(job, host).failure_description(room)
     if described:
-        return described
+        return f"{ALGORITHM_ERROR}{described}{suffix}"
     if state.oom_killed:
         head = (
             f"OutOfMemoryError: the algorithm on {host} was killed for exceeding the memory of "

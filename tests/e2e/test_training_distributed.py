@@ -83,4 +83,4 @@ while true; do sleep 0.2; done
     job = wait_for_status(sagemaker, name)
 
     assert job["TrainingJobStatus"] == "Failed"
-    assert job["FailureReason"] == "algo-2 ran out of patience"
+    assert job["FailureReason"] == "AlgorithmError: algo-2 ran out of patience, exit code: 1"

@@ -145,6 +145,22 @@ def test_an_algorithm_that_exits_non_zero_fails_the_job_with_its_exit_code_and_o
     )
 
 
+def test_a_failure_file_is_framed_as_sagemaker_frames_it_and_cut_to_1024_characters(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+
+    failure = workspace.host_workspace(job, "algo-1").output_dir / workspace.FAILURE_FILE
+    failure.write_text("ExecuteUserScriptError: " + "x" * 2000)
+    engine.exit(name, 1)
+    step(job)
+    step(job)
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason.startswith("AlgorithmError: ExecuteUserScriptError: xxx")
+    assert job.failure_reason.endswith("xxx, exit code: 1")
+    assert len(job.failure_reason) == 1024
+
+
 def test_stop_sends_sigterm_once_then_sigkill_after_the_grace_period(engine, store):
     job = new_job()
     name = until_training(job, engine)
