@@ -4,6 +4,7 @@
 module that imports `docker`; it translates engine errors into the errors below. Every operation
 is idempotent and addresses containers by deterministic name or by label, so a reconcile step
 that is repeated after a crash does no harm."""
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,6 +44,8 @@ class ContainerSpec:
     network: str | None = None  # a network name, "none" for isolation, None for the default
     hostname: str | None = None
     network_aliases: tuple[str, ...] = ()
+    ipv4_address: str | None = None  # a fixed address on `network` (one created with subnets)
+    extra_hosts: dict[str, str] = field(default_factory=dict)  # name -> address in /etc/hosts
     nano_cpus: int | None = None
     memory_bytes: int | None = None
     gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all
@@ -86,8 +89,13 @@ class ContainerRuntime(Protocol):
     def pull_image(self, image: str) -> None:
         """Pull `image`; raises NoSuchImage with the engine's reason on failure."""
 
-    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
-        """Get-or-create a bridge network; `internal` ones reach nothing outside themselves."""
+    def ensure_network(
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+    ) -> str:
+        """Get-or-create a bridge network; `internal` ones reach nothing outside themselves. With
+        `subnets`, the first one no other network of the engine overlaps is given to it (its
+        gateway the first address), so containers can have fixed addresses on it. Returns the
+        network's subnet (an existing network's own)."""
 
     def remove_network(self, name: str) -> None:
         """Remove the network if it exists (missing is fine)."""

@@ -7,7 +7,7 @@ from logs import store
 from logs.models import LogStream
 from runtime import labels
 from runtime.base import ContainerSpec, ContainerState
-from training import scheduler, workspace
+from training import addresses, scheduler, workspace
 from training.models import TrainingJob
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -56,7 +56,8 @@ def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
     return entrypoint, ([] if entrypoint else ["train"])
 
 
-def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
+def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> ContainerSpec:
+    """`subnet`: the job network's (training/addresses.py), None when the job has no network."""
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
     placement = scheduler.placement_of(job, host)
@@ -72,13 +73,22 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
         entrypoint=entrypoint,
         environment=environment,
         mounts=workspace.host_workspace(job, host).mounts(),
-        network=network_name(job) if needs_network(job) else "none",
         hostname=host,
-        network_aliases=(host,) if needs_network(job) else (),
+        **_network_settings(job, host, subnet),
         nano_cpus=placement.nano_cpus,
         memory_bytes=placement.memory_bytes,
         gpu_device_ids=gpu_ids,
     )
+
+
+def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
+    if not needs_network(job):
+        return {"network": "none", "extra_hosts": addresses.isolated_hosts(host)}
+    settings_ = {"network": network_name(job), "network_aliases": (host,)}
+    if subnet:
+        every_host = addresses.host_addresses(subnet, hosts(job))
+        settings_.update(ipv4_address=every_host[host], extra_hosts=every_host)
+    return settings_
 
 
 def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:

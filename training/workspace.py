@@ -1,9 +1,21 @@
 """The host side of a training container's /opt/ml tree.
 
-Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`.
-`input` is bind-mounted read-only, `model`, `output` and `checkpoints` (at
-CheckpointConfig.LocalPath, only when configured) read-write; the platform writes the config files
-before the container starts, exactly as SageMaker documents them."""
+Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`,
+bind-mounted read-write at /opt/ml/input, /opt/ml/model, /opt/ml/output and (only when
+configured) CheckpointConfig.LocalPath; the platform writes the config files before the container
+starts, exactly as SageMaker documents them.
+
+/opt/ml/input is writable, as on SageMaker (SDK v3's command `chmod +x`es its driver script in a
+channel; toolkits unpack code next to the data). Why that is safe:
+- every instance has its own copy of its input (config files written and channels staged from
+  S3 per host, never shared, never hard-linked: a link would let one container's write show in
+  another's tree), so what one instance changes no other sees;
+- a retry (RetryStrategy) removes the whole workspace by descriptor and stages everything again
+  from S3, so it never sees what the lost attempt changed;
+- the worker writes the input tree only before the host's container exists (config, staging);
+  while it runs, only the Pipe feeder works in it, by descriptor on the data directory it opened
+  without following links (`training/data/pipe_feeder`), and nothing of it is ever read back.
+Staging per instance costs no extra copy: each host's share comes straight from S3."""
 
 import json
 from dataclasses import dataclass
@@ -71,9 +83,8 @@ class HostWorkspace:
         return self.root / "checkpoints"
 
     def mounts(self) -> tuple[Mount, ...]:
-        # Pipe mode's FIFOs live in the read-only input tree: reading a FIFO needs no write access.
         mounts = (
-            Mount(str(self.input_dir), "/opt/ml/input", read_only=True),
+            Mount(str(self.input_dir), "/opt/ml/input"),  # writable: see the module's docstring
             Mount(str(self.model_dir), "/opt/ml/model"),
             Mount(str(self.output_dir), "/opt/ml/output"),
         )

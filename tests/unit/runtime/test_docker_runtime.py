@@ -176,6 +176,32 @@ def test_containers_on_a_network_resolve_each_other_by_alias(runtime, busybox_im
     assert output(runtime, second.name) == ["algo-2", "resolved"]
 
 
+def test_a_network_takes_the_first_free_subnet_and_containers_keep_fixed_addresses(runtime, busybox_image):
+    taken, mine = f"sageport-test-{uuid.uuid4().hex[:8]}", f"sageport-test-{uuid.uuid4().hex[:8]}"
+    offered = ["10.213.250.0/24", "10.213.251.0/24"]
+    assert runtime.ensure_network(taken, TEST_LABELS, subnets=offered[:1]) == offered[0]
+    assert runtime.ensure_network(mine, TEST_LABELS, subnets=offered) == offered[1]  # the first overlaps
+    assert runtime.ensure_network(mine, TEST_LABELS, subnets=offered) == offered[1]  # idempotent
+    hosts = {"algo-1": "10.213.251.2", "algo-2": "10.213.251.3"}
+    container = spec(
+        busybox_image, "sh", "-c", "ip -4 -o addr show eth0; cat /etc/hosts", network=mine,
+        hostname="algo-2", ipv4_address=hosts["algo-2"], extra_hosts=hosts,
+    )
+    runtime.run(container)
+    lines = output(runtime, container.name)
+    assert "inet 10.213.251.3/24" in lines[0]
+    assert {"10.213.251.2\talgo-1", "10.213.251.3\talgo-2"} <= set(lines)
+
+
+def test_a_container_without_network_gets_its_extra_hosts(runtime, busybox_image):
+    container = spec(
+        busybox_image, "cat", "/etc/hosts", network="none", hostname="algo-1",
+        extra_hosts={"algo-1": "127.0.0.1"},
+    )
+    runtime.run(container)
+    assert "127.0.0.1\talgo-1" in output(runtime, container.name)
+
+
 def test_internal_network_is_created_internal_so_peers_reach_only_each_other(runtime):
     network = f"sageport-test-{uuid.uuid4().hex[:8]}"
     runtime.ensure_network(network, TEST_LABELS, internal=True)
