@@ -19,7 +19,9 @@ def wait_until_algo_1_has_ended() -> None:
         try:
             socket.create_connection(("algo-1", PEER_PORT), timeout=2).close()
             reached = True
-        except OSError:
+        except ConnectionRefusedError:
+            pass  # algo-1's address still answers: its container has not ended yet
+        except OSError:  # unreachable or silent: algo-1's container is gone
             if reached:
                 return
         time.sleep(0.2)
@@ -32,11 +34,20 @@ def serve_algo_2_once() -> None:
         server.accept()[0].close()
 
 
+def cluster() -> tuple[str, list[str]]:
+    """This host and all of them: the toolkit's variables, else the resourceconfig.json every
+    SageMaker container gets (the script also runs as a plain entrypoint, without the toolkit)."""
+    if "SM_CURRENT_HOST" in os.environ:
+        return os.environ["SM_CURRENT_HOST"], json.loads(os.environ["SM_HOSTS"])
+    with open("/opt/ml/input/config/resourceconfig.json") as file:
+        config = json.load(file)
+    return config["current_host"], config["hosts"]
+
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=0.0)
 arguments, _ = parser.parse_known_args()
-host = os.environ["SM_CURRENT_HOST"]
-hosts = json.loads(os.environ["SM_HOSTS"])
+host, hosts = cluster()
 print(f"training on {host} with lr={arguments.lr}")
 if os.environ.get("ALGO_1_ENDS_FIRST") and len(hosts) > 1:
     if host == "algo-1":
@@ -45,5 +56,5 @@ if os.environ.get("ALGO_1_ENDS_FIRST") and len(hosts) > 1:
         wait_until_algo_1_has_ended()
 report = {"host": host, "lr": arguments.lr, "addresses": {peer: socket.gethostbyname(peer) for peer in hosts}}
 print(f"loss={arguments.lr / 2}")
-with open(os.path.join(os.environ["SM_MODEL_DIR"], f"{host}.json"), "w") as file:
+with open(os.path.join(os.environ.get("SM_MODEL_DIR", "/opt/ml/model"), f"{host}.json"), "w") as file:
     json.dump(report, file)
