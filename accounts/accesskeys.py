@@ -4,9 +4,11 @@
 import secrets
 import string
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import timezone
 
 from accounts.models import AccessKey, account_id_validator
 
@@ -19,36 +21,46 @@ _SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
 # remembered, so a new key works at once; a revoked key stops within the TTL. While the database
 # fails, a key it confirmed within the last SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS is still accepted
 # (a revocation needs the database anyway), so that endpoints keep serving through a short outage.
-_known: dict[str, tuple[float, tuple[str, str]]] = {}  # key id -> (when confirmed, resolution)
+# An expiring key (a container's) is refused from its expiry on, cached or not.
+# key id -> (when confirmed, its expiry, resolution)
+_known: dict[str, tuple[float, datetime | None, tuple[str, str]]] = {}
 
 
 def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
-    """(secret access key, account id) of an active key, or None."""
+    """(secret access key, account id) of an active key that has not expired, or None."""
     now = time.monotonic()
     cached = _known.get(access_key_id)
-    if cached and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS:
-        return cached[1]
+    if cached and _unexpired(cached[1]) and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS:
+        return cached[2]
     try:
         key = AccessKey.objects.filter(access_key_id=access_key_id, active=True).first()
     except DatabaseError:
-        if cached and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS:
-            return cached[1]
+        if cached and _unexpired(cached[1]) and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_OUTAGE_SECONDS:
+            return cached[2]
         raise
-    if key is None:
+    if key is None or not _unexpired(key.expires_at):
         _known.pop(access_key_id, None)
         return None
     resolved = (key.secret_access_key, key.account_id)
-    _known[access_key_id] = (now, resolved)
+    _known[access_key_id] = (now, key.expires_at, resolved)
     return resolved
 
 
-def create_access_key(account_id: str, *, default: bool = False) -> AccessKey:
+def _unexpired(expires_at: datetime | None) -> bool:
+    return expires_at is None or timezone.now() < expires_at
+
+
+def create_access_key(
+    account_id: str, *, default: bool = False, expires_at: datetime | None = None, issued_for: str = ""
+) -> AccessKey:
     account_id_validator(account_id)
     return AccessKey.objects.create(
         access_key_id="AKIA" + _random(_ID_ALPHABET, 16),
         secret_access_key=_random(_SECRET_ALPHABET, 40),
         account_id=account_id,
         is_default=default,
+        expires_at=expires_at,
+        issued_for=issued_for,
     )
 
 

@@ -7,3 +7,10 @@ class AccountsConfig(AppConfig):
     label = "controlplane"
     verbose_name = "Sageport accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # The sweeper mints containers' next keys ahead and deletes those past their expiry.
+        from accounts import container_credentials
+        from reconcile import sweeper
+
+        sweeper.register(container_credentials.sweep)

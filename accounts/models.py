@@ -14,6 +14,12 @@ class AccessKey(models.Model):
     is_default = models.BooleanField(default=False)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A container's short-lived key (accounts/container_credentials.py): refused from this moment
+    # on, and deleted by the sweeper. None: a user's key, valid until deactivated or deleted.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # The ARN of the training job or endpoint whose containers were given the key ("" for a
+    # user's key); its keys are deleted when it ends.
+    issued_for = models.CharField(max_length=2048, blank=True, default="", db_index=True)
 
     class Meta:
         constraints = [
@@ -25,3 +31,17 @@ class AccessKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.access_key_id} (account {self.account_id})"
+
+
+class ContainerGrant(models.Model):
+    """The right of one training job's or endpoint's containers to fetch short-lived keys of its
+    account from the container-credentials endpoint, proven by `token`
+    (AWS_CONTAINER_AUTHORIZATION_TOKEN). Deleted, with the keys it yielded, when the holder ends."""
+
+    holder = models.CharField(max_length=2048, unique=True)  # the training job's or endpoint's ARN
+    account_id = models.CharField(max_length=12, validators=[account_id_validator])
+    token = models.CharField(max_length=128, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"container credentials of {self.holder}"

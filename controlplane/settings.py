@@ -5,6 +5,7 @@ import ipaddress
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -46,6 +47,18 @@ def _env_float(name: str, default: float) -> float:
 
 def _env_positive_seconds(name: str, default: float) -> float:
     return _positive(name, _env_float(name, default))
+
+
+def _env_subset(name: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated selection among `known` (all of them when unset), in `known`'s order."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return known
+    chosen = {word.strip() for word in raw.split(",") if word.strip()}
+    unknown = chosen - set(known)
+    if unknown or not chosen:
+        raise SettingsError(f"{name} must be a comma-separated list of {', '.join(known)}, got {raw!r}")
+    return tuple(part for part in known if part in chosen)
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -92,6 +105,7 @@ INSTALLED_APPS = [
     "hosting",
     "logs",
     "capacity",
+    "gateway",
     "devstack",
 ]
 
@@ -195,6 +209,25 @@ SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
 SAGEPORT_MAX_CHANNEL_BYTES = _env_positive_int("SAGEPORT_MAX_CHANNEL_BYTES", 100 * 1024**3)
 SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES", 100 * 1024**3)
 
+# --- What containers reach (gateway/, README "What a container can reach") ---------------------
+# Where this node's processes reach the API: the upstream of the forwarder that containers use.
+SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://127.0.0.1:{SAGEPORT_PORT}"
+# The ports of the forwarder on the services network's gateway (169.254.170.2): containers reach
+# the API and S3 there. Two stacks sharing one Docker engine need different ports; their defaults
+# are the stack's own API and S3 ports, which already differ on one machine.
+SAGEPORT_SERVICES_API_PORT = _env_int("SAGEPORT_SERVICES_API_PORT", SAGEPORT_PORT)
+SAGEPORT_SERVICES_S3_PORT = _env_int(
+    "SAGEPORT_SERVICES_S3_PORT", urlsplit(SAGEPORT_S3_ENDPOINT_URL).port or 8333
+)
+# How long a container's access key lives (SDKs fetch a new one before it expires); at least
+# 900 s, AWS's shortest session, since the SDKs refresh 15 minutes ahead of expiry.
+SAGEPORT_CONTAINER_CREDENTIALS_SECONDS = _env_int("SAGEPORT_CONTAINER_CREDENTIALS_SECONDS", 3600)
+if SAGEPORT_CONTAINER_CREDENTIALS_SECONDS < 900:
+    raise SettingsError(
+        "SAGEPORT_CONTAINER_CREDENTIALS_SECONDS must be at least 900, "
+        f"got {SAGEPORT_CONTAINER_CREDENTIALS_SECONDS}"
+    )
+
 # --- Training ------------------------------------------------------------------------------
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
 # Every algorithm and model container: at most this many processes and threads (generous: a
@@ -228,6 +261,8 @@ SAGEPORT_PULL_MISSING_IMAGES = _env_bool("SAGEPORT_PULL_MISSING_IMAGES", True)
 # A pull runs inside one reconcile step, so it ends (and fails the job with "timed out") before
 # the broker's visibility timeout would hand the same message to another worker mid-pull.
 SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS = _env_positive_seconds("SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS", 540)
+# How often a pull under way updates the status message with its progress (a database write each).
+SAGEPORT_PULL_PROGRESS_SECONDS = _env_positive_seconds("SAGEPORT_PULL_PROGRESS_SECONDS", 2)
 if SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS >= SAGEPORT_VISIBILITY_TIMEOUT:
     raise SettingsError(
         f"SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS ({SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS:g}) must be less than "
@@ -276,6 +311,11 @@ SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SE
 # on Redis), and their acknowledgement of a table expires after the TTL (hosting/runtime_api/routing.py).
 SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)
 SAGEPORT_ROUTING_ACK_TTL_SECONDS = _env_float("SAGEPORT_ROUTING_ACK_TTL_SECONDS", 5.0)
+# Each API process adds up its invocations' CloudWatch metrics in memory and writes them this
+# often (hosting/runtime_api/invocation_metrics.py): a crashed process loses at most this much.
+SAGEPORT_INVOCATION_METRICS_FLUSH_SECONDS = _env_positive_seconds(
+    "SAGEPORT_INVOCATION_METRICS_FLUSH_SECONDS", 5.0
+)
 
 LOGGING = {
     "version": 1,
@@ -291,6 +331,10 @@ LOGGING = {
 # /readyz: each dependency check gives up after this long; an answer is reused this long.
 SAGEPORT_READINESS_TIMEOUT_SECONDS = _env_float("SAGEPORT_READINESS_TIMEOUT_SECONDS", 0.5)
 SAGEPORT_READINESS_CACHE_SECONDS = _env_float("SAGEPORT_READINESS_CACHE_SECONDS", 1.0)
+# The parts /readyz checks. Compose's API container has no Docker socket (only the worker talks to
+# the engine), so it leaves "docker" out.
+READINESS_PARTS = ("database", "broker", "s3", "docker")
+SAGEPORT_READINESS_CHECKS = _env_subset("SAGEPORT_READINESS_CHECKS", READINESS_PARTS)
 # A reconcile step failing for a transient reason (engine or store unreachable) is retried this
 # many times in a row, with backoff, before the resource fails with the reason.
 SAGEPORT_TRANSIENT_RETRY_ATTEMPTS = _env_int("SAGEPORT_TRANSIENT_RETRY_ATTEMPTS", 20)

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import path, re_path
 
+from accounts.views import CREDENTIALS_PATH, container_credentials_view
 from controlplane.health import healthz, readyz
 from controlplane.metrics import metrics
 from hosting.runtime_api.invocations import invoke_endpoint_view
@@ -12,6 +13,8 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
+    # Containers' role credentials (accounts/views.py), reached through the services network.
+    path(CREDENTIALS_PATH.lstrip("/"), container_credentials_view, name="container-credentials"),
     # The runtime API (`POST [<prefix>/]endpoints/<name>/invocations`), before the JSON 1.1
     # catch-all below, which answers every other path.
     re_path(

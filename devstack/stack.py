@@ -443,9 +443,9 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
         "AWS_ACCESS_KEY_ID": key.access_key_id,
         "AWS_SECRET_ACCESS_KEY": key.secret_access_key,
         "AWS_DEFAULT_REGION": region,
-        # Every AWS service a SageMaker user's code calls. CloudWatch metrics are not served yet:
-        # the API answers them with an AWS-JSON UnknownOperationException, so that nothing
-        # reaches AWS (botocore sends CloudWatch as JSON with X-Amz-Target).
+        # Every AWS service a SageMaker user's code calls (botocore reads the variable of service
+        # id "CloudWatch" as AWS_ENDPOINT_URL_CLOUDWATCH); the CloudWatch operations Sageport
+        # does not serve answer 501 NotImplementedException, so that nothing reaches AWS.
         "AWS_ENDPOINT_URL_SAGEMAKER": api_url,
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api_url,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api_url,

@@ -7,11 +7,13 @@ already started. Labels let the reconciler and the reaper find them."""
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 
 from capacity import gpus, instance_types
+from gateway.environment import container_reach
 from hosting.models import Endpoint, EndpointDeployment, ServingContainer
 from hosting.requests import model_container
 from runtime import labels
@@ -56,13 +58,18 @@ def spec_for(
     endpoint: Endpoint, deployment: EndpointDeployment, container: ServingContainer
 ) -> ContainerSpec:
     """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model, port 8080
-    published on 127.0.0.1, and the GPUs the container's row holds (none: "void")."""
+    published on 127.0.0.1, the GPUs the container's row holds (none: "void"), and what the
+    endpoint's containers reach (gateway/: region, endpoints, credentials, the services network)."""
     definition = container_definition(deployment, container.variant_name)
     variant = variant_spec(deployment, container.variant_name)
     nano_cpus, memory_bytes = instance_types.container_limits(
         variant["InstanceType"], os.cpu_count() or 1, _host_memory_bytes()
     )
-    environment = dict(definition.get("Environment", {}))
+    # Serving containers are never network-isolated (CreateModel refuses EnableNetworkIsolation).
+    reach = container_reach(
+        isolated=False, holder=endpoint.endpoint_arn, account_id=endpoint.account_id, region=endpoint.region
+    )
+    environment = {**reach.environment, **definition.get("Environment", {})}
     # Set last: the model's Environment cannot widen what the container was given.
     environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(container))
     return ContainerSpec(
@@ -77,6 +84,7 @@ def spec_for(
         environment=environment,
         mounts=(Mount(str(model_dir(deployment, variant["ModelName"])), MODEL_DIR, read_only=True),),
         hostname=definition.get("ContainerHostname"),
+        extra_networks=reach.networks,
         nano_cpus=nano_cpus,
         memory_bytes=memory_bytes,
         gpu_device_ids=gpu_ids,
@@ -88,12 +96,15 @@ def _host_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def resolve_image(image: str) -> str:
-    """The id of the local image, pulled first when it is missing and pulling is allowed."""
+def resolve_image(image: str, say: Callable[[str], None]) -> str:
+    """The id of the local image, pulled first when it is missing and pulling is allowed; `say`
+    is told that a pull runs, then how far it has come (a pull can take minutes)."""
     runtime = get_runtime()
     image_id = runtime.image_id(image)
     if image_id is None and settings.SAGEPORT_PULL_MISSING_IMAGES:
-        runtime.pull_image(image)
+        pulling = f"Pulling the model image {image}"
+        say(pulling)
+        runtime.pull_image(image, report=lambda progress: say(f"{pulling}: {progress}"))
         image_id = runtime.image_id(image)
     if image_id is None:
         raise NoSuchImage(

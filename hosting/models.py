@@ -115,6 +115,9 @@ class EndpointDeployment(models.Model):
 
     phase = models.CharField(max_length=16, default=DeploymentPhase.PROVISIONING)
     failure_reason = models.CharField(max_length=1024, blank=True, default="")
+    # What the rollout waits for right now ("Waiting for the Docker engine: …", "Pulling the model
+    # image …: 2/5 layers, …"): the StatusMessage of its variants; empty once a step succeeds.
+    status_message = models.CharField(max_length=1024, blank=True, default="")
     traffic_percent = models.FloatField(default=0.0)  # meaningful while Shifting
     traffic_step = models.IntegerField(default=0)  # how many steps of the traffic plan are done
     created_at = models.DateTimeField()

@@ -128,17 +128,22 @@ def _pending_variant(deployment: EndpointDeployment, variant: dict) -> dict:
 
 
 def _pending_status(deployment: EndpointDeployment) -> dict:
+    """What the rollout does; what it waits for (an engine or S3 unreachable, an image pull), when
+    anything, is the StatusMessage."""
+    waiting = deployment.status_message or None
     if deployment.phase == DeploymentPhase.PROVISIONING:
-        return {"Status": "Creating", "StartTime": deployment.created_at}
+        return {"Status": "Creating", "StatusMessage": waiting, "StartTime": deployment.created_at}
     if deployment.traffic_percent < 100:
         return {
             "Status": "ActivatingTraffic",
-            "StatusMessage": f"{deployment.traffic_percent:g}% of the traffic goes to the new fleet.",
+            "StatusMessage": waiting
+            or f"{deployment.traffic_percent:g}% of the traffic goes to the new fleet.",
             "StartTime": deployment.last_shift_at,
         }
     return {
         "Status": "Baking",
-        "StatusMessage": "All traffic goes to the new fleet; the old fleet stops after the termination wait.",
+        "StatusMessage": waiting
+        or "All traffic goes to the new fleet; the old fleet stops after the termination wait.",
         "StartTime": deployment.last_shift_at,
     }
 

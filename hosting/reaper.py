@@ -1,5 +1,6 @@
 """Removes what a deleted endpoint deployment left behind: serving containers and model-data
-directories (after a crash between its row's deletion and its clean-up). Only this installation's
+directories (after a crash between its row's deletion and its clean-up), and the container
+credentials of endpoints that no longer exist. Only this installation's
 resources: they carry its stack id.
 
 The engine and the disk are listed BEFORE the database is asked which deployments are live:
@@ -11,8 +12,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from accounts import container_credentials
 from hosting import containers
-from hosting.models import EndpointDeployment
+from hosting.models import Endpoint, EndpointDeployment
 from runtime import labels
 from runtime.docker import get_runtime
 
@@ -29,7 +31,12 @@ def reap_serving_orphans() -> None:
         for directory in _numbered_dirs(endpoint_dir)
     ]
 
+    credential_holders = container_credentials.holders("endpoint")
+
     live_deployments = {str(pk) for pk in EndpointDeployment.objects.values_list("pk", flat=True)}
+    # Keys of endpoints deleted without their clean-up (a crash between revocation and the row).
+    existing = set(Endpoint.objects.values_list("endpoint_arn", flat=True))
+    container_credentials.revoke_ended(credential_holders, existing)
     for state in found_containers:
         if state.labels.get(labels.DEPLOYMENT) not in live_deployments:
             runtime.remove(state.name)

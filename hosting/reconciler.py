@@ -18,6 +18,7 @@ routing table, wait until every API process has dropped it and its requests fini
 SIGTERM, then SIGKILL after the grace period. A worker killed anywhere in here loses nothing:
 rows say what was decided, labels find what was started, and every step is repeatable."""
 
+import functools
 import logging
 import time
 from datetime import timedelta
@@ -25,6 +26,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts import container_credentials
+from gateway import network as gateway_network
 from hosting import containers
 from hosting import gpus as hosting_gpus
 from hosting import model_data as hosting_model_data
@@ -58,7 +61,7 @@ _last_log_copy: dict[str, float] = {}
 
 
 def reconcile(endpoint_id: int) -> float | None:
-    return reconcile_once(Endpoint, endpoint_id, _step, give_up=_give_up)
+    return reconcile_once(Endpoint, endpoint_id, _step, give_up=_give_up, waiting=t.set_status_message)
 
 
 def _step(endpoint: Endpoint, token: str) -> float | None:
@@ -75,6 +78,7 @@ def _step(endpoint: Endpoint, token: str) -> float | None:
             continue  # retired with nothing left: _retire deleted it
         for container in deployment.containers.exclude(status__in=LIVE):
             _advance_stop(endpoint, container, observed.get(container.name))
+    t.set_status_message(endpoint, "")  # this pass went through: nothing is awaited any more
     return _settle(endpoint, observed)
 
 
@@ -170,7 +174,7 @@ def _provision(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -
     if deployment.model_data_ready_at is None:
         try:
             with leases.kept_alive(Endpoint, endpoint.pk, token):
-                _prepare(deployment)
+                _prepare(endpoint, deployment)
         except (hosting_model_data.ModelDataError, NoSuchImage) as error:
             return _fail_deployment(endpoint, deployment, f"ClientError: {error}")
     if _past_execution_deadline(endpoint, deployment):
@@ -189,16 +193,18 @@ def _provision(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -
     routing.bump()
 
 
-def _prepare(deployment: EndpointDeployment) -> None:
-    """Stage every model the deployment uses and resolve its images, once per deployment."""
+def _prepare(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
+    """Stage every model the deployment uses and resolve its images, once per deployment (an
+    image pull is told in the status message as it goes)."""
     resolved = {}
+    say = functools.partial(t.set_status_message, endpoint)
     for name in deployment.desired:
         variant = containers.variant_spec(deployment, name)
         definition = containers.container_definition(deployment, name)
         hosting_model_data.stage(definition, containers.model_dir(deployment, variant["ModelName"]))
         image = definition["Image"]
         resolved[image] = {
-            "ResolvedImage": f"{_repository(image)}@{containers.resolve_image(image)}",
+            "ResolvedImage": f"{_repository(image)}@{containers.resolve_image(image, say)}",
             "ResolutionTime": time.time(),
         }
     now = timezone.now()
@@ -378,7 +384,9 @@ def _gpus_unavailable(
 
 def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer) -> None:
     try:
-        state = get_runtime().run(containers.spec_for(endpoint, deployment, row))
+        spec = containers.spec_for(endpoint, deployment, row)
+        gateway_network.ensure(get_runtime(), spec.extra_networks)
+        state = get_runtime().run(spec)
     except (ContainerStartFailed, NoSuchImage) as error:
         return _give_up_on_start(endpoint, deployment, row, f"could not be started: {error}")
     ServingContainer.objects.filter(pk=row.pk).update(started_at=timezone.now(), host_port=state.host_port)
@@ -468,6 +476,7 @@ def _settle(endpoint: Endpoint, observed: States) -> float | None:
     deployments = list(endpoint.deployments.all())
     if endpoint.endpoint_status == EndpointStatus.DELETING and not deployments:
         containers.remove_endpoint_dir(endpoint.pk)
+        container_credentials.revoke(endpoint.endpoint_arn)  # before the row: a crash leaves it to the reaper
         endpoint.delete()
         routing.bump()
         return None

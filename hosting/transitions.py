@@ -69,3 +69,14 @@ def _compare_and_set(row: Model, field: str, target: str, table: dict, **fields)
     for name, value in fields.items():
         setattr(row, name, value)
     return True
+
+
+UNDER_WAY = (DeploymentPhase.PROVISIONING, DeploymentPhase.SHIFTING)
+
+
+def set_status_message(endpoint: Endpoint, message: str) -> None:
+    """Say what the deployments under way wait for (a transient fault, an image pull); the
+    fleet in service has no status to carry it. Not a state: no compare-and-set."""
+    EndpointDeployment.objects.filter(endpoint=endpoint, phase__in=UNDER_WAY).exclude(
+        status_message=message[:1024]
+    ).update(status_message=message[:1024])

@@ -9,7 +9,8 @@ class LogsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from logs import operations, retention  # noqa: F401  (registers the Logs_20140328 handlers)
+        # Registers the Logs_20140328 and CloudWatch metrics handlers.
+        from logs import metric_operations, operations, retention  # noqa: F401
         from reconcile import sweeper
 
         sweeper.register(retention.purge_expired_events)

@@ -1,8 +1,30 @@
-"""Metric time series: storing points and reading the latest value of each metric."""
+"""Metric time series, as CloudWatch keys them: storing them and reading them back.
+
+Two kinds of series, both scoped to an account and region:
+- points (`MetricDatum`): one value per line of output, e.g. a training job's MetricDefinitions;
+  each resource's host publishes them under the dimensions `Host=<resource>/<host>`, and the
+  resource as a whole under the dimension its feature registers (`TrainingJobName=<job>`).
+- statistic sets (`MetricStatisticSet`): values added up per minute by the process that saw them,
+  e.g. an endpoint variant's invocations, under their own dimensions."""
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from logs.models import MetricDatum
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Greatest, Least
+
+from logs.models import MetricDatum, MetricStatisticSet
+
+HOST_DIMENSION = "Host"
+POINTS_UNIT = "None"
+# Namespace of point series → the dimension that names their resource; registered by the
+# feature that stores them (training: `/aws/sagemaker/TrainingJobs` → `TrainingJobName`).
+POINT_NAMESPACES: dict[str, str] = {}
+
+
+def register_point_namespace(namespace: str, resource_dimension: str) -> None:
+    POINT_NAMESPACES[namespace] = resource_dimension
 
 
 @dataclass(frozen=True)
@@ -41,3 +63,79 @@ def latest(key: SeriesKey, metric_names: Sequence[str]) -> list[MetricDatum]:
     newest_first = points.order_by("-timestamp_ms", "-pk")
     newest = (newest_first.filter(metric_name=name).first() for name in metric_names)
     return [datum for datum in newest if datum is not None]
+
+
+# --- statistic sets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MinuteKey:
+    """One metric of one minute: what a statistic set row is unique on."""
+
+    account_id: str
+    region: str
+    namespace: str
+    metric_name: str
+    dimensions: tuple[tuple[str, str], ...]  # (name, value), sorted by name
+    unit: str
+    minute_ms: int
+
+
+@dataclass(frozen=True)
+class StatisticSet:
+    count: float
+    total: float
+    minimum: float
+    maximum: float
+
+
+def dimensions_key(dimensions: Iterable[tuple[str, str]]) -> str:
+    """The stored form of a dimension set: one exact string per set, whatever the order given."""
+    return json.dumps(sorted(dimensions), separators=(",", ":"))
+
+
+def add_statistic_sets(sets: dict[MinuteKey, StatisticSet]) -> None:
+    """Add each set to its minute's row (several processes add to the same rows): one UPDATE per
+    set, an INSERT for a minute nobody wrote yet, and the UPDATE again if another process's
+    INSERT came first."""
+    for key, added in sets.items():
+        with transaction.atomic():
+            if not _add_to_row(key, added):
+                try:
+                    with transaction.atomic():
+                        _create_row(key, added)
+                except IntegrityError:
+                    _add_to_row(key, added)
+
+
+def _key_fields(key: MinuteKey) -> dict:
+    return {
+        "account_id": key.account_id,
+        "region": key.region,
+        "namespace": key.namespace,
+        "metric_name": key.metric_name,
+        "dimensions": dimensions_key(key.dimensions),
+        "minute_ms": key.minute_ms,
+    }
+
+
+def _add_to_row(key: MinuteKey, added: StatisticSet) -> bool:
+    return bool(
+        MetricStatisticSet.objects.filter(**_key_fields(key)).update(
+            sample_count=F("sample_count") + added.count,
+            total=F("total") + added.total,
+            minimum=Least(F("minimum"), Value(added.minimum)),
+            maximum=Greatest(F("maximum"), Value(added.maximum)),
+        )
+    )
+
+
+def _create_row(key: MinuteKey, added: StatisticSet) -> None:
+    MetricStatisticSet.objects.create(
+        **_key_fields(key),
+        unit=key.unit,
+        sample_count=added.count,
+        total=added.total,
+        minimum=added.minimum,
+        maximum=added.maximum,
+    )

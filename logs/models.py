@@ -39,17 +39,25 @@ class LogEvent(models.Model):
         indexes = [models.Index(fields=["stream", "timestamp_ms"])]
 
 
-class MetricDatum(models.Model):
-    """One point of a metric time series, as CloudWatch keys it: namespace (e.g.
-    `/aws/sagemaker/TrainingJobs`), the resource the point belongs to (e.g. a training job's name;
-    CloudWatch's `Host` dimension is `<resource>/<host>`), the host, the metric's name."""
+class MetricSeries(models.Model):
+    """What names a CloudWatch metric's data in an account and region."""
 
     account_id = models.CharField(max_length=12)
     region = models.CharField(max_length=32)
     namespace = models.CharField(max_length=255)
+    metric_name = models.CharField(max_length=255)
+
+    class Meta:
+        abstract = True
+
+
+class MetricDatum(MetricSeries):
+    """One point of a metric time series, as CloudWatch keys it: namespace (e.g.
+    `/aws/sagemaker/TrainingJobs`), the resource the point belongs to (e.g. a training job's name;
+    CloudWatch's `Host` dimension is `<resource>/<host>`), the host, the metric's name."""
+
     resource_name = models.CharField(max_length=255)
     host = models.CharField(max_length=64)
-    metric_name = models.CharField(max_length=255)
     timestamp_ms = models.BigIntegerField()
     value = models.FloatField()
 
@@ -63,3 +71,29 @@ class MetricDatum(models.Model):
 
     def __str__(self):
         return f"{self.resource_name}/{self.host} {self.metric_name}={self.value}"
+
+
+class MetricStatisticSet(MetricSeries):
+    """One minute of a metric published pre-aggregated, as CloudWatch's StatisticSet (e.g. the
+    `AWS/SageMaker` invocation metrics of an endpoint variant): count, sum, minimum and maximum
+    of the values seen in the minute starting at `minute_ms`. `dimensions` is the canonical
+    `[name, value]` pairs as JSON, sorted by name, so a metric is one exact key."""
+
+    dimensions = models.CharField(max_length=1024)
+    unit = models.CharField(max_length=32)
+    minute_ms = models.BigIntegerField()
+    sample_count = models.FloatField()
+    total = models.FloatField()
+    minimum = models.FloatField()
+    maximum = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account_id", "region", "namespace", "metric_name", "dimensions", "minute_ms"],
+                name="unique_metric_minute",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.namespace} {self.metric_name} {self.dimensions} @{self.minute_ms}"

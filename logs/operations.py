@@ -7,6 +7,12 @@ from protocol.registry import operation
 LOGS = "Logs_20140328"
 
 
+@operation("DescribeLogGroups", service=LOGS)
+def describe_log_groups(ctx: RequestContext, params: dict) -> dict:
+    groups, next_token = queries.describe_groups(ctx, params)
+    return {"logGroups": [presenters.log_group(ctx, group) for group in groups], "nextToken": next_token}
+
+
 @operation("DescribeLogStreams", service=LOGS)
 def describe_log_streams(ctx: RequestContext, params: dict) -> dict:
     streams, next_token = queries.describe_streams(queries.group_streams(ctx, params), params)

@@ -1,6 +1,27 @@
 """CloudWatch Logs response members, built explicitly from the rows. Times are epoch milliseconds."""
+from django.conf import settings
+
 from logs.models import LogEvent, LogStream
+from logs.queries import LogGroup
 from protocol.arns import log_group_arn
+from protocol.context import RequestContext
+
+
+def log_group(ctx: RequestContext, group: LogGroup) -> dict:
+    arn = log_group_arn(ctx.region, ctx.account_id, group.name)
+    days = settings.SAGEPORT_LOG_RETENTION_DAYS
+    return {
+        "logGroupName": group.name,
+        "creationTime": int(group.created_at.timestamp() * 1000),
+        # Whole days only: CloudWatch's retention settings are day counts.
+        "retentionInDays": int(days) if days and days == int(days) else None,
+        "metricFilterCount": 0,
+        "arn": f"{arn}:*",  # CloudWatch's `arn` ends in `:*`; `logGroupArn` is the bare one
+        "logGroupArn": arn,
+        "storedBytes": group.stored_bytes,
+        "logGroupClass": "STANDARD",
+        "deletionProtectionEnabled": False,
+    }
 
 
 def log_stream(stream: LogStream) -> dict:

@@ -4,8 +4,10 @@ A log group is data: it exists in an account and region as soon as one of its st
 (`/aws/sagemaker/TrainingJobs`, `/aws/sagemaker/Endpoints/<name>`, ...)."""
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Min, QuerySet, Sum
+from django.db.models.functions import Length
 
 from logs import tokens
 from logs.models import LogEvent, LogStream
@@ -57,6 +59,51 @@ def stream_named(streams: QuerySet[LogStream], name: str) -> LogStream:
     if stream is None:
         raise ResourceNotFoundException(STREAM_NOT_FOUND)
     return stream
+
+
+# --- DescribeLogGroups -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogGroup:
+    name: str
+    created_at: datetime  # when its first stream was
+    stored_bytes: int  # the UTF-8 size of the messages it holds
+
+
+def describe_groups(ctx: RequestContext, params: dict) -> tuple[list[LogGroup], str | None]:
+    """One page of the account's groups in name order; `logGroupNamePrefix` or the
+    case-insensitive substring `logGroupNamePattern` (not both) narrow them."""
+    prefix, pattern = params.get("logGroupNamePrefix"), params.get("logGroupNamePattern")
+    if prefix and pattern is not None:
+        raise InvalidParameterException(
+            "LogGroup name prefix and LogGroup name pattern are mutually exclusive parameters."
+        )
+    streams = LogStream.objects.filter(account_id=ctx.account_id, region=ctx.region)
+    if prefix:
+        streams = streams.filter(group_name__startswith=prefix)
+    if pattern:
+        streams = streams.filter(group_name__icontains=pattern)
+    if params.get("logGroupIdentifiers"):
+        identifiers = params["logGroupIdentifiers"]
+        names = [_group_name(ctx, {"logGroupIdentifier": identifier}) for identifier in identifiers]
+        streams = streams.filter(group_name__in=names)
+    if params.get("logGroupClass", "STANDARD") != "STANDARD":
+        streams = streams.none()  # every group Sageport keeps is of the STANDARD class
+    groups = streams.values("group_name").order_by("group_name").annotate(created_at=Min("created_at"))
+    page, next_token = paginate(groups, params.get("nextToken"), params.get("limit"), default_max=50)
+    sizes = _stored_bytes(ctx, [row["group_name"] for row in page])
+    found = [LogGroup(row["group_name"], row["created_at"], sizes.get(row["group_name"], 0)) for row in page]
+    return found, next_token
+
+
+def _stored_bytes(ctx: RequestContext, names: list[str]) -> dict[str, int]:
+    """Bytes of the messages in each named group (one page's groups: at most 50)."""
+    events = LogEvent.objects.filter(
+        stream__account_id=ctx.account_id, stream__region=ctx.region, stream__group_name__in=names
+    )
+    rows = events.values("stream__group_name").order_by().annotate(size=Sum(Length("message")))
+    return {row["stream__group_name"]: row["size"] or 0 for row in rows}
 
 
 # --- DescribeLogStreams ----------------------------------------------------------------------

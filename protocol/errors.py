@@ -96,3 +96,29 @@ class AccessDenied(ServiceError):
 class InternalFailure(ServiceError):
     code = "InternalFailure"
     status = 500
+
+
+# CloudWatch (metrics) speaks the query protocol's error codes on every protocol: botocore reads
+# them from the JSON answer's `x-amzn-query-error` header (the model's awsQueryCompatible trait).
+
+
+class CloudWatchValidationError(ServiceError):
+    """A request that breaks CloudWatch's input shape (the query protocol's `ValidationError`)."""
+
+    code = "ValidationError"
+    status = 400
+
+
+class InvalidParameterValue(ServiceError):
+    code = "InvalidParameterValue"
+    status = 400
+
+
+class InvalidParameterCombination(ServiceError):
+    code = "InvalidParameterCombination"
+    status = 400
+
+
+class InvalidNextToken(ServiceError):
+    code = "InvalidNextToken"
+    status = 400

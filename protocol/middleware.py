@@ -1,16 +1,19 @@
 """The outermost layer of the API port: AWS-format answers only, whatever happens inside.
 
-Requests carrying X-Amz-Target go straight to the JSON 1.1 view, whatever their path (boto3
-posts them to the endpoint URL's own path). Everything else goes down Django's chain; an error
-that comes back without an AWS error type (Django's own pages: 404, 405, 400 for a bad Host,
-500 from a middleware, all HTML or empty) is replaced by an AWS JSON error with the same class of
-status, so that no client ever reads HTML from the API. The admin site keeps its own pages,
-and /healthz, /readyz and /metrics their own bodies."""
+Requests carrying X-Amz-Target go straight to the AWS JSON view, whatever their path (boto3
+posts them to the endpoint URL's own path), requests with `smithy-protocol: rpc-v2-cbor` to the
+CBOR view, and form-encoded POSTs (`Action=...`, the query protocol) to the query view, except
+on the admin site and InvokeEndpoint's path. Everything
+else goes down Django's chain; an error that comes back without an AWS error type (Django's own
+pages: 404, 405, 400 for a bad Host, 500 from a middleware, all HTML or empty) is replaced by an
+AWS JSON error with the same class of status, so that no client ever reads HTML from the API.
+The admin site keeps its own pages, and /healthz, /readyz and /metrics their own bodies."""
 
 import uuid
 
 from django.http import HttpRequest, HttpResponse
 
+from protocol import cbor, query
 from protocol.errors import (
     AccessDenied,
     InternalFailure,
@@ -36,6 +39,11 @@ class AwsErrorsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if "x-amz-target" in request.headers:
             return json_protocol_view(request)
+        if not request.path_info.endswith(_RUNTIME_SUFFIX):  # a model may take any body and header
+            if cbor.is_cbor_request(request):
+                return cbor.cbor_protocol_view(request)
+            if query.is_query_request(request) and not request.path_info.startswith(_HTML_PREFIXES):
+                return query.query_protocol_view(request)
         response = self.get_response(request)
         if response.status_code < 400 or "X-Amzn-ErrorType" in response:
             return response

@@ -1,7 +1,8 @@
 """Explicit registry of operation handlers, keyed by (target prefix, operation name).
 
-Apps register with `@operation("CreateTrainingJob")` (target prefix `SageMaker` by default) or
-`@operation("GetLogEvents", service="Logs_20140328")`. A handler is called as
+Apps register with `@operation("CreateTrainingJob")` (target prefix `SageMaker` by default),
+`@operation("GetLogEvents", service="Logs_20140328")` or
+`@operation("ListMetrics", service=CLOUDWATCH)`. A handler is called as
 `handler(ctx: RequestContext, params: dict) -> dict` with params already validated against the
 botocore input shape; it returns the response members (None values are dropped on the wire).
 """
@@ -9,14 +10,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.context import RequestContext
-from protocol.errors import InvalidParameterException, ServiceError, ValidationException
+from protocol.errors import (
+    CloudWatchValidationError,
+    InvalidParameterException,
+    ServiceError,
+    ValidationException,
+)
 
 Handler = Callable[[RequestContext, dict], dict | None]
 
 
 @dataclass(frozen=True)
 class Service:
-    """A JSON 1.1 service: its X-Amz-Target prefix and its botocore model coordinates."""
+    """A service served over AWS JSON: its X-Amz-Target prefix and its botocore model coordinates
+    (the model also says whether the service speaks the query protocol and its error codes)."""
 
     target_prefix: str
     botocore_name: str  # e.g. "sagemaker", "logs"
@@ -24,9 +31,11 @@ class Service:
     invalid_input: type[ServiceError] = ValidationException
 
 
+CLOUDWATCH = "GraniteServiceVersion20100801"
 SERVICES: dict[str, Service] = {
     "SageMaker": Service("SageMaker", "sagemaker"),
     "Logs_20140328": Service("Logs_20140328", "logs", invalid_input=InvalidParameterException),
+    CLOUDWATCH: Service(CLOUDWATCH, "cloudwatch", invalid_input=CloudWatchValidationError),
 }
 
 _handlers: dict[tuple[str, str], Handler] = {}

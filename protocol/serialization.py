@@ -1,5 +1,6 @@
-"""Responses in AWS's wire formats: JSON 1.1 (SageMaker, CloudWatch Logs) and REST-JSON
-(the SageMaker runtime), successes and errors."""
+"""Responses in AWS's JSON wire formats: JSON 1.1 (SageMaker, CloudWatch Logs), JSON 1.0
+(CloudWatch) and REST-JSON (the SageMaker runtime), successes and errors. The query protocol's
+XML is `protocol/query.py`."""
 
 import json
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from django.utils.http import http_date
 
 from protocol.errors import ServiceError
 from protocol.limits import echo
+from protocol.shapes import service_model
 
 AMZ_JSON_11 = "application/x-amz-json-1.1"
 # A last bound on any error message (the modeled Message is ≤1024 in SageMaker; ModelError
@@ -48,4 +50,33 @@ def error_response(error: ServiceError, request_id: str, *, content_type: str = 
     body = {"__type": error.code, "Message": echo(error.message, MAX_MESSAGE_CHARS), **error.extra}
     response = json_response(body, request_id, status=error.status, content_type=content_type)
     response["X-Amzn-ErrorType"] = error.code
+    return response
+
+
+# The query protocol's names for the errors every service shares (what CloudWatch answers on the
+# query protocol, and in `x-amzn-query-error` on JSON); service errors already carry theirs.
+_QUERY_ERROR_CODES = {
+    "InvalidSignatureException": "SignatureDoesNotMatch",
+    "UnrecognizedClientException": "InvalidClientTokenId",
+    "MissingAuthenticationTokenException": "MissingAuthenticationToken",
+    "IncompleteSignatureException": "IncompleteSignature",
+    "UnknownOperationException": "InvalidAction",
+    "SerializationException": "MalformedInput",
+    "RequestEntityTooLargeException": "RequestEntityTooLarge",
+    "NotImplementedException": "NotImplemented",
+    "InternalFailure": "InternalFailure",
+}
+
+
+def query_error_code(error: ServiceError) -> str:
+    return _QUERY_ERROR_CODES.get(error.code, error.code)
+
+
+def mark_query_error(response: HttpResponse, error: ServiceError, botocore_name: str) -> HttpResponse:
+    """A service that came from the query protocol (CloudWatch: the model's awsQueryCompatible
+    trait) tells botocore its query error code in a header on JSON and CBOR answers:
+    `Code;Sender`, or `Code;Receiver` for the server's own faults."""
+    if service_model(botocore_name).is_query_compatible:
+        fault = "Sender" if error.status < 500 else "Receiver"
+        response["x-amzn-query-error"] = f"{query_error_code(error)};{fault}"
     return response

@@ -117,8 +117,10 @@ def parse_authorization(header: str | None) -> Authorization:
 
 
 def check_session_token(token: str, access_key_id: str) -> None:
-    """Refuse a session token Sageport did not issue. It issues none yet, so every token is
-    refused, as AWS refuses a forged one; temporary credentials will be validated here."""
+    """Refuse a session token Sageport did not issue. It issues none (containers' short-lived
+    keys are access keys with an expiry, checked by the resolver: accounts/container_credentials.py),
+    so every token is refused, as AWS refuses a forged one. A token Sageport issued would be
+    validated here."""
     raise UnrecognizedClient(_INVALID_TOKEN)
 
 

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runtime.pull_progress import PullReport
+
 
 class RuntimeError_(Exception):
     """Base of runtime errors (the trailing underscore avoids shadowing the builtin)."""
@@ -46,6 +48,7 @@ class ContainerSpec:
     network_aliases: tuple[str, ...] = ()
     ipv4_address: str | None = None  # a fixed address on `network` (one created with subnets)
     extra_hosts: dict[str, str] = field(default_factory=dict)  # name -> address in /etc/hosts
+    extra_networks: tuple[str, ...] = ()  # further networks joined before the container starts
     nano_cpus: int | None = None
     memory_bytes: int | None = None
     gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all
@@ -86,8 +89,10 @@ class ContainerRuntime(Protocol):
     def image_id(self, image: str) -> str | None:
         """The local image's content id (`sha256:…`), or None when the engine does not have it."""
 
-    def pull_image(self, image: str) -> None:
-        """Pull `image`; raises NoSuchImage with the engine's reason on failure."""
+    def pull_image(self, image: str, report: PullReport | None = None) -> None:
+        """Pull `image`, telling `report` how far it has come ("2/5 layers, 41.3 of 120.8 MB") at
+        most once per SAGEPORT_PULL_PROGRESS_SECONDS; raises NoSuchImage with the engine's reason
+        on failure."""
 
     def ensure_network(
         self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
@@ -96,6 +101,11 @@ class ContainerRuntime(Protocol):
         `subnets`, the first one no other network of the engine overlaps is given to it (its
         gateway the first address), so containers can have fixed addresses on it. Returns the
         network's subnet (an existing network's own)."""
+
+    def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        """Get-or-create the engine-wide internal bridge on `subnet` whose host side is `gateway`,
+        on which containers reach the host's `gateway` address and not each other. It belongs to
+        the engine, not to one stack: it carries no stack label, so no stack's clean-up removes it."""
 
     def remove_network(self, name: str) -> None:
         """Remove the network if it exists (missing is fine)."""

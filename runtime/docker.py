@@ -30,6 +30,7 @@ from runtime.base import (
     RuntimeError_,
     RuntimeUnavailable,
 )
+from runtime.pull_progress import PullProgress, PullReport
 
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
@@ -89,19 +90,27 @@ class DockerRuntime:
             except ImageNotFound:
                 return None
 
-    def pull_image(self, image: str) -> None:
+    def pull_image(self, image: str, report: PullReport | None = None) -> None:
         repository, tag = parse_repository_tag(image)
-        deadline = time.monotonic() + self._pull_timeout_seconds
+        started = time.monotonic()
+        deadline = started + self._pull_timeout_seconds
+        next_report = started + settings.SAGEPORT_PULL_PROGRESS_SECONDS
         failure = f'Unable to pull image "{image}"'
+        progress = PullProgress()
         with _engine_errors():
             try:
                 # Streamed so that the whole pull, not each socket read, is bounded in time.
-                progress = self.client.api.pull(repository, tag=tag or "latest", stream=True, decode=True)
-                for message in progress:
+                messages = self.client.api.pull(repository, tag=tag or "latest", stream=True, decode=True)
+                for message in messages:
                     if "error" in message:
                         raise NoSuchImage(f"{failure}: {message['error']}")
-                    if time.monotonic() > deadline:
+                    now = time.monotonic()
+                    if now > deadline:
                         raise NoSuchImage(f"{failure}: timed out after {self._pull_timeout_seconds:g} s")
+                    progress.add(message)
+                    if report is not None and now >= next_report:  # a bounded rate of reports
+                        report(progress.summary())
+                        next_report = now + settings.SAGEPORT_PULL_PROGRESS_SECONDS
             except APIError as error:
                 raise NoSuchImage(f"{failure}: {_reason(error)}") from None
 
@@ -127,6 +136,26 @@ class DockerRuntime:
                     if subnet is None or "overlap" not in _reason(error).lower():
                         raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
             raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
+
+    def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        with _engine_errors():
+            if self._network(name) is not None:
+                return
+            try:
+                self.client.networks.create(
+                    name,
+                    driver="bridge",
+                    # Internal: no route to anywhere through it, only the gateway's own address.
+                    internal=True,
+                    ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)]),
+                    # Containers of different tenants share it: the bridge forwards nothing
+                    # between them (Docker drops bridge-to-bridge traffic in iptables' FORWARD).
+                    options={"com.docker.network.bridge.enable_icc": "false"},
+                    labels={keys.MANAGED: "true", keys.ROLE: keys.SERVICES_ROLE},
+                )
+            except APIError as error:
+                if error.status_code != _HTTP_CONFLICT:
+                    raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
 
     def remove_network(self, name: str) -> None:
         with _engine_errors():
@@ -156,6 +185,7 @@ class DockerRuntime:
         with _engine_errors():
             container = self._container(spec.name) or self._create(spec)
             if container.status == "created":
+                self._join_extra_networks(container, spec)
                 try:
                     container.start()
                 except APIError as error:
@@ -178,6 +208,20 @@ class DockerRuntime:
             raise ContainerStartFailed(
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
+
+    def _join_extra_networks(self, container: Container, spec: ContainerSpec) -> None:
+        """The engine's API (1.41) creates a container on one network: the others are joined
+        before it starts, each once (a step repeated after a crash finds some already joined)."""
+        joined = container.attrs["NetworkSettings"].get("Networks") or {}
+        for network in spec.extra_networks:
+            if network in joined:
+                continue
+            try:
+                self.client.api.connect_container_to_network(container.id, network)
+            except APIError as error:
+                raise ContainerStartFailed(
+                    f'Could not attach container "{spec.name}" to network "{network}": {_reason(error)}'
+                ) from None
 
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
         with _engine_errors():

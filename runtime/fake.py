@@ -25,6 +25,7 @@ from runtime.base import (
     RuntimeError_,
     RuntimeUnavailable,
 )
+from runtime.pull_progress import PullReport
 
 SIGTERM_EXIT_CODE = 143  # 128 + 15, what a process that honours SIGTERM usually ends with
 SIGKILL_EXIT_CODE = 137  # 128 + 9
@@ -46,6 +47,7 @@ class FakeRuntime:
     def __init__(self, images: tuple[str, ...] = ()):
         self.images: dict[str, str] = {}
         self.pullable: set[str] = set()  # images a pull would fetch
+        self.pull_reports: list[str] = []  # what a pull tells its progress report, in order
         self.networks: dict[str, dict] = {}  # name -> {"labels": ..., "internal": ...}
         self.containers: dict[str, FakeContainer] = {}
         self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
@@ -91,10 +93,13 @@ class FakeRuntime:
         self._answer()
         return self.images.get(image)
 
-    def pull_image(self, image: str) -> None:
+    def pull_image(self, image: str, report: PullReport | None = None) -> None:
         self._answer()
         if image not in self.pullable:
             raise NoSuchImage(f'Unable to pull image "{image}": repository does not exist')
+        for summary in self.pull_reports:
+            if report is not None:
+                report(summary)
         self.add_image(image)
 
     def ensure_network(
@@ -110,6 +115,15 @@ class FakeRuntime:
             self.networks[name] = {"labels": {**labels, **keys.own()}, "internal": internal, "subnet": subnet}
         return self.networks[name]["subnet"]
 
+    def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        self._answer()
+        self.networks.setdefault(name, {
+            "labels": {keys.MANAGED: "true", keys.ROLE: keys.SERVICES_ROLE},
+            "internal": True,
+            "subnet": subnet,
+            "gateway": gateway,
+        })
+
     def remove_network(self, name: str) -> None:
         self._answer()
         self.networks.pop(name, None)
@@ -123,6 +137,9 @@ class FakeRuntime:
             raise NoSuchImage(f"No such image: {spec.image}")
         if spec.name in self.refused:
             raise ContainerStartFailed(f'Could not create container "{spec.name}": {self.refused[spec.name]}')
+        absent = [network for network in spec.extra_networks if network not in self.networks]
+        if absent:
+            raise ContainerStartFailed(f'Could not attach container "{spec.name}": no network {absent[0]}')
         state = ContainerState(
             name=spec.name,
             id=f"{next(self._ids):064x}",

@@ -8,7 +8,7 @@ from django.conf import settings
 
 MANAGED = "sageport.managed"  # "true" on everything the runtime creates
 STACK = "sageport.stack"  # the SAGEPORT_STACK_ID of the stack that created it
-ROLE = "sageport.role"  # TRAINING_ROLE | SERVING_ROLE
+ROLE = "sageport.role"  # TRAINING_ROLE | SERVING_ROLE | SERVICES_ROLE
 RESOURCE = "sageport.resource"  # the ARN of the training job or endpoint it serves
 HOST = "sageport.host"  # a training instance: algo-N
 NODE = "sageport.node"  # the node whose worker created the training container
@@ -17,6 +17,7 @@ VARIANT = "sageport.variant"  # a serving container's production variant
 
 TRAINING_ROLE = "train"
 SERVING_ROLE = "serve"
+SERVICES_ROLE = "services"  # the engine-wide network on which containers reach Sageport (gateway/)
 
 
 def own() -> dict[str, str]:

@@ -21,6 +21,7 @@ missing_packages() {
     { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || echo busybox-static
     command -v mmdebstrap >/dev/null || echo mmdebstrap
     command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
+    command -v docker-compose >/dev/null || echo docker-compose  # the compose stack's test (v1 is enough)
     "$PYTHON" -c 'import ensurepip' 2>/dev/null || echo python3-venv
 }
 

@@ -30,6 +30,7 @@ from devstack.stack import (
     seaweedfs_spec,
     worker_spec,
 )
+from gateway.network import SERVICES_NETWORK
 from runtime import labels
 
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
@@ -243,3 +244,15 @@ def _remove_docker_objects_left_by_this_session() -> None:
         container.remove(force=True)
     for network in client.networks.list(filters=selector):
         network.remove()
+    _remove_services_network_if_unused(client)
+
+
+def _remove_services_network_if_unused(client: docker.DockerClient) -> None:
+    """The services network belongs to the engine (every stack on it shares it, gateway/network.py):
+    removed only when no container is attached, e.g. another stack's; recreated on demand."""
+    for network in client.networks.list(names=[SERVICES_NETWORK], greedy=True):  # greedy: with containers
+        if network.name == SERVICES_NETWORK and not network.attrs.get("Containers"):
+            try:
+                network.remove()
+            except docker.errors.APIError:
+                pass  # a container joined it meanwhile: it stays

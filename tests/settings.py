@@ -37,6 +37,7 @@ def export_session_environment() -> None:
         "SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS": "8",
         "SAGEPORT_SERVE_KILL_GRACE_SECONDS": "3",
         "SAGEPORT_INVOCATION_TIMEOUT_SECONDS": "4",
+        "SAGEPORT_INVOCATION_METRICS_FLUSH_SECONDS": "0.5",  # CloudWatch endpoint metrics show fast
         "SAGEMAKER_SUPPRESS_V2_WARNING": "1",  # the SDK tests use the v2 Estimator API on purpose
         # The test node: four declared GPUs, handed to containers by NVIDIA_VISIBLE_DEVICES only
         # (this machine has no NVIDIA runtime), and a short heartbeat so a lost node shows fast.

@@ -3,6 +3,7 @@
 from django.conf import settings
 
 from capacity import gpus
+from gateway.environment import container_reach
 from logs import store
 from logs.models import LogStream
 from runtime import labels
@@ -61,7 +62,14 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
     placement = scheduler.placement_of(job, host)
+    reach = container_reach(
+        isolated=job.request["EnableNetworkIsolation"],
+        holder=job.training_job_arn,
+        account_id=job.account_id,
+        region=job.region,
+    )
     environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
+    environment.update(reach.environment)
     environment.update(job.request.get("Environment", {}))
     # Set last: the job's Environment cannot widen what the scheduler gave it.
     environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
@@ -75,6 +83,7 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
         mounts=workspace.host_workspace(job, host).mounts(),
         hostname=host,
         **_network_settings(job, host, subnet),
+        extra_networks=reach.networks,
         nano_cpus=placement.nano_cpus,
         memory_bytes=placement.memory_bytes,
         gpu_device_ids=gpu_ids,

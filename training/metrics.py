@@ -12,6 +12,9 @@ from logs.models import MetricDatum
 from training.models import TrainingJob
 
 TRAINING_JOBS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+# The CloudWatch dimension of a whole job's metrics (what the SageMaker SDK's TrainingJobAnalytics
+# asks for); each host's are under `Host=<job>/algo-N` (logs/metrics.py).
+TRAINING_JOB_DIMENSION = "TrainingJobName"
 
 
 @dataclass(frozen=True)

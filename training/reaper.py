@@ -1,5 +1,6 @@
 """Removes what a finished or vanished training job left behind (after a crash between its
-terminal status and its clean-up). Only this installation's resources: they carry its stack id.
+terminal status and its clean-up): containers, networks, workspaces, and its containers'
+credentials. Only this installation's resources: they carry its stack id.
 
 The engine and the disk are listed BEFORE the database is asked which jobs are live: anything
 listed belongs to a job that already existed, so a job created meanwhile is never reaped."""
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from accounts import container_credentials
 from capacity.models import Placement
 from capacity.nodes import local_name
 from runtime import labels
@@ -26,6 +28,7 @@ def reap_training_orphans() -> None:
     found_containers = runtime.find(selector)
     found_networks = runtime.find_networks(selector)
     workspaces = _workspace_dirs()
+    credential_holders = container_credentials.holders("training-job")
 
     live = TrainingJob.objects.exclude(training_job_status__in=TERMINAL_STATUSES)
     live_arns = set(live.values_list("training_job_arn", flat=True))
@@ -40,6 +43,8 @@ def reap_training_orphans() -> None:
     for job_id, directory in workspaces:
         if job_id not in live_ids:
             shutil.rmtree(directory, ignore_errors=True)
+    # Keys of jobs that ended without their clean-up (a node lost, a crash before it).
+    container_credentials.revoke_ended(credential_holders, live_arns)
 
 
 def _workspace_dirs() -> list[tuple[int, Path]]:

@@ -10,7 +10,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts import container_credentials
 from capacity import nodes
+from gateway import network as gateway_network
 from logs import container_logs
 from reconcile import leases
 from reconcile.loop import reconcile_once
@@ -95,9 +97,11 @@ def _ensure_image(job: TrainingJob, image: str) -> None:
             f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
             "(SAGEPORT_PULL_MISSING_IMAGES=false)."
         )
-    # Said before the pull: a pull can take minutes, and the job's user should see why.
-    t.set_status_message(job, f"Pulling the training image {image}")
-    runtime.pull_image(image)
+    # Said before the pull and then as it goes: a pull can take minutes, and the job's user
+    # should see why and how far it has come.
+    pulling = f"Pulling the training image {image}"
+    t.set_status_message(job, pulling)
+    runtime.pull_image(image, report=lambda progress: t.set_status_message(job, f"{pulling}: {progress}"))
 
 
 def _download(job: TrainingJob, token: str) -> float | None:
@@ -192,7 +196,9 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
         subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
     for host in missing:
         try:
-            states[host] = runtime.run(containers.spec_for(job, host, subnet))
+            spec = containers.spec_for(job, host, subnet)
+            gateway_network.ensure(runtime, spec.extra_networks)
+            states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:
             return f"ClientError: could not start the container for {host}: {exc}"
         scheduler.mark_started(job, [host])
@@ -334,6 +340,7 @@ def _remove_resources(job: TrainingJob) -> None:
     runtime = get_runtime()
     for state in runtime.find(containers.job_labels(job)):
         runtime.remove(state.name)
+    container_credentials.revoke(job.training_job_arn)  # its containers are gone: so are their keys
     runtime.remove_network(containers.network_name(job))
     workspace.remove(job)
     scheduler.release(job)

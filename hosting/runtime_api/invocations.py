@@ -18,6 +18,7 @@ from django.utils.http import http_date
 from prometheus_client import Histogram
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
+from hosting.runtime_api.invocation_metrics import Invocation, get_metrics
 from hosting.runtime_api.router import Choice, NoRoute, get_router
 from hosting.runtime_api.routing import ROUTABLE_ENDPOINT_STATUSES
 from protocol.arns import log_group_arn, make_arn
@@ -104,10 +105,12 @@ class RuntimeApiMiddleware:
 def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpResponse:
     started = time.perf_counter()
     response = _answer(request, endpoint_name)
+    elapsed = time.perf_counter() - started
     account, endpoint, variant = getattr(request, "sageport_route", _UNROUTED)
-    INVOCATION_SECONDS.labels(account, endpoint, variant, str(response.status_code)).observe(
-        time.perf_counter() - started
-    )
+    INVOCATION_SECONDS.labels(account, endpoint, variant, str(response.status_code)).observe(elapsed)
+    invocation = getattr(request, "sageport_invocation", None)
+    if invocation is not None:  # the request reached (or tried) a container: CloudWatch counts it
+        get_metrics().record(invocation, elapsed)
     return response
 
 
@@ -151,7 +154,7 @@ def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpRe
         raise ValidationError(f"The variant {target} does not exist in endpoint {endpoint_name}.")
     headers = {header: params[member] for member, header in REQUEST_HEADERS.items() if member in params}
     request.sageport_route = (ctx.account_id, endpoint_name, target or "")
-    upstream, choice = _forward(router, arn, target, request.body, headers, ctx, endpoint_name)
+    upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
     request.sageport_route = (ctx.account_id, endpoint_name, choice.variant_name)
     if not 200 <= upstream.status < 300:
         raise _model_error(ctx, endpoint_name, upstream)
@@ -177,10 +180,12 @@ def _validated(params: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object],
         raise ValidationError(error.message) from None
 
 
-def _forward(router, arn, target, body, headers, ctx: RequestContext, endpoint_name: str):
+def _forward(router, arn, target, request: HttpRequest, headers, ctx: RequestContext, endpoint_name):
     """Send the request to a container; a container that refuses the connection (nothing was
-    sent) is avoided and another one tried."""
+    sent) is avoided and another one tried. The exchange is noted on the request
+    (`sageport_invocation`) for the endpoint's CloudWatch metrics, whatever its outcome."""
     refused: set[str] = set()
+    sent = time.perf_counter()
     while True:
         try:
             choice = router.choose(arn, target, avoid=refused)
@@ -189,10 +194,14 @@ def _forward(router, arn, target, body, headers, ctx: RequestContext, endpoint_n
                 f"Endpoint {endpoint_name} of account {ctx.account_id} has no healthy container "
                 "available right now; try again."
             ) from None
+        status = 0
         try:
-            return router.pool(choice.backend).urlopen(
-                "POST", "/invocations", body=body, headers=headers, redirect=False, assert_same_host=False
-            ), choice
+            upstream = router.pool(choice.backend).urlopen(
+                "POST", "/invocations", body=request.body, headers=headers, redirect=False,
+                assert_same_host=False,
+            )
+            status = upstream.status
+            return upstream, choice
         except ConnectTimeoutError:  # also NewConnectionError: refused or not accepted in 250 ms
             refused.add(choice.backend.container_name)
         except ReadTimeoutError:
@@ -209,6 +218,10 @@ def _forward(router, arn, target, body, headers, ctx: RequestContext, endpoint_n
             raise _no_answer(ctx, endpoint_name, f"The container did not answer: {error}") from None
         finally:
             router.release(choice)
+            model_seconds = time.perf_counter() - sent
+            request.sageport_invocation = Invocation(
+                ctx.account_id, ctx.region, endpoint_name, choice.variant_name, model_seconds, status
+            )
 
 
 def _response(upstream: urllib3.BaseHTTPResponse, choice: Choice, request_id: str) -> HttpResponse:

@@ -43,15 +43,16 @@ def test_the_sdks_default_bucket_exists_from_the_start(stack):
     stack.client("s3").head_bucket(Bucket=bucket)  # raises if it is missing
 
 
-def test_cloudwatch_metrics_get_a_clear_error_from_the_stack(stack, monkeypatch):
+def test_cloudwatch_is_served_by_the_stack_and_an_operation_it_lacks_is_a_clear_error(stack, monkeypatch):
     for name, value in read_env_file(stack.data_dir / "env").items():
         monkeypatch.setenv(name, value)
+    cloudwatch = boto3.client("cloudwatch")
 
+    assert cloudwatch.list_metrics(Namespace="Nothing/Here")["Metrics"] == []
     with pytest.raises(ClientError) as raised:
-        boto3.client("cloudwatch").list_metrics()
-
-    assert raised.value.response["Error"]["Code"] == "UnknownOperationException"
-    assert "GraniteServiceVersion20100801.ListMetrics" in raised.value.response["Error"]["Message"]
+        cloudwatch.describe_alarms()
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    assert "GraniteServiceVersion20100801.DescribeAlarms" in raised.value.response["Error"]["Message"]
 
 
 def test_user_and_platform_key_pairs_share_the_same_s3(stack, s3_client):

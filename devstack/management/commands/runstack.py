@@ -36,8 +36,15 @@ class Command(BaseCommand):
             help="Migrate the database, create the default access key, write <data>/env and the SDK's "
             "config, then exit.",
         )
+        parser.add_argument(
+            "--create-default-bucket",
+            action="store_true",
+            dest="with_default_bucket",
+            help="With --prepare-only: also create the SDK's default bucket, in an S3 store that is "
+            "already up (compose.yaml's API container does this before it serves).",
+        )
 
-    def handle(self, *args, prepare_only: bool, **options):
+    def handle(self, *args, prepare_only: bool, with_default_bucket: bool, **options):
         data_dir = Path(settings.DATA_DIR)
         api_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
         env_file = prepare_data_dir(
@@ -45,6 +52,8 @@ class Command(BaseCommand):
         )
         reset_metrics_dir(data_dir)  # before any of the stack's processes starts
         if prepare_only:
+            if with_default_bucket:
+                self._create_default_bucket(data_dir)
             return
         specs = [
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
@@ -73,6 +82,12 @@ class Command(BaseCommand):
             finally:
                 supervisor.stop_all()
         self.stdout.write("Stopped.")
+
+    def _create_default_bucket(self, data_dir: Path) -> None:
+        try:
+            create_default_bucket(data_dir)
+        except ServiceFailed as error:
+            raise CommandError(str(error)) from None
 
     def _report(self, message: str) -> None:
         self.stdout.write(f"{datetime.now().isoformat(sep=' ', timespec='seconds')} {message}")

@@ -1,5 +1,10 @@
 """The node inventory: GPUs from nvidia-smi or declared, sizes overridden by settings."""
+from pathlib import Path
+
 from capacity import inventory
+
+# What `nvidia-smi` + NVIDIA_SMI_QUERY printed on a real H100 host (driver 580.159.04), verbatim.
+RECORDED_H100_OUTPUT = (Path(__file__).parent / "data" / "nvidia-smi-h100.csv").read_text()
 
 GIB = 1024 * 1024 * 1024
 H100_SMI_OUTPUT = (
@@ -15,6 +20,12 @@ def test_nvidia_smi_rows_become_gpus_with_index_uuid_name_and_memory():
         ("1", "NVIDIA H100 80GB HBM3", 81559),
     ]
     assert gpus[1].uuid == "GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
+
+
+def test_the_output_of_a_real_h100_host_is_parsed():
+    (gpu,) = inventory.parse_nvidia_smi(RECORDED_H100_OUTPUT)
+    assert (gpu.id, gpu.name, gpu.memory_mib) == ("0", "NVIDIA H100 80GB HBM3", 81559)
+    assert gpu.uuid.startswith("GPU-") and len(gpu.uuid) == 40
 
 
 def test_gpus_are_detected_with_nvidia_smi_when_none_are_declared(settings, tmp_path, monkeypatch):

@@ -71,3 +71,19 @@ def test_readyz_is_ready_when_every_check_passes_and_checks_once_per_cache_windo
     assert {response.status_code for response in answers} == {200}
     assert answers[0].json() == {"status": "ready", "checked": ["broker", "database", "docker", "s3"]}
     assert sorted(calls) == ["broker", "docker", "s3"]  # the real database check ran too, once
+
+
+def test_readyz_checks_only_the_parts_the_setting_names(client, settings, monkeypatch):
+    def unreachable(timeout):
+        raise ConnectionError("Docker engine: no socket in this container")
+
+    settings.SAGEPORT_READINESS_CHECKS = ("database", "broker", "s3")
+    for name in ("broker", "s3"):
+        monkeypatch.setitem(health.CHECKS, name, lambda timeout: None)
+    monkeypatch.setitem(health.CHECKS, "docker", unreachable)
+
+    response = client.get("/readyz")
+
+    assert (response.status_code, response.json()) == (
+        200, {"status": "ready", "checked": ["broker", "database", "s3"]}
+    )

@@ -54,3 +54,16 @@ def test_an_image_pull_longer_than_the_visibility_timeout_is_refused_at_start_up
     assert "SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS (900) must be less than SAGEPORT_VISIBILITY_TIMEOUT" in (
         result.stderr
     )
+
+
+def test_an_unknown_readiness_check_is_named_at_start_up(tmp_path):
+    env = {**os.environ, "SAGEPORT_DATA_DIR": str(tmp_path), "SAGEPORT_READINESS_CHECKS": "database,dokcer"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import controlplane.settings"],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "SAGEPORT_READINESS_CHECKS must be a comma-separated list of database, broker, s3, docker" in (
+        result.stderr
+    )

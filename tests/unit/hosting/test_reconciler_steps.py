@@ -7,6 +7,8 @@ import itertools
 import pytest
 from django.utils import timezone
 
+from accounts.models import ContainerGrant
+from gateway.network import SERVICES_NETWORK
 from hosting import containers as hosting_containers
 from hosting import reconciler as hosting
 from hosting import transitions as t
@@ -19,6 +21,7 @@ from hosting.models import (
     EndpointStatus,
     ServingContainer,
 )
+from hosting.presenters import describe_endpoint
 from reconcile import loop as reconcile
 from runtime import labels
 from runtime.fake import FakeRuntime
@@ -207,7 +210,7 @@ def test_a_bug_during_an_update_rolls_it_back_after_bounded_retries(engine, monk
     endpoint, old_name = in_service_endpoint(engine)
     start_update(endpoint)
 
-    def broken(deployment):
+    def broken(endpoint, deployment):
         raise KeyError("ResolvedImage")
 
     monkeypatch.setattr(hosting, "_prepare", broken)
@@ -222,3 +225,96 @@ def test_a_bug_during_an_update_rolls_it_back_after_bounded_retries(engine, monk
         "an internal error stopped the work (KeyError: 'ResolvedImage')"
     )
     assert engine.containers[old_name].state.running
+
+
+def pending_variant_status(endpoint: Endpoint) -> dict:
+    """The VariantStatus DescribeEndpoint shows for the fleet being rolled out."""
+    (variant,) = describe_endpoint(endpoint)["PendingDeploymentSummary"]["ProductionVariants"]
+    (status,) = variant["VariantStatus"]
+    return status
+
+
+def test_an_unreachable_engine_is_in_the_status_message_of_a_new_endpoint_until_it_is_back(engine):
+    deployment = make_deployment("ml.m5.large")
+    endpoint = deployment.endpoint
+    engine.unreachable = True
+
+    step(endpoint)
+
+    assert endpoint.endpoint_status == EndpointStatus.CREATING
+    status = pending_variant_status(endpoint)
+    assert status["Status"] == "Creating"
+    assert status["StatusMessage"].startswith("Waiting for the Docker engine: ")
+
+    engine.unreachable = False
+    step(endpoint)
+
+    assert pending_variant_status(endpoint)["StatusMessage"] is None  # dropped from the answer
+    assert containers_of(deployment) != []
+
+
+def test_an_unreachable_engine_during_an_update_is_said_instead_of_the_traffic_share(engine):
+    endpoint, _ = in_service_endpoint(engine)
+    new = start_update(endpoint)
+    step(endpoint)
+    (new_name,) = containers_of(new)
+    engine.set_health(new_name, True)
+    step(endpoint)  # shifting
+    engine.unreachable = True
+
+    step(endpoint)
+
+    status = pending_variant_status(endpoint)
+    assert status["Status"] == "Baking"
+    assert status["StatusMessage"].startswith("Waiting for the Docker engine: ")
+
+
+def test_a_model_image_pull_reports_its_progress_in_the_status_message(engine, settings):
+    settings.SAGEPORT_PULL_MISSING_IMAGES = True
+    del engine.images[OLD_IMAGE]
+    engine.pullable.add(OLD_IMAGE)
+    engine.pull_reports = ["0/2 layers, 3.0 of 9.0 MB", "2/2 layers, 9.0 of 9.0 MB"]
+    deployment = make_deployment("ml.m5.large")
+    endpoint = deployment.endpoint
+    seen = []
+    pull = engine.pull_image
+
+    def observed_pull(image, report=None):
+        seen.append(pending_variant_status(endpoint)["StatusMessage"])
+
+        def recording(progress):
+            report(progress)
+            seen.append(pending_variant_status(endpoint)["StatusMessage"])
+
+        pull(image, recording)
+
+    engine.pull_image = observed_pull
+
+    step(endpoint)
+
+    pulling = f"Pulling the model image {OLD_IMAGE}"
+    assert seen == [pulling, f"{pulling}: 0/2 layers, 3.0 of 9.0 MB", f"{pulling}: 2/2 layers, 9.0 of 9.0 MB"]
+    assert pending_variant_status(endpoint)["StatusMessage"] is None  # the pull is over
+
+
+def test_a_serving_container_gets_its_endpoints_region_and_credentials_on_the_services_network(engine):
+    endpoint, name = in_service_endpoint(engine)
+
+    spec = engine.containers[name].spec
+    assert spec.extra_networks == (SERVICES_NETWORK,)
+    assert spec.environment["AWS_REGION"] == endpoint.region
+    token = ContainerGrant.objects.get(holder=endpoint.endpoint_arn).token
+    assert spec.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"] == token
+
+
+def test_deleting_an_endpoint_revokes_its_containers_credentials(engine):
+    endpoint, name = in_service_endpoint(engine)
+    assert t.move_endpoint(endpoint, EndpointStatus.DELETING)
+
+    for _ in range(10):  # drain, stop, remove: a few steps
+        Endpoint.objects.filter(pk=endpoint.pk).update(next_check_at=None)
+        if hosting.reconcile(endpoint.pk) is None:
+            break
+
+    assert not Endpoint.objects.filter(pk=endpoint.pk).exists()
+    assert not ContainerGrant.objects.exists()

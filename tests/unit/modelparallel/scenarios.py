@@ -416,3 +416,35 @@ def optimizer_step_inside_step_fails():
     with pytest.raises(RuntimeError, match="outside the smp.step function"):
         wrong(torch.ones(2 * _microbatches(), FEATURES, dtype=torch.float64))
     return True
+
+
+# ---- on a GPU (NCCL) ----
+
+def cuda_training():
+    """distributed_training on this rank's GPU: the job's collectives run on NCCL, user code moves
+    its batch to `cuda:<local_rank>` as on SageMaker, and every result comes back on the CPU."""
+    device = torch.device("cuda", smp.local_rank())
+    model = smp.DistributedModel(make_model(seed=1))
+    optimizer = smp.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=LEARNING_RATE))
+    inputs, targets = (tensor.to(device) for tensor in make_problem())
+
+    @smp.step
+    def train_step(x, y):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        model.backward(loss)
+        return loss
+
+    losses = []
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        losses.append(train_step(inputs, targets).reduce_mean().item())
+        optimizer.step()
+    summed = torch.full((3,), float(smp.rank() + 1), device=device)
+    torch.distributed.all_reduce(summed)
+    return {
+        "backend": torch.distributed.get_backend(),
+        "devices": sorted({str(p.device) for p in model.parameters()}),
+        "all_reduce": summed.cpu(),
+        "losses": losses,
+        "parameters": [p.detach().cpu() for p in model.parameters()],
+    }

@@ -2,7 +2,7 @@
 
 A few thousand requests, from a fixed seed, go through the real WSGI app (Django's test
 client, every handler registered) properly SigV4-signed by botocore's signer: operations
-Sageport implements and some it does not, for `sagemaker`, `logs` and `sagemaker-runtime`.
+Sageport implements and some it does not, for `sagemaker`, `logs`, `cloudwatch` and `sagemaker-runtime`.
 Each request is invalid by construction (a wrong type, an unknown member, a value over its
 bound, deep nesting, a huge number, a lone surrogate, a bad token or content type, a bad
 endpoint name or header...), except garbage pagination tokens sent to read-only operations.
@@ -40,7 +40,11 @@ UNIMPLEMENTED_SAMPLE = 15  # operations of each service that Sageport does not r
 IMPLEMENTED_SHARE = 0.85  # of the JSON requests, those aimed at operations Sageport implements
 ROLE = "arn:aws:iam::210987654321:role/SageMakerRole"
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-SERVICES = {"SageMaker": "sagemaker", "Logs_20140328": "logs"}
+SERVICES = {
+    "SageMaker": "sagemaker",
+    "Logs_20140328": "logs",
+    "GraniteServiceVersion20100801": "cloudwatch",  # AWS JSON 1.0, as botocore sends it
+}
 # Names that aim generated requests at the seeded resources.
 NAME_HINTS = {
     "ModelName": "fuzz-model",
@@ -50,7 +54,7 @@ NAME_HINTS = {
     "logGroupName": LOG_GROUP,
     "logStreamName": "fuzz-job/algo-1",
 }
-JSON_CONTENT_TYPES = ("application/x-amz-json-1.1", "application/json")
+JSON_CONTENT_TYPES = ("application/x-amz-json-1.1", "application/json", "application/x-amz-json-1.0")
 JSON_HEADERS = {"Content-Type": JSON_CONTENT_TYPES[0]}
 RAW_PLACEHOLDER = "@@raw@@"
 

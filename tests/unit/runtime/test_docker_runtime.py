@@ -208,6 +208,35 @@ def test_internal_network_is_created_internal_so_peers_reach_only_each_other(run
     assert runtime.client.networks.get(network).attrs["Internal"] is True
 
 
+def test_extra_networks_are_joined_before_start_behind_the_containers_own(runtime, busybox_image):
+    own, extra = (f"sageport-test-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for network in (own, extra):
+        runtime.ensure_network(network, TEST_LABELS)
+    container = spec(busybox_image, "sh", "-c", "ls /sys/class/net", network=own, extra_networks=(extra,))
+    runtime.client.containers.create(**create_kwargs(container))  # a crash before the join and start
+
+    runtime.run(container)
+
+    assert output(runtime, container.name) == ["eth0", "eth1", "lo"]  # both, from the first instruction
+    networks = runtime.client.containers.get(container.name).attrs["NetworkSettings"]["Networks"]
+    assert set(networks) == {own, extra}
+
+
+def test_the_services_network_is_internal_without_inter_container_traffic_and_owned_by_no_stack(runtime):
+    name = f"sageport-test-services-{uuid.uuid4().hex[:8]}"
+    try:
+        runtime.ensure_services_network(name, "169.254.201.0/24", "169.254.201.2")
+        runtime.ensure_services_network(name, "169.254.201.0/24", "169.254.201.2")  # idempotent
+
+        attrs = runtime.client.networks.get(name).attrs
+        assert attrs["Internal"] is True
+        assert attrs["Options"]["com.docker.network.bridge.enable_icc"] == "false"
+        assert attrs["IPAM"]["Config"] == [{"Subnet": "169.254.201.0/24", "Gateway": "169.254.201.2"}]
+        assert labels.STACK not in attrs["Labels"]
+    finally:
+        runtime.remove_network(name)
+
+
 def test_sigterm_reaches_pid_1_which_can_save_before_exiting(runtime, busybox_image, tmp_path):
     script = (
         "trap 'echo saved > /opt/ml/model/on-term; exit 0' TERM; touch /opt/ml/model/ready; "

@@ -72,7 +72,8 @@ def test_two_jobs_offered_the_same_subnets_never_share_one(engine, monkeypatch):
     started_specs(first, engine)
     started_specs(second, engine)
 
-    assert sorted(network["subnet"] for network in engine.networks.values()) == offered
+    jobs_networks = [engine.networks[containers.network_name(job)] for job in (first, second)]
+    assert sorted(network["subnet"] for network in jobs_networks) == offered
 
 
 def test_an_isolated_lone_instance_has_no_network_but_resolves_its_own_name(engine):

@@ -2,18 +2,22 @@
 object store: no Docker, no S3. Each test plays the engine's part (a container prints, exits,
 ignores SIGTERM, vanishes) between steps and checks what the user would see: the job's status,
 its FailureReason, its logs, its artifacts, and what is left on the engine."""
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
+from accounts.accesskeys import create_access_key
+from accounts.models import AccessKey, ContainerGrant
+from gateway.network import SERVICES_NETWORK
 from logs import store as log_store
 from runtime import labels
 from runtime.fake import SIGKILL_EXIT_CODE, FakeRuntime
 from tests.unit.fake_storage import FakeStore
 from tests.unit.training.test_scheduler import make_job, make_node
-from training import containers, workspace
+from training import containers, reaper, workspace
 from training import reconciler as training
 from training import transitions as t
 from training.models import TrainingJob
@@ -124,7 +128,8 @@ def test_a_job_goes_from_create_to_completed_with_its_input_logs_and_artifacts(e
     assert t.state_of(job) == t.COMPLETED
     assert store.tar_members(artifact_uri(job, "model.tar.gz")) == {"model.bin": b"weights"}
     assert artifact_uri(job, "output.tar.gz").removeprefix("s3://bucket/") in store.keys("bucket")
-    assert engine.containers == {} and engine.networks == {}  # what the job used is removed
+    # What the job used is removed; the engine-wide services network stays for other jobs.
+    assert engine.containers == {} and list(engine.networks) == [SERVICES_NETWORK]
     assert not workspace.job_root(job).exists()
 
 
@@ -347,7 +352,7 @@ def test_a_pull_is_said_in_the_status_message_while_it_runs(engine, store, setti
     job = created_job()
     seen = []
     pull = engine.pull_image
-    engine.pull_image = lambda image: (seen.append(current_message(job)), pull(image))
+    engine.pull_image = lambda image, report=None: (seen.append(current_message(job)), pull(image, report))
 
     for _ in range(4):
         step(job)
@@ -355,3 +360,88 @@ def test_a_pull_is_said_in_the_status_message_while_it_runs(engine, store, setti
             break
 
     assert seen == [f"Pulling the training image {IMAGE}"]
+
+
+def test_a_pull_reports_its_progress_in_the_status_message(engine, store, settings):
+    settings.SAGEPORT_PULL_MISSING_IMAGES = True
+    engine.images.clear()
+    engine.pullable.add(IMAGE)
+    engine.pull_reports = ["1/3 layers, 10.0 of 30.0 MB", "3/3 layers, 30.0 of 30.0 MB"]
+    job = created_job()
+    seen = []
+    pull = engine.pull_image
+
+    def observed_pull(image, report=None):
+        def recording(progress):
+            report(progress)
+            seen.append(current_message(job))
+
+        pull(image, recording)
+
+    engine.pull_image = observed_pull
+
+    for _ in range(4):
+        step(job)
+        if seen:
+            break
+
+    assert seen == [
+        f"Pulling the training image {IMAGE}: 1/3 layers, 10.0 of 30.0 MB",
+        f"Pulling the training image {IMAGE}: 3/3 layers, 30.0 of 30.0 MB",
+    ]
+
+
+# --- What the container reaches (gateway/) ------------------------------------------------------
+
+
+def test_a_container_gets_its_jobs_region_and_credentials_on_the_services_network(engine):
+    job = new_job(Environment={"AWS_ENDPOINT_URL_S3": "http://my-own-s3:9000"})
+    name = until_training(job, engine)
+
+    spec = engine.containers[name].spec
+    assert spec.extra_networks == (SERVICES_NETWORK,)
+    assert engine.networks[SERVICES_NETWORK]["internal"]  # created before the container
+    assert (spec.environment["AWS_REGION"], spec.environment["AWS_DEFAULT_REGION"]) == (
+        job.region,
+        job.region,
+    )
+    token = ContainerGrant.objects.get(holder=job.training_job_arn).token
+    assert spec.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"] == token
+    assert spec.environment["AWS_ENDPOINT_URL_S3"] == "http://my-own-s3:9000"  # the user's own wins
+
+
+def test_a_network_isolated_container_gets_no_network_endpoints_or_credentials(engine):
+    job = new_job(EnableNetworkIsolation=True)
+    name = until_training(job, engine)
+
+    spec = engine.containers[name].spec
+    assert (spec.network, spec.extra_networks) == ("none", ())
+    assert not [variable for variable in spec.environment if variable.startswith("AWS_")]
+    assert not ContainerGrant.objects.exists()
+
+
+def test_the_jobs_credentials_are_revoked_when_it_ends(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+    key = create_access_key(
+        job.account_id, expires_at=timezone.now() + timedelta(hours=1), issued_for=job.training_job_arn
+    )
+
+    engine.exit(name, 0)
+    while step(job) is not None:
+        pass
+
+    assert t.state_of(job) == t.COMPLETED
+    assert not ContainerGrant.objects.filter(holder=job.training_job_arn).exists()
+    assert not AccessKey.objects.filter(access_key_id=key.access_key_id).exists()
+
+
+def test_the_sweep_revokes_the_credentials_of_a_job_that_ended_without_its_clean_up(engine, monkeypatch):
+    job = new_job()
+    until_training(job, engine)
+    TrainingJob.objects.filter(pk=job.pk).update(training_job_status="Failed")  # e.g. its node was lost
+    monkeypatch.setattr(reaper, "get_runtime", lambda: engine)
+
+    reaper.reap_training_orphans()
+
+    assert not ContainerGrant.objects.exists()

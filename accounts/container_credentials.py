@@ -1,0 +1,134 @@
+"""Role credentials for containers, handed out the way ECS and SageMaker do: a container is given
+the URL of a credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI) and a token
+(AWS_CONTAINER_AUTHORIZATION_TOKEN); botocore, the AWS CLI and every AWS SDK fetch short-lived
+keys there, and fetch again before they expire.
+
+A training job or an endpoint (the holder, by ARN) gets one `ContainerGrant` when its first
+container is specified. Each fetch answers a key of the holder's account with more than half of
+SAGEPORT_CONTAINER_CREDENTIALS_SECONDS left, so a container that refreshes before expiry, as the
+SDKs do 15 minutes ahead, always gets a key with time left. Keys are minted before anyone asks
+for them: the first with the grant (before the container starts), the next by the sweeper once
+the newest has less than three quarters of its life left (`sweep`). A fetch prefers a key at
+least SETTLE_SECONDS old: what derives from the keys (the bundled S3's identities, synced when a
+key is saved) has caught up with it, so an SDK never gets a key S3 does not know yet. The holder's
+end deletes its grant and every key it yielded (`revoke`); the sweeper also deletes keys past
+their expiry, and the features revoke holders that ended while nobody revoked them
+(`revoke_ended`, from their reapers, which know what is live).
+
+The keys are plain access keys with an expiry, without a session token (`Token` is empty):
+SigV4 verification needs none, expiry and revocation belong to the key itself, and the bundled
+S3 (SeaweedFS) refuses any request that carries a session token for a key it knows (it takes the
+token for one of its own STS tokens), so a token would only make S3 unusable. Never the stack's
+own S3 key: these are the account's keys, usable wherever the account's user keys are."""
+
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.accesskeys import create_access_key
+from accounts.models import AccessKey, ContainerGrant
+
+TOKEN_BYTES = 32
+SETTLE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class ContainerCredentials:
+    access_key_id: str
+    secret_access_key: str
+    account_id: str
+    expires_at: datetime
+
+    def as_json(self) -> dict:
+        """The body ECS's credentials endpoint answers, which every SDK's container provider reads."""
+        return {
+            "AccessKeyId": self.access_key_id,
+            "SecretAccessKey": self.secret_access_key,
+            "Token": "",  # see the module's docstring: the keys need no session token
+            "Expiration": self.expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "AccountId": self.account_id,
+        }
+
+
+def grant(holder: str, account_id: str) -> str:
+    """The authorization token of `holder`'s containers, created on first use: every container
+    of the holder (several instances, a restarted one) gets the same token."""
+    existing = ContainerGrant.objects.filter(holder=holder).first()
+    if existing is not None:
+        return existing.token
+    try:
+        with transaction.atomic():
+            created = ContainerGrant.objects.create(
+                holder=holder, account_id=account_id, token=secrets.token_urlsafe(TOKEN_BYTES)
+            )
+    except IntegrityError:  # a concurrent step created it between our read and our insert
+        return ContainerGrant.objects.get(holder=holder).token
+    _mint(created)  # outside the grant's transaction: a key is announced (saved) once committed
+    return created.token
+
+
+def credentials_for(token: str) -> ContainerCredentials | None:
+    """A key with time left for the grant proven by `token`; None for an unknown (revoked) token."""
+    found = ContainerGrant.objects.filter(token=token).first() if token else None
+    if found is None:
+        return None
+    now = timezone.now()
+    usable = _keys_lasting(found.holder, until=now + _lifetime() / 2)
+    settled = usable.filter(created_at__lte=now - timedelta(seconds=SETTLE_SECONDS))
+    # Minting here is the last resort (keys are minted ahead): the key may be seconds too new for S3.
+    key = settled.order_by("-expires_at").first() or usable.order_by("-expires_at").first() or _mint(found)
+    return ContainerCredentials(key.access_key_id, key.secret_access_key, key.account_id, key.expires_at)
+
+
+def sweep() -> None:
+    """The sweeper's share: mint each live grant's next key ahead of need, and delete expired
+    keys (already refused; deleting them keeps the table, and the S3 identities derived from it,
+    small)."""
+    fresh_until = timezone.now() + _lifetime() * 3 / 4
+    for live in ContainerGrant.objects.all():
+        if not _keys_lasting(live.holder, until=fresh_until).exists():
+            _mint(live)
+    for key in AccessKey.objects.filter(expires_at__lte=timezone.now()):
+        key.delete()
+
+
+def _keys_lasting(holder: str, until: datetime):
+    return AccessKey.objects.filter(issued_for=holder, active=True, expires_at__gt=until)
+
+
+def _mint(of: ContainerGrant) -> AccessKey:
+    return create_access_key(of.account_id, expires_at=timezone.now() + _lifetime(), issued_for=of.holder)
+
+
+def _lifetime() -> timedelta:
+    return timedelta(seconds=settings.SAGEPORT_CONTAINER_CREDENTIALS_SECONDS)
+
+
+def revoke(holder: str) -> None:
+    """The holder ended: its token and every key it was given stop working. Rows are deleted one
+    by one (not in bulk) so that whatever listens to AccessKey deletions (the S3 identities kept
+    in sync with the keys) hears of each."""
+    ContainerGrant.objects.filter(holder=holder).delete()
+    for key in AccessKey.objects.filter(issued_for=holder):
+        key.delete()
+
+
+def holders(resource_type: str) -> set[str]:
+    """The holders of grants whose ARN names a resource of `resource_type` (`training-job`,
+    `endpoint`): what a feature's sweep compares with its live resources."""
+    marker = f":{resource_type}/"
+    grants = ContainerGrant.objects.filter(holder__contains=marker).values_list("holder", flat=True)
+    keys = AccessKey.objects.filter(issued_for__contains=marker).values_list("issued_for", flat=True)
+    return set(grants) | set(keys)
+
+
+def revoke_ended(listed: set[str], live: set[str]) -> None:
+    """Revoke the holders in `listed` (from `holders`, read BEFORE `live`, so that a holder
+    created meanwhile is never taken for an ended one) that are not live."""
+    for holder in listed - live:
+        revoke(holder)
+

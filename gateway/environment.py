@@ -1,0 +1,49 @@
+"""What a training or serving container is given to use AWS as on SageMaker, and the one
+decision about it: a network-isolated container gets nothing (no network, no endpoints, no
+credentials); any other joins the services network and gets
+
+- its resource's region: AWS_REGION, AWS_DEFAULT_REGION (the region the job or endpoint was
+  created in: the SigV4 scope of the request that created it);
+- endpoints for every service Sageport serves, on the forwarder's ports of the gateway address
+  (AWS_ENDPOINT_URL_<service id>, the names botocore's configprovider reads);
+- role credentials the ECS/SageMaker way: AWS_CONTAINER_CREDENTIALS_FULL_URI, the API's
+  credentials endpoint through the forwarder, and AWS_CONTAINER_AUTHORIZATION_TOKEN, its
+  training job's or endpoint's grant (accounts/container_credentials.py);
+- AWS_EC2_METADATA_DISABLED, so that nothing waits for an EC2 metadata service.
+
+The request's own Environment is applied after these by the features, as SageMaker lets a user
+set any variable (e.g. their own S3 endpoint)."""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from accounts.container_credentials import grant
+from accounts.views import CREDENTIALS_PATH
+from gateway.network import GATEWAY_ADDRESS, SERVICES_NETWORK
+
+# botocore's service ids of what the API port serves, as AWS_ENDPOINT_URL_* spells them.
+API_SERVICE_IDS = ("SAGEMAKER", "SAGEMAKER_RUNTIME", "CLOUDWATCH_LOGS", "CLOUDWATCH")
+
+
+@dataclass(frozen=True)
+class Reach:
+    environment: dict[str, str] = field(default_factory=dict)
+    networks: tuple[str, ...] = ()  # joined besides the container's own network
+
+
+def container_reach(*, isolated: bool, holder: str, account_id: str, region: str) -> Reach:
+    """What a container of `holder` (a training job's or endpoint's ARN) can reach."""
+    if isolated:
+        return Reach()
+    api = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_API_PORT}"
+    environment = {
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_ENDPOINT_URL_S3": f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_S3_PORT}",
+        **{f"AWS_ENDPOINT_URL_{service_id}": api for service_id in API_SERVICE_IDS},
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI": api + CREDENTIALS_PATH,
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN": grant(holder, account_id),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    return Reach(environment, (SERVICES_NETWORK,))

@@ -1,0 +1,103 @@
+"""Endpoint invocation metrics: added up in memory per variant and minute, written as CloudWatch
+statistic sets, and read back through GetMetricStatistics (boto3, in-process)."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import DatabaseError
+
+from hosting.runtime_api import invocation_metrics
+from hosting.runtime_api.invocation_metrics import Invocation, InvocationMetrics
+from logs.models import MetricStatisticSet
+from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
+
+NOW = 1_795_000_000.0  # a fixed clock, in the middle of a minute
+MINUTE_START = datetime.fromtimestamp(NOW - NOW % 60, UTC)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    monkeypatch.setattr(invocation_metrics.time, "time", lambda: NOW)
+
+
+@pytest.fixture
+def cloudwatch(make_client):  # noqa: F811
+    client, _ = make_client("cloudwatch")
+    return client
+
+
+def invocation(account, model_seconds=0.002, status=200, variant="AllTraffic"):
+    return Invocation(account, REGION, "ep", variant, model_seconds, status)
+
+
+def statistic(cloudwatch, metric, name, variant="AllTraffic"):
+    response = cloudwatch.get_metric_statistics(
+        Namespace="AWS/SageMaker",
+        MetricName=metric,
+        Dimensions=[{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": variant}],
+        StartTime=MINUTE_START,
+        EndTime=MINUTE_START + timedelta(minutes=1),
+        Period=60,
+        Statistics=[name],
+    )
+    (point,) = response["Datapoints"]
+    return point[name], point["Unit"]
+
+
+def test_invocations_errors_and_latencies_of_one_minute(cloudwatch, access_key, clock, db):  # noqa: F811
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
+    account = access_key.account_id
+    metrics.record(invocation(account, 0.002, 200), total_seconds=0.003)
+    metrics.record(invocation(account, 0.004, 404), total_seconds=0.0045)
+    metrics.record(invocation(account, 0.006, 503), total_seconds=0.010)
+    metrics.record(invocation(account, 0.001, 0), total_seconds=0.002)  # the container never answered
+
+    metrics.flush()
+
+    assert statistic(cloudwatch, "Invocations", "Sum") == (4, "None")
+    assert statistic(cloudwatch, "Invocation4XXErrors", "Sum") == (1, "None")
+    assert statistic(cloudwatch, "Invocation5XXErrors", "Sum") == (2, "None")
+    assert statistic(cloudwatch, "Invocation5XXErrors", "Average") == (0.5, "None")
+    assert statistic(cloudwatch, "ModelLatency", "Maximum") == (pytest.approx(6000), "Microseconds")
+    assert statistic(cloudwatch, "ModelLatency", "Average") == (pytest.approx(3250), "Microseconds")
+    assert statistic(cloudwatch, "OverheadLatency", "Minimum") == (pytest.approx(500), "Microseconds")
+
+
+def test_flushes_from_several_processes_add_up_per_variant(cloudwatch, access_key, clock, db):  # noqa: F811
+    account = access_key.account_id
+    first, second = (InvocationMetrics(flush_seconds=3600, background=False) for _ in range(2))
+    for metrics in (first, second, first):
+        metrics.record(invocation(account), total_seconds=0.003)
+        metrics.flush()
+    second.record(invocation(account, variant="Canary"), total_seconds=0.003)
+    second.flush()
+
+    assert statistic(cloudwatch, "Invocations", "Sum") == (3, "None")
+    assert statistic(cloudwatch, "Invocations", "Sum", variant="Canary") == (1, "None")
+
+
+def test_a_failed_write_is_written_by_the_next_flush(cloudwatch, access_key, clock, db, monkeypatch):  # noqa: F811
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
+    metrics.record(invocation(access_key.account_id), total_seconds=0.003)
+    real_add = invocation_metrics.add_statistic_sets
+
+    def database_away(sets):
+        raise DatabaseError("database is locked")
+
+    monkeypatch.setattr(invocation_metrics, "add_statistic_sets", database_away)
+    metrics.flush()
+    assert not MetricStatisticSet.objects.exists()
+
+    monkeypatch.setattr(invocation_metrics, "add_statistic_sets", real_add)
+    metrics.record(invocation(access_key.account_id), total_seconds=0.003)
+    metrics.flush()
+
+    assert statistic(cloudwatch, "Invocations", "Sum") == (2, "None")
+
+
+def test_the_hot_path_writes_nothing_until_a_flush(access_key, clock, db):  # noqa: F811
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
+    for _ in range(100):
+        metrics.record(invocation(access_key.account_id), total_seconds=0.003)
+
+    assert not MetricStatisticSet.objects.exists()
