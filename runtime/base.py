@@ -47,7 +47,6 @@ class ContainerSpec:
     hostname: str | None = None
     network_aliases: tuple[str, ...] = ()
     ipv4_address: str | None = None  # a fixed address on `network` (one created with subnets)
-    extra_hosts: dict[str, str] = field(default_factory=dict)  # name -> address in /etc/hosts
     extra_networks: tuple[str, ...] = ()  # further networks joined before the container starts
     nano_cpus: int | None = None
     memory_bytes: int | None = None

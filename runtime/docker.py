@@ -313,8 +313,6 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         if spec.ipv4_address:
             endpoint["IPAMConfig"] = {"IPv4Address": spec.ipv4_address}
         kwargs["networking_config"] = {spec.network: endpoint}
-    if spec.extra_hosts:
-        kwargs["extra_hosts"] = dict(spec.extra_hosts)
     if spec.nano_cpus:
         kwargs["nano_cpus"] = spec.nano_cpus
     if spec.memory_bytes:

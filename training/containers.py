@@ -92,12 +92,21 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
 
 def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
     if not needs_network(job):
-        return {"network": "none", "extra_hosts": addresses.isolated_hosts(host)}
-    settings_ = {"network": network_name(job), "network_aliases": (host,)}
-    if subnet:
-        every_host = addresses.host_addresses(subnet, hosts(job))
-        settings_.update(ipv4_address=every_host[host], extra_hosts=every_host)
-    return settings_
+        return {"network": "none"}
+    return {
+        "network": network_name(job),
+        "network_aliases": (host,),
+        "ipv4_address": host_entries(job, host, subnet).get(host),
+    }
+
+
+def host_entries(job: TrainingJob, host: str, subnet: str | None) -> dict[str, str]:
+    """What the container's /etc/hosts names (training/addresses.py): every algo-N at its fixed
+    address; its own name alone, on the loopback, without a network; nothing without a subnet
+    (then Docker's DNS answers the aliases)."""
+    if not needs_network(job):
+        return addresses.isolated_hosts(host)
+    return addresses.host_addresses(subnet, hosts(job)) if subnet else {}
 
 
 def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:

@@ -197,6 +197,7 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
     for host in missing:
         try:
             spec = containers.spec_for(job, host, subnet)
+            workspace.host_workspace(job, host).write_hosts(containers.host_entries(job, host, subnet))
             gateway_network.ensure(runtime, spec.extra_networks)
             states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:

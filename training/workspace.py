@@ -82,15 +82,29 @@ class HostWorkspace:
     def checkpoint_dir(self) -> Path:
         return self.root / "checkpoints"
 
+    @property
+    def hosts_file(self) -> Path:
+        return self.root / "hosts"  # beside the mounted trees, in none the container can write
+
     def mounts(self) -> tuple[Mount, ...]:
         mounts = (
             Mount(str(self.input_dir), "/opt/ml/input"),  # writable: see the module's docstring
             Mount(str(self.model_dir), "/opt/ml/model"),
             Mount(str(self.output_dir), "/opt/ml/output"),
+            Mount(str(self.hosts_file), "/etc/hosts", read_only=True),
         )
         if self.checkpoint_path:
             mounts += (Mount(str(self.checkpoint_dir), self.checkpoint_path),)
         return mounts
+
+    def write_hosts(self, names: dict[str, str]) -> None:
+        """The container's /etc/hosts: localhost and `names` (name -> address), nothing else.
+        Ours rather than Docker's: Docker lists the container's own name once per network it is
+        on, and the resolver prefers a link-local address (the services network's) over the
+        job network's, where peers reach it."""
+        lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+        lines += [f"{address}\t{name}" for name, address in names.items()]
+        _write_text(self.hosts_file, "\n".join(lines) + "\n")
 
     def failure_description(self, limit: int = 1024) -> str:
         """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any.
@@ -170,6 +184,10 @@ def remove(job: TrainingJob) -> None:
 
 
 def _write_json(path: Path, value) -> None:
+    _write_text(path, json.dumps(value))
+
+
+def _write_text(path: Path, text: str) -> None:
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(value))
+    temporary.write_text(text)
     temporary.replace(path)

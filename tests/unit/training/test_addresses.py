@@ -5,9 +5,10 @@ import ipaddress
 
 import pytest
 
+from runtime.base import Mount
 from runtime.fake import FakeRuntime
 from tests.unit.training.test_scheduler import make_job, make_node
-from training import addresses, containers, scheduler
+from training import addresses, containers, scheduler, workspace
 from training import reconciler as training
 
 pytestmark = pytest.mark.django_db
@@ -39,8 +40,16 @@ def engine(monkeypatch) -> FakeRuntime:
     return fake
 
 
+def hosts_file(job, host: str) -> list[str]:
+    """The lines of the file mounted read-only at the container's /etc/hosts."""
+    host_workspace = workspace.host_workspace(job, host)
+    assert Mount(str(host_workspace.hosts_file), "/etc/hosts", read_only=True) in host_workspace.mounts()
+    return host_workspace.hosts_file.read_text().splitlines()
+
+
 def started_specs(job, engine):
     scheduler.place(job)
+    workspace.prepare(job)
     states = {host: None for host in containers.hosts(job)}
     assert training._start_missing(job, states) is None
     return {host: engine.containers[containers.container_name(job, host)].spec for host in states}
@@ -59,8 +68,12 @@ def test_every_instance_lists_every_peer_at_its_fixed_address(engine, settings):
     network = ipaddress.IPv4Network(subnet)
     assert all(ipaddress.ip_address(address) in network for address in expected.values())
     for host, spec in specs.items():
-        assert spec.extra_hosts == expected
         assert spec.ipv4_address == expected[host]
+        assert hosts_file(job, host) == [
+            "127.0.0.1\tlocalhost",
+            "::1\tlocalhost ip6-localhost ip6-loopback",
+            *(f"{address}\t{name}" for name, address in expected.items()),
+        ]
 
 
 def test_two_jobs_offered_the_same_subnets_never_share_one(engine, monkeypatch):
@@ -83,4 +96,4 @@ def test_an_isolated_lone_instance_has_no_network_but_resolves_its_own_name(engi
     spec = started_specs(job, engine)["algo-1"]
 
     assert spec.network == "none"
-    assert spec.extra_hosts == {"algo-1": "127.0.0.1"}
+    assert hosts_file(job, "algo-1")[-1] == "127.0.0.1\talgo-1"
