@@ -6,8 +6,9 @@ ends long before algo-2, a late lookup of algo-1 fails, and the sagemaker-traini
 (which resolves every host of resourceconfig.json before it runs the script, for up to 15
 minutes) hangs. So each job's network gets a subnet of its own from
 SAGEPORT_TRAINING_SUBNET_POOL, algo-i the address i+1 in it (the gateway is the first), and every
-container's /etc/hosts (a file of the job's: `HostWorkspace.write_hosts`) lists all of them. Without a network (EnableNetworkIsolation on one
-instance) the container's own name is the loopback address."""
+container's /etc/hosts (a file of the job's: `HostWorkspace.write_hosts`) lists all of them.
+Without a network (EnableNetworkIsolation on one instance) the container's own name is the
+loopback address."""
 import ipaddress
 
 from django.conf import settings
