@@ -3,7 +3,8 @@
 Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`,
 bind-mounted read-write at /opt/ml/input, /opt/ml/model, /opt/ml/output and (only when
 configured) CheckpointConfig.LocalPath; the platform writes the config files before the container
-starts, exactly as SageMaker documents them.
+starts, exactly as SageMaker documents them, and `<host>/hosts`, the container's /etc/hosts
+(read-only; training/addresses.py says why it is ours).
 
 /opt/ml/input is writable, as on SageMaker (SDK v3's command `chmod +x`es its driver script in a
 channel; toolkits unpack code next to the data). Why that is safe:
