@@ -1,7 +1,7 @@
 # Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
 VENV := .venv
 
-.PHONY: bootstrap run up down node clean images test lint
+.PHONY: bootstrap run up down node clean images sdk-v3 test lint
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -32,8 +32,12 @@ clean: down
 images: bootstrap
 	@scripts/build-images.sh >/dev/null
 
+## sdk-v3: the SageMaker SDK v3 in .venv-sdk-v3 (v2, in .venv, has the same package name)
+sdk-v3: bootstrap
+	@scripts/sdk-v3-venv.sh >/dev/null
+
 ## test: the whole test suite; it starts and stops its own services on free ports
-test: bootstrap images
+test: bootstrap images sdk-v3
 	$(VENV)/bin/pytest
 
 ## lint: ruff, and the import layers (pyproject [tool.importlinter]; docs/architecture.md)

@@ -82,6 +82,17 @@ def _env_bool(name: str, default: bool) -> bool:
     raise SettingsError(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
+def _env_ipv4_pool(name: str, default: str) -> str:
+    raw = os.environ.get(name) or default
+    try:
+        pool = ipaddress.IPv4Network(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an IPv4 network such as 10.213.0.0/16, got {raw!r}") from None
+    if pool.prefixlen > 24:
+        raise SettingsError(f"{name} must hold at least a /24, got {raw!r}")
+    return str(pool)
+
+
 DATA_DIR = Path(os.environ.get("SAGEPORT_DATA_DIR", BASE_DIR / ".sageport")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite file and job workspaces live here
 
@@ -245,6 +256,10 @@ SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
 # training job with many data-loader workers and their threads stays far below it).
 SAGEPORT_CONTAINER_PIDS_LIMIT = _env_positive_int("SAGEPORT_CONTAINER_PIDS_LIMIT", 4096)
 SAGEPORT_POLL_INTERVAL_SECONDS = _env_float("SAGEPORT_POLL_INTERVAL_SECONDS", 2.0)
+# Each training job's network takes a subnet from this pool (a /24, larger for jobs of more than
+# 253 instances), so that every instance has a fixed address and every /etc/hosts lists algo-1 …
+# algo-N for the job's whole life (Docker's DNS forgets a container once it exits).
+SAGEPORT_TRAINING_SUBNET_POOL = _env_ipv4_pool("SAGEPORT_TRAINING_SUBNET_POOL", "10.213.0.0/16")
 
 
 # How long the phases where the platform works may take before the job fails

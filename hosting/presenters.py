@@ -17,7 +17,20 @@ PENDING_PHASES = (DeploymentPhase.PROVISIONING, DeploymentPhase.SHIFTING)
 
 
 def describe_model(model: SageMakerModel) -> dict:
-    return {**model.request, "ModelArn": model.model_arn, "CreationTime": model.creation_time}
+    """With the members SageMaker returns although nobody set them: `EnableNetworkIsolation`
+    and each container's `Mode`."""
+    body = {"EnableNetworkIsolation": False, **model.request}
+    for member in ("PrimaryContainer", "Containers"):
+        if member in body:
+            body[member] = _with_mode(body[member])
+    body.update(ModelArn=model.model_arn, CreationTime=model.creation_time)
+    return body
+
+
+def _with_mode(containers: dict | list) -> dict | list:
+    if isinstance(containers, list):
+        return [_with_mode(container) for container in containers]
+    return {"Mode": "SingleModel", **containers}
 
 
 def model_summary(model: SageMakerModel) -> dict:

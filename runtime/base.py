@@ -4,6 +4,7 @@
 module that imports `docker`; it translates engine errors into the errors below. Every operation
 is idempotent and addresses containers by deterministic name or by label, so a reconcile step
 that is repeated after a crash does no harm."""
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,6 +46,7 @@ class ContainerSpec:
     network: str | None = None  # a network name, "none" for isolation, None for the default
     hostname: str | None = None
     network_aliases: tuple[str, ...] = ()
+    ipv4_address: str | None = None  # a fixed address on `network` (one created with subnets)
     extra_networks: tuple[str, ...] = ()  # further networks joined before the container starts
     nano_cpus: int | None = None
     memory_bytes: int | None = None
@@ -92,8 +94,13 @@ class ContainerRuntime(Protocol):
         most once per SAGEPORT_PULL_PROGRESS_SECONDS; raises NoSuchImage with the engine's reason
         on failure."""
 
-    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
-        """Get-or-create a bridge network; `internal` ones reach nothing outside themselves."""
+    def ensure_network(
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+    ) -> str:
+        """Get-or-create a bridge network; `internal` ones reach nothing outside themselves. With
+        `subnets`, the first one no other network of the engine overlaps is given to it (its
+        gateway the first address), so containers can have fixed addresses on it. Returns the
+        network's subnet (an existing network's own)."""
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         """Get-or-create the engine-wide internal bridge on `subnet` whose host side is `gateway`,

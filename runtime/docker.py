@@ -3,10 +3,11 @@
 Every call goes through `_engine_errors()`, which turns "cannot reach the engine" into
 `RuntimeUnavailable` (transient); the operations translate the engine's refusals into the
 permanent errors of base.py with the engine's own reason, so they can become a FailureReason."""
+import ipaddress
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -115,17 +116,26 @@ class DockerRuntime:
 
     # --- networks -------------------------------------------------------------------------
 
-    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
+    def ensure_network(
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+    ) -> str:
         with _engine_errors():
-            if self._network(name) is not None:
-                return
-            try:
-                self.client.networks.create(
-                    name, driver="bridge", internal=internal, labels={**labels, **keys.own()}
-                )
-            except APIError as error:
-                if error.status_code != _HTTP_CONFLICT:  # a concurrent creator won the race: fine
-                    raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
+            existing = self._network(name)
+            if existing is not None:
+                return _subnet_of(existing)
+            for subnet in subnets or (None,):
+                try:
+                    created = self.client.networks.create(
+                        name, driver="bridge", internal=internal, labels={**labels, **keys.own()},
+                        ipam=_ipam(subnet),
+                    )
+                    return _subnet_of(self.client.networks.get(created.id))
+                except APIError as error:
+                    if error.status_code == _HTTP_CONFLICT:  # a concurrent creator won the race: fine
+                        return _subnet_of(self._network(name))
+                    if subnet is None or "overlap" not in _reason(error).lower():
+                        raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
+            raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         with _engine_errors():
@@ -299,7 +309,10 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         kwargs["network_mode"] = "none"
     elif spec.network:
         kwargs["network"] = spec.network
-        kwargs["networking_config"] = {spec.network: {"Aliases": list(spec.network_aliases)}}
+        endpoint: dict = {"Aliases": list(spec.network_aliases)}
+        if spec.ipv4_address:
+            endpoint["IPAMConfig"] = {"IPv4Address": spec.ipv4_address}
+        kwargs["networking_config"] = {spec.network: endpoint}
     if spec.nano_cpus:
         kwargs["nano_cpus"] = spec.nano_cpus
     if spec.memory_bytes:
@@ -314,6 +327,18 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         kwargs["ports"] = {f"{spec.published_port}/tcp": (spec.published_address, None)}
     kwargs["environment"] = environment
     return kwargs
+
+
+def _ipam(subnet: str | None) -> IPAMConfig | None:
+    if subnet is None:
+        return None  # the engine picks one
+    gateway = str(next(ipaddress.ip_network(subnet).hosts()))
+    return IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)])
+
+
+def _subnet_of(network) -> str:
+    configs = (network.attrs.get("IPAM") or {}).get("Config") or [{}]
+    return configs[0].get("Subnet", "")
 
 
 _runtime: DockerRuntime | None = None

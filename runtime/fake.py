@@ -11,6 +11,7 @@ for its memory, ignore SIGTERM, vanish, or make the whole engine unreachable.
 Serving containers' `/ping` is HTTP, outside the seam: `health` says what a ping would find, for
 a test's stand-in of the health checker."""
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -21,6 +22,7 @@ from runtime.base import (
     ContainerState,
     LogLine,
     NoSuchImage,
+    RuntimeError_,
     RuntimeUnavailable,
 )
 from runtime.pull_progress import PullReport
@@ -100,9 +102,18 @@ class FakeRuntime:
                 report(summary)
         self.add_image(image)
 
-    def ensure_network(self, name: str, labels: dict[str, str], internal: bool = False) -> None:
+    def ensure_network(
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+    ) -> str:
         self._answer()
-        self.networks.setdefault(name, {"labels": {**labels, **keys.own()}, "internal": internal})
+        if name not in self.networks:
+            taken = {network["subnet"] for network in self.networks.values()}
+            free = [subnet for subnet in subnets if subnet not in taken]
+            if subnets and not free:
+                raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
+            subnet = free[0] if free else f"172.{18 + len(self.networks) % 200}.0.0/16"
+            self.networks[name] = {"labels": {**labels, **keys.own()}, "internal": internal, "subnet": subnet}
+        return self.networks[name]["subnet"]
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         self._answer()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
-#   scripts/build-images.sh [busybox|python|python-serve]...     (no argument: all of them)
+#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training]...
+#                                                        (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
 # this machine and `docker import`ed; a base image whose tag exists is reused, because making
@@ -14,6 +15,9 @@ BUSYBOX_TAG=sageport-examples/busybox:latest
 PYTHON_BASE_TAG=sageport-examples/python-base:bookworm
 PYTHON_TAG=sageport-examples/python:latest
 PYTHON_SERVE_TAG=sageport-examples/python-serve:latest
+TOOLKIT_VERSION=5.1.4  # the sagemaker-training toolkit (script mode), as framework images ship it
+TOOLKIT_TAG=sageport-examples/sagemaker-training:$TOOLKIT_VERSION
+WHEEL_CACHE=.sageport/cache/wheels/sagemaker-training-$TOOLKIT_VERSION
 
 log() { echo "build-images: $*" >&2; }
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -63,14 +67,43 @@ build_on_python_base() {
     echo "$1"
 }
 
+# The toolkit and its dependencies as wheels for the base's Python (Debian bookworm: 3.11), made
+# once on this machine: `pip wheel` downloads the binary wheels and builds the toolkit's own
+# sdist (it has a small C extension), so the host's Python must be the image's version.
+ensure_toolkit_wheels() {
+    [ -f "$WHEEL_CACHE/.complete" ] && return 0
+    local version
+    version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    [ "$version" = 3.11 ] || { log "the toolkit wheels need Python 3.11 (the image's), .venv has $version"; exit 1; }
+    log "downloading sagemaker-training $TOOLKIT_VERSION and its dependencies into $WHEEL_CACHE (once)"
+    rm -rf "$WHEEL_CACHE" && mkdir -p "$WHEEL_CACHE"
+    .venv/bin/pip wheel --quiet --wheel-dir "$WHEEL_CACHE" pip "sagemaker-training==$TOOLKIT_VERSION" >&2
+    touch "$WHEEL_CACHE/.complete"
+}
+
+build_toolkit() {
+    ensure_python_base
+    ensure_toolkit_wheels
+    log "building $TOOLKIT_TAG"
+    local output
+    if ! output=$(docker build --quiet --build-arg "BASE=$PYTHON_BASE_TAG" -t "$TOOLKIT_TAG" \
+            -f images/sagemaker-training/Dockerfile "$WHEEL_CACHE" 2>&1); then
+        echo "$output" >&2
+        exit 1
+    fi
+    echo "$TOOLKIT_TAG"
+}
+
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve)
+[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
         python) build_on_python_base "$PYTHON_TAG" images/python/Dockerfile ;;
         # The linear-regression example's inference container (`serve`).
         python-serve) build_on_python_base "$PYTHON_SERVE_TAG" images/python-serve/Dockerfile ;;
-        *) log "unknown image '$name' (known: busybox python python-serve)"; exit 2 ;;
+        # Script mode: the SageMaker SDKs' entry_point/source_dir jobs run on it.
+        sagemaker-training) build_toolkit ;;
+        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training)"; exit 2 ;;
     esac
 done

@@ -127,6 +127,18 @@ def read_bounded(root: Path, relative: str, limit: int) -> bytes:
 
 
 @contextmanager
+def directory(root: Path, relative: str) -> Iterator[int]:
+    """A descriptor of the directory `root/relative`, no component followed through a symlink
+    (UnsafeFile otherwise): work in a container's tree by `dir_fd` on it, and a directory the
+    container swaps for a symlink later still holds what we create, never a host path."""
+    path = contained(relative)
+    if path is None:
+        raise UnsafeFile(f"{relative!r} is not a path below {root}")
+    with _directory(root, path.parts) as descriptor:
+        yield descriptor
+
+
+@contextmanager
 def _directory(root: Path, parts: tuple[str, ...]) -> Iterator[int]:
     """A descriptor of `root/parts...`, each component opened without following a symlink."""
     descriptor = _open_no_link(str(root), _DIRECTORY_FLAGS)

@@ -53,7 +53,7 @@ class RedisService:
 # engine asks for `docker_engine`.
 NEEDS_BY_FIXTURE = {
     "s3": {"s3_service"},
-    "docker": {"docker_engine", "busybox_image", "python_image", "stack"},
+    "docker": {"docker_engine", "busybox_image", "python_image", "toolkit_image", "stack"},
 }
 E2E_DIR = Path(__file__).parent / "e2e"
 
@@ -124,6 +124,12 @@ def busybox_image() -> str:
 @pytest.fixture(scope="session")
 def python_image() -> str:
     return _build_example_image("python")
+
+
+@pytest.fixture(scope="session")
+def toolkit_image() -> str:
+    """Debian's python with the sagemaker-training toolkit: SDK script mode's container."""
+    return _build_example_image("sagemaker-training")
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ from logs import store
 from logs.models import LogStream
 from runtime import labels
 from runtime.base import ContainerSpec, ContainerState
-from training import scheduler, workspace
+from training import addresses, scheduler, workspace
 from training.models import TrainingJob
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 FAILURE_REASON_LIMIT = 1024
+ALGORITHM_ERROR = "AlgorithmError: "  # what user code matches on in a FailureReason
 
 
 # Names carry the stack id: installations (and test sessions) sharing one engine number their jobs
@@ -56,7 +57,8 @@ def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
     return entrypoint, ([] if entrypoint else ["train"])
 
 
-def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
+def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> ContainerSpec:
+    """`subnet`: the job network's (training/addresses.py), None when the job has no network."""
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
     placement = scheduler.placement_of(job, host)
@@ -79,9 +81,8 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
         entrypoint=entrypoint,
         environment=environment,
         mounts=workspace.host_workspace(job, host).mounts(),
-        network=network_name(job) if needs_network(job) else "none",
         hostname=host,
-        network_aliases=(host,) if needs_network(job) else (),
+        **_network_settings(job, host, subnet),
         extra_networks=reach.networks,
         nano_cpus=placement.nano_cpus,
         memory_bytes=placement.memory_bytes,
@@ -89,11 +90,33 @@ def spec_for(job: TrainingJob, host: str) -> ContainerSpec:
     )
 
 
+def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
+    if not needs_network(job):
+        return {"network": "none"}
+    return {
+        "network": network_name(job),
+        "network_aliases": (host,),
+        "ipv4_address": host_entries(job, host, subnet).get(host),
+    }
+
+
+def host_entries(job: TrainingJob, host: str, subnet: str | None) -> dict[str, str]:
+    """What the container's /etc/hosts names (training/addresses.py): every algo-N at its fixed
+    address; its own name alone, on the loopback, without a network; nothing without a subnet
+    (then Docker's DNS answers the aliases)."""
+    if not needs_network(job):
+        return addresses.isolated_hosts(host)
+    return addresses.host_addresses(subnet, hosts(job)) if subnet else {}
+
+
 def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
-    """The failure file's first 1024 characters; otherwise the exit code and the log tail."""
-    described = workspace.host_workspace(job, host).failure_description(FAILURE_REASON_LIMIT)
+    """The failure file framed as SageMaker frames it (`AlgorithmError: <text>, exit code: N`,
+    the text cut so the whole fits in 1024 characters); otherwise the exit code and the log tail."""
+    suffix = f", exit code: {state.exit_code}"
+    room = FAILURE_REASON_LIMIT - len(ALGORITHM_ERROR) - len(suffix)
+    described = workspace.host_workspace(job, host).failure_description(room)
     if described:
-        return described
+        return f"{ALGORITHM_ERROR}{described}{suffix}"
     if state.oom_killed:
         head = (
             f"OutOfMemoryError: the algorithm on {host} was killed for exceeding the memory of "

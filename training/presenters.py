@@ -22,8 +22,37 @@ def _seconds_between(start, end) -> int | None:
     return max(1, round((end - start).total_seconds()))
 
 
+DEFAULTED_FLAGS = (
+    "EnableNetworkIsolation",
+    "EnableInterContainerTrafficEncryption",
+    "EnableManagedSpotTraining",
+)
+
+
+def with_describe_defaults(request: dict) -> dict:
+    """Members SageMaker's DescribeTrainingJob returns although nobody set them, as it returns
+    them (SDK v2's `Estimator.attach` reads `OutputDataConfig.KmsKeyId` unguarded). Applied when
+    presenting, so that jobs stored before a default was added show it too."""
+    body = dict(request)
+    body["AlgorithmSpecification"] = {
+        "EnableSageMakerMetricsTimeSeries": False,
+        **request["AlgorithmSpecification"],
+    }
+    body["OutputDataConfig"] = {"KmsKeyId": "", "CompressionType": "GZIP", **request["OutputDataConfig"]}
+    for flag in DEFAULTED_FLAGS:
+        body.setdefault(flag, False)
+    body["ProfilingStatus"] = _profiling_status(request)
+    return body
+
+
+def _profiling_status(request: dict) -> str:
+    """`Enabled` only when a ProfilerConfig asks for profiling (nothing runs it here either way)."""
+    config = request.get("ProfilerConfig")
+    return "Enabled" if config is not None and not config.get("DisableProfiler", False) else "Disabled"
+
+
 def describe_training_job(job: TrainingJob) -> dict:
-    body = dict(job.request)
+    body = with_describe_defaults(job.request)
     training_seconds = _seconds_between(job.training_start_time, job.training_end_time)
     body.update(
         TrainingJobArn=job.training_job_arn,

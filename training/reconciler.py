@@ -21,7 +21,7 @@ from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
-from training import artifacts, containers, metrics, phase_deadlines, scheduler, workspace
+from training import addresses, artifacts, containers, metrics, phase_deadlines, scheduler, workspace
 from training import sidecars as training_sidecars
 from training import transitions as t
 from training.data.channels import ChannelError, stage_channel
@@ -186,12 +186,18 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
     """Start the containers that do not exist yet; a reason when the engine refuses one."""
     missing = [host for host, state in states.items() if state is None]
     runtime = get_runtime()
+    subnet = None
     if containers.needs_network(job):
         isolated = job.request["EnableNetworkIsolation"]
-        runtime.ensure_network(containers.network_name(job), containers.job_labels(job), internal=isolated)
+        subnets = addresses.candidate_subnets(job.pk, containers.instance_count(job))
+        network_subnet = runtime.ensure_network(
+            containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets
+        )
+        subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
     for host in missing:
         try:
-            spec = containers.spec_for(job, host)
+            spec = containers.spec_for(job, host, subnet)
+            workspace.host_workspace(job, host).write_hosts(containers.host_entries(job, host, subnet))
             gateway_network.ensure(runtime, spec.extra_networks)
             states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:

@@ -1,9 +1,22 @@
 """The host side of a training container's /opt/ml tree.
 
-Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`.
-`input` is bind-mounted read-only, `model`, `output` and `checkpoints` (at
-CheckpointConfig.LocalPath, only when configured) read-write; the platform writes the config files
-before the container starts, exactly as SageMaker documents them."""
+Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`,
+bind-mounted read-write at /opt/ml/input, /opt/ml/model, /opt/ml/output and (only when
+configured) CheckpointConfig.LocalPath; the platform writes the config files before the container
+starts, exactly as SageMaker documents them, and `<host>/hosts`, the container's /etc/hosts
+(read-only; training/addresses.py says why it is ours).
+
+/opt/ml/input is writable, as on SageMaker (SDK v3's command `chmod +x`es its driver script in a
+channel; toolkits unpack code next to the data). Why that is safe:
+- every instance has its own copy of its input (config files written and channels staged from
+  S3 per host, never shared, never hard-linked: a link would let one container's write show in
+  another's tree), so what one instance changes no other sees;
+- a retry (RetryStrategy) removes the whole workspace by descriptor and stages everything again
+  from S3, so it never sees what the lost attempt changed;
+- the worker writes the input tree only before the host's container exists (config, staging);
+  while it runs, only the Pipe feeder works in it, by descriptor on the data directory it opened
+  without following links (`training/data/pipe_feeder`), and nothing of it is ever read back.
+Staging per instance costs no extra copy: each host's share comes straight from S3."""
 
 import json
 from dataclasses import dataclass
@@ -70,16 +83,29 @@ class HostWorkspace:
     def checkpoint_dir(self) -> Path:
         return self.root / "checkpoints"
 
+    @property
+    def hosts_file(self) -> Path:
+        return self.root / "hosts"  # beside the mounted trees, in none the container can write
+
     def mounts(self) -> tuple[Mount, ...]:
-        # Pipe mode's FIFOs live in the read-only input tree: reading a FIFO needs no write access.
         mounts = (
-            Mount(str(self.input_dir), "/opt/ml/input", read_only=True),
+            Mount(str(self.input_dir), "/opt/ml/input"),  # writable: see the module's docstring
             Mount(str(self.model_dir), "/opt/ml/model"),
             Mount(str(self.output_dir), "/opt/ml/output"),
+            Mount(str(self.hosts_file), "/etc/hosts", read_only=True),
         )
         if self.checkpoint_path:
             mounts += (Mount(str(self.checkpoint_dir), self.checkpoint_path),)
         return mounts
+
+    def write_hosts(self, names: dict[str, str]) -> None:
+        """The container's /etc/hosts: localhost and `names` (name -> address), nothing else.
+        Ours rather than Docker's: Docker lists the container's own name once per network it is
+        on, and the resolver prefers a link-local address (the services network's) over the
+        job network's, where peers reach it."""
+        lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+        lines += [f"{address}\t{name}" for name, address in names.items()]
+        _write_text(self.hosts_file, "\n".join(lines) + "\n")
 
     def failure_description(self, limit: int = 1024) -> str:
         """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any.
@@ -159,6 +185,10 @@ def remove(job: TrainingJob) -> None:
 
 
 def _write_json(path: Path, value) -> None:
+    _write_text(path, json.dumps(value))
+
+
+def _write_text(path: Path, text: str) -> None:
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(value))
+    temporary.write_text(text)
     temporary.replace(path)

@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+from tests.e2e import sdk
+
 SHELL_ALGO_TAG = "sageport-test/shell-algo:latest"
 
 # An algorithm image whose behaviour each test gives as a shell script in the ALGO_SCRIPT
@@ -28,6 +30,12 @@ def shell_algo_image(busybox_image, tmp_path_factory) -> str:
         ["docker", "build", "-q", "-t", SHELL_ALGO_TAG, str(context)], check=True, capture_output=True
     )
     return SHELL_ALGO_TAG
+
+
+@pytest.fixture
+def sdk_session(stack, monkeypatch):
+    """The SageMaker SDK (v2) configured by the stack's env file alone (tests/e2e/sdk.py)."""
+    return sdk.sdk_session(stack, monkeypatch)
 
 
 @pytest.fixture(scope="session")

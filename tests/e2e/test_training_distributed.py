@@ -1,8 +1,11 @@
 """Several instances: algo-1 … algo-N on their own network, sharded data, merged artifacts."""
 
 import json
+from pathlib import Path
 
-from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
+from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
+
+SCRIPT_DIR = Path(__file__).parent / "script_mode"
 
 # Each host writes its resourceconfig and proves it reaches the other by name over TCP (with
 # retries, as SageMaker advises, since names can take a moment to resolve; no ping: raw sockets
@@ -83,4 +86,36 @@ while true; do sleep 0.2; done
     job = wait_for_status(sagemaker, name)
 
     assert job["TrainingJobStatus"] == "Failed"
-    assert job["FailureReason"] == "algo-2 ran out of patience"
+    assert job["FailureReason"] == "AlgorithmError: algo-2 ran out of patience, exit code: 1"
+
+
+def test_a_late_instance_still_resolves_an_instance_that_ended_long_before(
+    sagemaker, s3, bucket, python_image
+):
+    """Docker's DNS forgets an exited container; /etc/hosts keeps every algo-N for the job's
+    life. algo-1 ends as soon as algo-2 reached it; algo-2 waits until algo-1's container is
+    gone, then looks it up (tests/e2e/script_mode/train.py, run here without the toolkit)."""
+    s3.put_object(Bucket=bucket, Key="code/train.py", Body=(SCRIPT_DIR / "train.py").read_bytes())
+    name = unique_name("lateres")
+    request = training_request(
+        name, python_image, bucket,
+        AlgorithmSpecification={
+            "TrainingImage": python_image, "TrainingInputMode": "File",
+            "ContainerEntrypoint": ["python3", "/opt/ml/input/data/code/train.py"],
+        },
+        InputDataConfig=[{
+            "ChannelName": "code",
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/code/"}},
+        }],
+        Environment={"ALGO_1_ENDS_FIRST": "1"},
+    )
+    request["ResourceConfig"]["InstanceCount"] = 2
+    sagemaker.create_training_job(**request)
+
+    job = wait_for_status(sagemaker, name, timeout=300)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
+    first, second = (json.loads(model[f"algo-{index}.json"]) for index in (1, 2))
+    assert second["addresses"] == first["addresses"]
+    assert len(set(second["addresses"].values())) == 2

@@ -5,7 +5,7 @@ import json
 from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
 
 
-def test_failure_file_becomes_the_failure_reason_truncated_to_1024_characters(
+def test_failure_file_becomes_the_failure_reason_framed_and_truncated_to_1024_characters(
     sagemaker, s3, bucket, shell_algo_image
 ):
     name = unique_name("failfile")
@@ -19,7 +19,9 @@ def test_failure_file_becomes_the_failure_reason_truncated_to_1024_characters(
 
     assert job["TrainingJobStatus"] == "Failed"
     assert job["SecondaryStatus"] == "Failed"
-    assert job["FailureReason"].startswith("ValueError: bad column xxx")
+    # SageMaker's framing, which user code matches on; the file's text is cut to fit.
+    assert job["FailureReason"].startswith("AlgorithmError: ValueError: bad column xxx")
+    assert job["FailureReason"].endswith("xxx, exit code: 3")
     assert len(job["FailureReason"]) == 1024
     assert read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz") == {"partial": b"partial\n"}
 

@@ -15,7 +15,8 @@ cp /opt/ml/input/config/*.json /opt/ml/model/
 cp -r /opt/ml/input/data /opt/ml/model/data
 env > /opt/ml/model/env
 hostname > /opt/ml/model/hostname
-touch /opt/ml/input/forbidden 2>/dev/null && echo writable > /opt/ml/model/input-writable
+chmod +x /opt/ml/input/data/train/a.csv && touch /opt/ml/input/config/mine \
+    && echo writable > /opt/ml/model/input-writable
 echo extra > /opt/ml/output/data/extra.txt
 echo done
 """
@@ -80,7 +81,7 @@ def test_completed_job_gets_the_sagemaker_container_contract_and_uploads_artifac
     assert environment["TRAINING_JOB_ARN"] == arn
     assert environment["USER_SETTING"] == "kept"
     assert model["hostname"] == b"algo-1\n"
-    assert "input-writable" not in model, "the input tree must be mounted read-only"
+    assert model["input-writable"] == b"writable\n", "the input tree is writable, as on SageMaker"
     assert read_tar_gz(s3, bucket, f"output/{name}/output/output.tar.gz") == {"extra.txt": b"extra\n"}
 
 

@@ -27,7 +27,7 @@ import time
 import zlib
 from pathlib import Path
 
-from storage import s3
+from storage import s3, safe_files
 from training.data import sidecars
 
 log = logging.getLogger(__name__)
@@ -55,13 +55,27 @@ def define(directory: Path, name: str, fifo_dir: Path, channel: dict, objects: l
 def feed(spec: dict) -> None:
     """Serve epoch after epoch until the FIFO directory is gone."""
     fifo_dir, channel = Path(spec["fifo_dir"]), spec["channel"]
-    epoch_file = Path(spec["epoch_file"])
+    # /opt/ml/input is writable: the container may replace `data` with a symlink to a host
+    # directory at any moment. So the directory is opened once, without following links (its
+    # parent, the mount point, cannot be replaced from inside), and every FIFO is created, opened
+    # and removed relative to that descriptor: whatever the container renames, what we touch
+    # stays inside its own tree.
+    try:
+        with safe_files.directory(fifo_dir.parent, fifo_dir.name) as directory:
+            _serve(directory, channel, Path(spec["epoch_file"]), spec)
+    except FileNotFoundError:
+        log.info("%s is gone: the job ended", fifo_dir)
+    except safe_files.UnsafeFile:
+        raise sidecars.HelperFailed("ClientError: /opt/ml/input/data was replaced by a link") from None
+
+
+def _serve(directory: int, channel: str, epoch_file: Path, spec: dict) -> None:
     epoch = first_epoch(epoch_file)
-    if epoch:
-        (fifo_dir / f"{channel}_{epoch - 1}").unlink(missing_ok=True)  # left by a feeder that died mid-epoch
+    if epoch:  # left by a feeder that died mid-epoch
+        _remove(directory, f"{channel}_{epoch - 1}")
     while True:
-        fifo = fifo_dir / f"{channel}_{epoch}"
-        descriptor = _open_when_read(fifo)
+        fifo = f"{channel}_{epoch}"
+        descriptor = _open_when_read(directory, fifo)
         if descriptor is None:
             log.info("%s is gone: the job ended", fifo)
             return
@@ -70,7 +84,7 @@ def feed(spec: dict) -> None:
             complete = _write_epoch(descriptor, spec, channel)
         finally:
             os.close(descriptor)
-        fifo.unlink(missing_ok=True)
+        _remove(directory, fifo)
         log.info("%s: epoch %d %s", channel, epoch, "served" if complete else "closed early by the algorithm")
         epoch += 1
 
@@ -83,21 +97,28 @@ def first_epoch(epoch_file: Path) -> int:
         return 0
 
 
-def _open_when_read(fifo: Path) -> int | None:
-    """Create the FIFO and wait until the algorithm opens it; the write end, or None once the
-    directory is gone. Only a FIFO is ever opened, never through a symlink (O_NOFOLLOW, then
-    checked on the descriptor), so nothing planted in its place is written to."""
+def _remove(directory: int, name: str) -> None:
     try:
-        os.mkfifo(fifo)
-        os.chmod(fifo, FIFO_MODE)  # mkfifo's mode is filtered by the umask
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+
+
+def _open_when_read(directory: int, fifo: str) -> int | None:
+    """Create the FIFO in `directory` and wait until the algorithm opens it; the write end, or
+    None once the directory is gone. Only a FIFO is ever opened, never through a symlink
+    (O_NOFOLLOW, then checked on the descriptor), so nothing planted in its place is written to."""
+    try:
+        _make_fifo(directory, fifo)
     except FileExistsError:
-        if not stat.S_ISFIFO(fifo.lstat().st_mode):
+        if not stat.S_ISFIFO(os.stat(fifo, dir_fd=directory, follow_symlinks=False).st_mode):
             raise _not_a_pipe(fifo) from None
     except FileNotFoundError:
         return None
     while True:
         try:
-            descriptor = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+            descriptor = os.open(fifo, flags, dir_fd=directory)
         except FileNotFoundError:
             return None
         except OSError as error:
@@ -114,8 +135,18 @@ def _open_when_read(fifo: Path) -> int | None:
         return descriptor
 
 
-def _not_a_pipe(fifo: Path) -> sidecars.HelperFailed:
-    return sidecars.HelperFailed(f"ClientError: {fifo.name} in the input data directory is not a pipe")
+def _make_fifo(directory: int, fifo: str) -> None:
+    """mkfifo with exactly FIFO_MODE: the umask is cleared for the call (a chmod afterwards would
+    go by name, and the name may be a link by then)."""
+    previous = os.umask(0)
+    try:
+        os.mkfifo(fifo, FIFO_MODE, dir_fd=directory)
+    finally:
+        os.umask(previous)
+
+
+def _not_a_pipe(fifo: str) -> sidecars.HelperFailed:
+    return sidecars.HelperFailed(f"ClientError: {fifo} in the input data directory is not a pipe")
 
 
 def _write_epoch(descriptor: int, spec: dict, channel: str) -> bool:

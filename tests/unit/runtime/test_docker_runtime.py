@@ -176,6 +176,29 @@ def test_containers_on_a_network_resolve_each_other_by_alias(runtime, busybox_im
     assert output(runtime, second.name) == ["algo-2", "resolved"]
 
 
+def test_a_network_takes_the_first_free_subnet_and_containers_keep_fixed_addresses(runtime, busybox_image):
+    taken, mine = f"sageport-test-{uuid.uuid4().hex[:8]}", f"sageport-test-{uuid.uuid4().hex[:8]}"
+    offered = ["10.213.250.0/24", "10.213.251.0/24"]
+    assert runtime.ensure_network(taken, TEST_LABELS, subnets=offered[:1]) == offered[0]
+    assert runtime.ensure_network(mine, TEST_LABELS, subnets=offered) == offered[1]  # the first overlaps
+    assert runtime.ensure_network(mine, TEST_LABELS, subnets=offered) == offered[1]  # idempotent
+    container = spec(
+        busybox_image, "ip", "-4", "-o", "addr", "show", "eth0", network=mine, ipv4_address="10.213.251.3"
+    )
+    runtime.run(container)
+    assert "inet 10.213.251.3/24" in output(runtime, container.name)[0]
+
+
+def test_a_file_mounted_at_etc_hosts_replaces_the_engines(runtime, busybox_image, tmp_path):
+    (tmp_path / "hosts").write_text("127.0.0.1\tlocalhost\n127.0.0.1\talgo-1\n")
+    container = spec(
+        busybox_image, "cat", "/etc/hosts", network="none", hostname="algo-1",
+        mounts=(Mount(str(tmp_path / "hosts"), "/etc/hosts", read_only=True),),
+    )
+    runtime.run(container)
+    assert output(runtime, container.name) == ["127.0.0.1\tlocalhost", "127.0.0.1\talgo-1"]
+
+
 def test_internal_network_is_created_internal_so_peers_reach_only_each_other(runtime):
     network = f"sageport-test-{uuid.uuid4().hex[:8]}"
     runtime.ensure_network(network, TEST_LABELS, internal=True)

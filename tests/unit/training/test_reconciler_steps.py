@@ -150,6 +150,22 @@ def test_an_algorithm_that_exits_non_zero_fails_the_job_with_its_exit_code_and_o
     )
 
 
+def test_a_failure_file_is_framed_as_sagemaker_frames_it_and_cut_to_1024_characters(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+
+    failure = workspace.host_workspace(job, "algo-1").output_dir / workspace.FAILURE_FILE
+    failure.write_text("ExecuteUserScriptError: " + "x" * 2000)
+    engine.exit(name, 1)
+    step(job)
+    step(job)
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason.startswith("AlgorithmError: ExecuteUserScriptError: xxx")
+    assert job.failure_reason.endswith("xxx, exit code: 1")
+    assert len(job.failure_reason) == 1024
+
+
 def test_stop_sends_sigterm_once_then_sigkill_after_the_grace_period(engine, store):
     job = new_job()
     name = until_training(job, engine)
@@ -206,6 +222,39 @@ def test_a_vanished_container_restarts_the_job_per_retry_strategy_then_fails_it(
     assert job.failure_reason == (
         "InternalServerError: the container of algo-1 disappeared from the Docker engine after 1 retry."
     )
+
+
+def test_what_a_container_changed_in_its_input_no_other_instance_and_no_retry_sees(engine, store, node):
+    """/opt/ml/input is writable: each instance has its own copy, and a retry stages a fresh one."""
+    store.put("s3://bucket/train/part-0.csv", b"1,2\n")
+    channel = {
+        "ChannelName": "train",
+        "InputMode": "File",
+        "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bucket/train"}},
+    }
+    job = new_job(InputDataConfig=[channel], RetryStrategy={"MaximumRetryAttempts": 1})
+    job.request["ResourceConfig"]["InstanceCount"] = 2
+    TrainingJob.objects.filter(pk=job.pk).update(request=job.request)
+    first, second = (workspace.host_workspace(job, host) for host in ("algo-1", "algo-2"))
+    step(job)  # Starting → Downloading
+    step(job)  # Downloading → Training
+    step(job)  # the containers start
+    specs = [engine.containers[containers.container_name(job, host)].spec for host in ("algo-1", "algo-2")]
+    inputs = [spec.mounts[0] for spec in specs]
+    assert [mount.container_path for mount in inputs] == ["/opt/ml/input", "/opt/ml/input"]
+    assert not any(mount.read_only for mount in inputs)
+    assert inputs[0].host_path != inputs[1].host_path
+
+    (first.channel_dir("train") / "part-0.csv").write_bytes(b"changed by algo-1")
+    assert (second.channel_dir("train") / "part-0.csv").read_bytes() == b"1,2\n"
+    engine.vanish(containers.container_name(job, "algo-1"))
+    step(job)
+    step(job)
+    assert t.state_of(job) == t.STARTING  # the retry
+    step(job)
+    step(job)  # staged again
+
+    assert (first.channel_dir("train") / "part-0.csv").read_bytes() == b"1,2\n"
 
 
 def test_an_image_missing_from_the_engine_fails_the_job_before_training(engine, store):

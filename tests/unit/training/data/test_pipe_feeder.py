@@ -94,6 +94,41 @@ def test_a_link_in_place_of_the_fifo_is_refused_never_written_through(bucket, tm
         pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
 
 
+def test_a_data_directory_swapped_for_a_link_to_a_host_directory_gets_nothing_there(feeder, tmp_path):
+    """/opt/ml/input is writable: the container renames `data` and puts a link to a host
+    directory in its place. The next epoch's FIFO still appears in the directory the feeder
+    opened (the container's own), and nothing is created in or removed from the host's."""
+    host_dir = tmp_path / "host-etc"
+    host_dir.mkdir()
+    (host_dir / "train_1").write_text("a host file of that name")
+    with open_epoch(feeder, 0) as pipe:
+        pipe.read()
+    moved = feeder.with_name("data.moved")
+    feeder.rename(moved)
+    feeder.symlink_to(host_dir)
+
+    with open_epoch(moved, 1) as pipe:
+        assert pipe.read() == BIG + b"second"
+
+    assert sorted(path.name for path in host_dir.iterdir()) == ["train_1"]
+    assert (host_dir / "train_1").read_text() == "a host file of that name"
+    feeder.unlink()
+    moved.rename(feeder)  # so that the fixture's removal ends the feeder
+
+
+def test_a_data_directory_that_is_a_link_when_the_feeder_starts_fails_the_job(bucket, tmp_path):
+    put_bytes(bucket, "data/a", b"records")
+    host_dir, fifo_dir, helpers = tmp_path / "host-etc", tmp_path / "data", tmp_path / "sidecars"
+    host_dir.mkdir()
+    fifo_dir.symlink_to(host_dir)
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+
+    with pytest.raises(sidecars.HelperFailed, match="replaced by a link"):
+        pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
+
+    assert list(host_dir.iterdir()) == []
+
+
 def test_a_feeder_ends_when_the_removal_of_its_directory_races_its_next_fifo(bucket, tmp_path, monkeypatch):
     """The removal lists the directory, the feeder creates the next FIFO, the removal's rmdir
     finds the directory not empty: the directory must still go, and the feeder end."""
