@@ -38,6 +38,7 @@ import kombu.exceptions
 import redis
 
 from devstack.log_rotation import rotate_if_large
+from storage import seaweedfs_iam
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +350,10 @@ def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
     )
 
 
-def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
+def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str, str]) -> ServiceSpec:
+    """`weed mini` with S3 authentication on: `platform_key` (the worker's key pair) is its admin;
+    the accounts' identities are written into its filer by `accounts.s3_identities`, which finds
+    the filer at the address published in `<data>/s3/filer-url` (removed when weed stops)."""
     s3_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
     s3_dir = data_dir / "s3"
     # weed writes its logs to $TMPDIR; its unix sockets go to /tmp whatever $TMPDIR says.
@@ -362,6 +366,9 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
         "filer.port.grpc", "s3.port.grpc")}
     internal["admin.port"], internal["admin.port.grpc"] = _admin_ports()
+    filer_url_file = seaweedfs_iam.filer_url_file(data_dir)
+    filer_url_file.write_text(f"http://{LOOPBACK}:{internal['filer.port']}\n")
+    access_key_id, secret_access_key = platform_key
     return ServiceSpec(
         name="seaweedfs",
         argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
@@ -370,16 +377,24 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
         listens=f"http://{LOOPBACK}:{s3_port}",
         ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
-        # With no identities configured SeaweedFS accepts any key pair; it listens on loopback
-        # only. `weed mini` would turn AWS_ACCESS_KEY_ID/SECRET from its environment into its
-        # only identity (and reject every other key), so it must not inherit them.
+        # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into an admin identity
+        # that its identity reloads keep: the platform's key, and never one inherited by chance.
         drop_env_prefixes=("AWS_", "S3_"),
-        env={"TMPDIR": str(weed_tmp)},
+        env={"TMPDIR": str(weed_tmp), "AWS_ACCESS_KEY_ID": access_key_id,
+             "AWS_SECRET_ACCESS_KEY": secret_access_key},
         ports=(s3_port,),
-        # weed removes its other sockets when it stops, but not these two.
-        leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
-                        for kind in ("s3", "admin")),
+        # weed removes its other sockets when it stops, but not these two; the filer's address
+        # must not outlive it (another program could take the port).
+        leftovers=(*(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
+                     for kind in ("s3", "admin")), filer_url_file),
     )
+
+
+def platform_s3_key() -> tuple[str, str]:
+    """The worker's S3 key pair, the bundled store's admin."""
+    from django.conf import settings
+
+    return settings.SAGEPORT_S3_ACCESS_KEY_ID, settings.SAGEPORT_S3_SECRET_ACCESS_KEY
 
 
 def api_spec(data_dir: Path, port: int) -> ServiceSpec:

@@ -26,6 +26,7 @@ from devstack.stack import (
     api_spec,
     beat_spec,
     create_default_bucket,
+    platform_s3_key,
     redis_spec,
     seaweedfs_spec,
     worker_spec,
@@ -93,7 +94,8 @@ def supervisor(session_data_dir):
 
 @pytest.fixture(scope="session")
 def s3_service(supervisor) -> S3Service:
-    supervisor.start(seaweedfs_spec(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL))
+    data_dir = Path(settings.DATA_DIR)
+    supervisor.start(seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()))
     return S3Service(endpoint_url=settings.SAGEPORT_S3_ENDPOINT_URL)
 
 
@@ -174,6 +176,11 @@ class LiveStack:
         output = _manage("createaccesskey", "--account-id", account_id)
         access_key_id, secret_access_key, _account_id = output.split()
         return access_key_id, secret_access_key
+
+    def delete_access_key(self, access_key_id: str) -> None:
+        """Delete a key in the live stack's database, as the Django admin would."""
+        _manage("shell", "-c", "from accounts.models import AccessKey; "
+                f"AccessKey.objects.get(access_key_id={access_key_id!r}).delete()")
 
 
 @pytest.fixture(scope="session")

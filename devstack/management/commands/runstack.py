@@ -7,6 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts import s3_identities
 from devstack.stack import (
     LOOPBACK,
     ServiceFailed,
@@ -15,6 +16,7 @@ from devstack.stack import (
     api_spec,
     beat_spec,
     create_default_bucket,
+    platform_s3_key,
     prepare_data_dir,
     redis_spec,
     reset_metrics_dir,
@@ -48,7 +50,7 @@ class Command(BaseCommand):
             return
         specs = [
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
-            seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL),
+            seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()),
             api_spec(data_dir, settings.SAGEPORT_PORT),
             worker_spec(data_dir),
             beat_spec(data_dir),
@@ -63,6 +65,7 @@ class Command(BaseCommand):
             )
             try:
                 self._start_all(supervisor, specs)
+                s3_identities.sync_or_log()  # keys created while the store was down
                 create_default_bucket(data_dir)
                 self._print_banner(supervisor, specs, data_dir, env_file)
                 supervisor.run()  # restarts a child that dies, until Ctrl-C or SIGTERM
