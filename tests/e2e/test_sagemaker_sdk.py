@@ -7,6 +7,7 @@ import time
 import pytest
 import sagemaker.session as sdk_session_module  # the SDK; `sagemaker` is the boto3 client fixture
 from sagemaker.estimator import Estimator
+from sagemaker.s3 import S3Downloader, S3Uploader
 
 from devstack.stack import PROJECT_DIR
 from tests.conftest import read_env_file
@@ -144,3 +145,15 @@ def test_the_default_bucket_and_fit_without_output_path_need_nothing_but_the_env
     model_key = f"{job['TrainingJobName']}/output/model.tar.gz"
     assert estimator.model_data == f"s3://{bucket}/{model_key}"
     assert stack.client("s3").head_object(Bucket=bucket, Key=model_key)["ContentLength"] > 0
+
+
+def test_the_sdks_s3_uploader_and_downloader_work_in_the_default_bucket(sdk_session, tmp_path):
+    source = tmp_path / "hyperparameters.json"
+    source.write_text('{"epochs": 3}')
+    prefix = f"s3://{sdk_session.default_bucket()}/sdk-uploader"
+
+    uri = S3Uploader.upload(str(source), prefix, sagemaker_session=sdk_session)
+
+    assert uri == f"{prefix}/hyperparameters.json"
+    assert S3Downloader.read_file(uri, sagemaker_session=sdk_session) == '{"epochs": 3}'
+    assert S3Downloader.list(prefix, sagemaker_session=sdk_session) == [uri]
