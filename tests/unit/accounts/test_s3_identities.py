@@ -66,3 +66,55 @@ def test_without_a_bundled_store_nothing_is_synced(db, settings, tmp_path):
     settings.DATA_DIR = tmp_path  # no <data>/s3/filer-url: the S3 store is someone else's
 
     assert s3_identities.sync() is False
+
+
+class FakeFiler:
+    """The identities directory of a filer, in memory; counts the writes."""
+
+    def __init__(self, files: dict[str, bytes]):
+        self.files = dict(files)
+        self.writes: list[str] = []
+
+    def install(self, monkeypatch) -> None:
+        monkeypatch.setattr(s3_identities.seaweedfs_iam, "bundled_filer_url", lambda: "http://filer")
+        monkeypatch.setattr(s3_identities.seaweedfs_iam, "read_identities", self.read)
+        monkeypatch.setattr(s3_identities.seaweedfs_iam, "write_identity", self.write)
+        monkeypatch.setattr(s3_identities.seaweedfs_iam, "delete_identity", self.delete)
+
+    def read(self, url, prefix):
+        return {name: content for name, content in self.files.items() if name.startswith(prefix)}
+
+    def write(self, url, name, content):
+        self.writes.append(name)
+        self.files[name] = content
+
+    def delete(self, url, name):
+        del self.files[name]
+
+
+def test_a_sync_writes_what_changed_and_removes_stale_identities_but_not_the_stores_own(
+    db, monkeypatch
+):
+    kept = create_access_key("111122223333")
+    unchanged = s3_identities.desired_identities([kept], s3_identities.default_bucket_regions())
+    filer = FakeFiler({**unchanged, "sageport-999999999999.json": b"{}", "admin.json": b"{}"})
+    filer.install(monkeypatch)
+    added = create_access_key("444455556666")
+
+    assert s3_identities.sync() is True
+
+    assert filer.writes == ["sageport-444455556666.json"]
+    assert sorted(filer.files) == ["admin.json", "sageport-111122223333.json", "sageport-444455556666.json"]
+    assert added.access_key_id.encode() in filer.files["sageport-444455556666.json"]
+
+
+def test_a_deactivated_key_leaves_its_accounts_identity_at_the_next_sync(db, monkeypatch):
+    key = create_access_key("111122223333")
+    filer = FakeFiler({})
+    filer.install(monkeypatch)
+    s3_identities.sync()
+
+    AccessKey.objects.filter(pk=key.pk).update(active=False)  # no signal: the sweeper's sync
+    s3_identities.sync()
+
+    assert filer.files == {}
