@@ -16,6 +16,7 @@ COPY hosting ./hosting
 COPY logs ./logs
 COPY capacity ./capacity
 COPY accounts ./accounts
+COPY s3gateway ./s3gateway
 COPY reconcile ./reconcile
 COPY runtime ./runtime
 COPY storage ./storage

@@ -38,7 +38,6 @@ import kombu.exceptions
 import redis
 
 from devstack.log_rotation import rotate_if_large
-from storage import seaweedfs_iam
 
 log = logging.getLogger(__name__)
 
@@ -350,11 +349,19 @@ def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
     )
 
 
-def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str, str]) -> ServiceSpec:
-    """`weed mini` with S3 authentication on: `platform_key` (the worker's key pair) is its admin;
-    the accounts' identities are written into its filer by `accounts.s3_identities`, which finds
-    the filer at the address published in `<data>/s3/filer-url` (removed when weed stops)."""
-    s3_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+def s3_specs(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str, str]) -> list[ServiceSpec]:
+    """The bundled S3: SeaweedFS on a loopback port of its own, behind the S3 gateway on the
+    public address (`SAGEPORT_S3_ENDPOINT_URL`), which authenticates every client and forwards
+    re-signed with the platform key, SeaweedFS's only identity (README "S3")."""
+    public_port = _loopback_port(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+    store_port = free_port()
+    return [seaweedfs_spec(data_dir, store_port, platform_key),
+            s3_gateway_spec(data_dir, public_port, f"http://{LOOPBACK}:{store_port}")]
+
+
+def seaweedfs_spec(data_dir: Path, s3_port: int, platform_key: tuple[str, str]) -> ServiceSpec:
+    """`weed mini` with S3 authentication on, its only identity the platform key (the worker's
+    key pair), serving S3 on `s3_port`, which only the gateway uses."""
     s3_dir = data_dir / "s3"
     # weed writes its logs to $TMPDIR; its unix sockets go to /tmp whatever $TMPDIR says.
     weed_tmp = s3_dir / "tmp"
@@ -366,8 +373,6 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
         "filer.port.grpc", "s3.port.grpc")}
     internal["admin.port"], internal["admin.port.grpc"] = _admin_ports()
-    filer_url_file = seaweedfs_iam.filer_url_file(data_dir)
-    filer_url_file.write_text(f"http://{LOOPBACK}:{internal['filer.port']}\n")
     access_key_id, secret_access_key = platform_key
     return ServiceSpec(
         name="seaweedfs",
@@ -375,18 +380,29 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str
               f"-s3.port={s3_port}", *(f"-{flag}={port}" for flag, port in internal.items()),
               "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
-        listens=f"http://{LOOPBACK}:{s3_port}",
         ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
-        # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into an admin identity
-        # that its identity reloads keep: the platform's key, and never one inherited by chance.
+        # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into its admin
+        # identity: the platform's key, and never one inherited by chance.
         drop_env_prefixes=("AWS_", "S3_"),
         env={"TMPDIR": str(weed_tmp), "AWS_ACCESS_KEY_ID": access_key_id,
              "AWS_SECRET_ACCESS_KEY": secret_access_key},
         ports=(s3_port,),
-        # weed removes its other sockets when it stops, but not these two; the filer's address
-        # must not outlive it (another program could take the port).
-        leftovers=(*(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
-                     for kind in ("s3", "admin")), filer_url_file),
+        # weed removes its other sockets when it stops, but not these two.
+        leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
+                        for kind in ("s3", "admin")),
+    )
+
+
+def s3_gateway_spec(data_dir: Path, port: int, store_url: str) -> ServiceSpec:
+    """The S3 gateway (`s3gateway/`) on the public S3 port, in front of the store at `store_url`."""
+    url = f"http://{LOOPBACK}:{port}"
+    return ServiceSpec(
+        name="s3gateway",
+        argv=[sys.executable, "-m", "s3gateway", "--listen", f"{LOOPBACK}:{port}", "--upstream", store_url],
+        listens=url,
+        ready=lambda: _http_answers(f"{url}/"),
+        env=_django_env(data_dir),
+        ports=(port,),
     )
 
 
@@ -448,12 +464,16 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
     sourced, and the SDK's config file it names."""
     from django.core.management import call_command
 
+    from accounts import buckets
     from accounts.accesskeys import ensure_default_access_key
 
     data_dir.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=0)
     key = ensure_default_access_key()
-    sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket_name(region, key.account_id))
+    default_bucket = default_bucket_name(region, key.account_id)
+    # The platform creates it (`create_default_bucket`), for the default key's account.
+    buckets.ensure_owner(default_bucket, key.account_id)
+    sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket)
     return write_env_file(data_dir / "env", {
         "AWS_ACCESS_KEY_ID": key.access_key_id,
         "AWS_SECRET_ACCESS_KEY": key.secret_access_key,

@@ -28,7 +28,7 @@ from devstack.stack import (
     create_default_bucket,
     platform_s3_key,
     redis_spec,
-    seaweedfs_spec,
+    s3_specs,
     worker_spec,
 )
 from runtime import labels
@@ -94,8 +94,10 @@ def supervisor(session_data_dir):
 
 @pytest.fixture(scope="session")
 def s3_service(supervisor) -> S3Service:
-    data_dir = Path(settings.DATA_DIR)
-    supervisor.start(seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()))
+    # The gateway reads the stack's database (keys, bucket owners): create it first.
+    _manage("runstack", "--prepare-only")
+    for spec in s3_specs(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()):
+        supervisor.start(spec)
     return S3Service(endpoint_url=settings.SAGEPORT_S3_ENDPOINT_URL)
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts import s3_identities
 from devstack.stack import (
     LOOPBACK,
     ServiceFailed,
@@ -20,7 +19,7 @@ from devstack.stack import (
     prepare_data_dir,
     redis_spec,
     reset_metrics_dir,
-    seaweedfs_spec,
+    s3_specs,
     stop_on_signals,
     worker_spec,
 )
@@ -50,7 +49,7 @@ class Command(BaseCommand):
             return
         specs = [
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
-            seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()),
+            *s3_specs(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()),
             api_spec(data_dir, settings.SAGEPORT_PORT),
             worker_spec(data_dir),
             beat_spec(data_dir),
@@ -65,7 +64,6 @@ class Command(BaseCommand):
             )
             try:
                 self._start_all(supervisor, specs)
-                s3_identities.sync_or_log()  # keys created while the store was down
                 create_default_bucket(data_dir)
                 self._print_banner(supervisor, specs, data_dir, env_file)
                 supervisor.run()  # restarts a child that dies, until Ctrl-C or SIGTERM

@@ -3,7 +3,6 @@ Celery tasks keep the names that queued messages and the beat schedule use (issu
 modules)."""
 from django.conf import settings
 
-from accounts import s3_identities
 from controlplane.celery import app
 from hosting import tasks as hosting_tasks
 from logs import retention
@@ -13,7 +12,6 @@ from training import tasks as training_tasks
 
 def test_the_features_register_their_share_in_the_order_of_the_apps():
     assert sweeper._hooks == [
-        s3_identities.sync_or_log,
         training_tasks.sweep_training,
         hosting_tasks.sweep_hosting,
         retention.purge_expired_events,
