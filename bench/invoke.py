@@ -16,7 +16,6 @@ AWS_ENDPOINT_URL_S3, the access key and AWS_DEFAULT_REGION.
 import argparse
 import io
 import json
-import os
 import statistics
 import sys
 import tarfile
@@ -84,24 +83,18 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _default_bucket() -> str:
-    """The SageMaker SDK's default bucket, named in the config file the env file points at: it
-    exists from the stack's start and belongs to the key's account (README "S3")."""
-    with open(os.environ["SAGEMAKER_USER_CONFIG_OVERRIDE"]) as config:
-        return json.load(config)["SageMaker"]["PythonSDK"]["Modules"]["Session"]["DefaultS3Bucket"]
-
-
 def _deploy(sagemaker, s3, name: str) -> str:
-    bucket, key = _default_bucket(), f"{name}/model.tar.gz"
+    bucket = name
+    s3.create_bucket(Bucket=bucket)
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w:gz") as tar:
         data = json.dumps(MODEL).encode()
         info = tarfile.TarInfo("model.json")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    s3.put_object(Bucket=bucket, Key=key, Body=archive.getvalue())
+    s3.put_object(Bucket=bucket, Key="model.tar.gz", Body=archive.getvalue())
     sagemaker.create_model(
-        ModelName=name, PrimaryContainer={"Image": IMAGE, "ModelDataUrl": f"s3://{bucket}/{key}"}
+        ModelName=name, PrimaryContainer={"Image": IMAGE, "ModelDataUrl": f"s3://{bucket}/model.tar.gz"}
     )
     sagemaker.create_endpoint_config(
         EndpointConfigName=name,

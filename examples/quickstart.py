@@ -9,12 +9,11 @@ import boto3
 
 sm = boto3.client("sagemaker")  # AWS_ENDPOINT_URL_SAGEMAKER points it at Sageport
 s3 = boto3.client("s3")  # AWS_ENDPOINT_URL_S3: the bundled SeaweedFS
-# The bundled S3 lets an account create buckets named <account>-... (README "S3").
 try:
-    s3.create_bucket(Bucket="123456789012-my-data")
+    s3.create_bucket(Bucket="my-data")
 except (s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
     pass  # a second run
-s3.upload_file("examples/linear_regression/train.csv", "123456789012-my-data", "linear/train.csv")
+s3.upload_file("examples/linear_regression/train.csv", "my-data", "linear/train.csv")
 
 name = f"linear-{time.strftime('%Y%m%d-%H%M%S')}"
 sm.create_training_job(
@@ -22,8 +21,8 @@ sm.create_training_job(
     AlgorithmSpecification={"TrainingImage": "sageport-examples/python:latest", "TrainingInputMode": "File"},
     RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
     InputDataConfig=[{"ChannelName": "train", "DataSource": {"S3DataSource": {
-        "S3DataType": "S3Prefix", "S3Uri": "s3://123456789012-my-data/linear/"}}}],
-    OutputDataConfig={"S3OutputPath": "s3://123456789012-my-data/output"},
+        "S3DataType": "S3Prefix", "S3Uri": "s3://my-data/linear/"}}}],
+    OutputDataConfig={"S3OutputPath": "s3://my-data/output"},
     ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
     StoppingCondition={"MaxRuntimeInSeconds": 3600},
 )

@@ -1,5 +1,6 @@
 """`python -m s3gateway --listen 127.0.0.1:8333 --upstream http://127.0.0.1:<store port>`: the S3
 gateway (run by the devstack supervisor, `devstack.stack.s3_gateway_spec`)."""
+
 import argparse
 import logging
 import os
@@ -20,7 +21,9 @@ def main() -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     host, _, port = arguments.listen.rpartition(":")
     server = build_server((host, int(port)), arguments.upstream)
-    logging.getLogger("sageport.s3gateway").info("serving S3 on %s for %s", arguments.listen, arguments.upstream)
+    logging.getLogger("sageport.s3gateway").info(
+        "serving S3 on %s for %s", arguments.listen, arguments.upstream
+    )
     server.serve_forever()
 
 

@@ -5,6 +5,7 @@ be what was signed: a wrong hash, a bad chunk signature, a wrong trailing checks
 `held_back` passes the pieces on one step late, so that the last piece is released only once the
 whole body has been checked: a forwarded upload that fails the check is cut short, and the store
 never completes it. Memory per request: one read block, or one aws-chunked chunk (bounded)."""
+
 import base64
 import hashlib
 import hmac
@@ -38,8 +39,11 @@ class BoundedReader:
 
 
 def incomplete_body() -> S3Error:
-    return S3Error(400, "IncompleteBody",
-                   "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+    return S3Error(
+        400,
+        "IncompleteBody",
+        "You did not provide the number of bytes specified by the Content-Length HTTP header.",
+    )
 
 
 def plain(reader: BoundedReader, payload_hash: str | None) -> Iterator[bytes]:
@@ -53,11 +57,16 @@ def plain(reader: BoundedReader, payload_hash: str | None) -> Iterator[bytes]:
             digest.update(data)
         yield data
     if digest and not hmac.compare_digest(digest.hexdigest(), payload_hash):
-        raise S3Error(400, "XAmzContentSHA256Mismatch",
-                      "The provided 'x-amz-content-sha256' header does not match what was computed.")
+        raise S3Error(
+            400,
+            "XAmzContentSHA256Mismatch",
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+        )
 
 
-def aws_chunked(reader: BoundedReader, caller: Caller, decoded_length: int, trailer: str | None) -> Iterator[bytes]:
+def aws_chunked(
+    reader: BoundedReader, caller: Caller, decoded_length: int, trailer: str | None
+) -> Iterator[bytes]:
     """The payload of an aws-chunked body: chunk signatures verified (STREAMING-AWS4-HMAC-SHA256-
     PAYLOAD) or the trailing checksum checked (STREAMING-UNSIGNED-PAYLOAD-TRAILER)."""
     signed = caller.payload_hash == STREAMING_SIGNED
@@ -74,7 +83,9 @@ def aws_chunked(reader: BoundedReader, caller: Caller, decoded_length: int, trai
             previous = expected
         total += size
         if total > decoded_length:
-            raise S3Error(400, "IncompleteBody", "The chunks hold more bytes than x-amz-decoded-content-length.")
+            raise S3Error(
+                400, "IncompleteBody", "The chunks hold more bytes than x-amz-decoded-content-length."
+            )
         if size == 0:
             break
         checksum.update(data)
@@ -107,12 +118,16 @@ def _chunk_header(reader: BoundedReader, signed: bool) -> tuple[int, str]:
     try:
         size = int(size_text, 16)
     except ValueError:
-        raise S3Error(400, "InvalidRequest", "Malformed aws-chunked body: a chunk size is not hexadecimal.") from None
+        raise S3Error(
+            400, "InvalidRequest", "Malformed aws-chunked body: a chunk size is not hexadecimal."
+        ) from None
     if not 0 <= size <= MAX_CHUNK_BYTES:
         raise S3Error(400, "InvalidRequest", f"aws-chunked chunks are limited to {MAX_CHUNK_BYTES} bytes.")
     name, _, signature = extension.partition("=")
     if signed and name != "chunk-signature":
-        raise S3Error(403, "SignatureDoesNotMatch", "Every chunk of a signed aws-chunked body needs a chunk-signature.")
+        raise S3Error(
+            403, "SignatureDoesNotMatch", "Every chunk of a signed aws-chunked body needs a chunk-signature."
+        )
     return size, signature
 
 
@@ -169,4 +184,6 @@ class _TrailerChecksum:
         else:
             return
         if trailers.get(self.name) != computed:
-            raise S3Error(400, "BadDigest", f"The {self.name} you specified did not match the calculated checksum.")
+            raise S3Error(
+                400, "BadDigest", f"The {self.name} you specified did not match the calculated checksum."
+            )

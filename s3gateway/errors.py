@@ -1,4 +1,5 @@
 """S3's error responses: XML `<Error><Code/><Message/>...</Error>` with the status S3 uses."""
+
 from xml.sax.saxutils import escape
 
 
@@ -25,7 +26,8 @@ def access_denied() -> S3Error:
 
 def signature_mismatch() -> S3Error:
     return S3Error(
-        403, "SignatureDoesNotMatch",
+        403,
+        "SignatureDoesNotMatch",
         "The request signature we calculated does not match the signature you provided. "
         "Check your key and signing method.",
     )

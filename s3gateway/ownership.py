@@ -3,6 +3,7 @@
 A bucket belongs to the account that created it (`accounts.buckets`); the platform key reaches
 every bucket; a bucket with no owner belongs to the platform only. Every bucket a request
 addresses is checked: the one in its path and the source of a copy (`x-amz-copy-source`)."""
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -32,7 +33,9 @@ def target_of(raw_path: str, headers: Mapping[str, str]) -> Target:
     """Path-style addressing: `/bucket/key`."""
     bucket, _, key = unquote(raw_path).lstrip("/").partition("/")
     copy_source = headers.get("x-amz-copy-source")
-    source_bucket = unquote(copy_source.split("?", 1)[0]).lstrip("/").split("/", 1)[0] if copy_source else None
+    source_bucket = (
+        unquote(copy_source.split("?", 1)[0]).lstrip("/").split("/", 1)[0] if copy_source else None
+    )
     return Target(bucket, key, source_bucket)
 
 
@@ -58,11 +61,18 @@ def refuse_create(account_id: str, owner: str | None, region: str) -> S3Error | 
     if owner is None or (owner == account_id and region == LEGACY_REGION):
         return None
     if owner == account_id:
-        return S3Error(409, "BucketAlreadyOwnedByYou",
-                       "Your previous request to create the named bucket succeeded and you already own it.")
+        return S3Error(
+            409,
+            "BucketAlreadyOwnedByYou",
+            "Your previous request to create the named bucket succeeded and you already own it.",
+        )
     return bucket_already_exists()
 
 
 def bucket_already_exists() -> S3Error:
-    return S3Error(409, "BucketAlreadyExists", "The requested bucket name is not available. The bucket "
-                   "namespace is shared by all users of the system. Please select a different name and try again.")
+    return S3Error(
+        409,
+        "BucketAlreadyExists",
+        "The requested bucket name is not available. The bucket "
+        "namespace is shared by all users of the system. Please select a different name and try again.",
+    )

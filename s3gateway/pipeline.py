@@ -1,4 +1,5 @@
 """One S3 request through the gateway: authenticate, authorise, translate, forward, reflect."""
+
 import itertools
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable, Iterator
@@ -17,9 +18,24 @@ from s3gateway.upstream import Upstream
 S3_NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
 MAX_BUFFERED_RESPONSE_BYTES = 32 * 1024 * 1024  # the small XML answers the gateway rewrites
 # Request headers that concern this hop or the client's signature, never the store.
-_NOT_FORWARDED = {"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
-                  "transfer-encoding", "upgrade", "expect", "host", "authorization", "content-length",
-                  "x-amz-date", "x-amz-content-sha256", "x-amz-decoded-content-length", "x-amz-trailer"}
+_NOT_FORWARDED = {
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+    "host",
+    "authorization",
+    "content-length",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "x-amz-decoded-content-length",
+    "x-amz-trailer",
+}
 ElementTree.register_namespace("", S3_NAMESPACE)
 
 
@@ -37,8 +53,14 @@ class Response:
 
 
 class Pipeline:
-    def __init__(self, upstream: Upstream, resolve: signature.CredentialResolver, now: Callable[[], datetime],
-                 max_skew: timedelta, multipart: sse.MultipartKeys):
+    def __init__(
+        self,
+        upstream: Upstream,
+        resolve: signature.CredentialResolver,
+        now: Callable[[], datetime],
+        max_skew: timedelta,
+        multipart: sse.MultipartKeys,
+    ):
         self.upstream, self.resolve, self.now, self.max_skew = upstream, resolve, now, max_skew
         self.multipart = multipart
 
@@ -73,8 +95,9 @@ class Pipeline:
         status, _ = self.upstream.call("HEAD", "/" + quote(bucket))
         return status != 404
 
-    def _create_bucket(self, request: signature.S3Request, caller: signature.Caller, bucket: str,
-                       client: ClientConnection) -> Response:
+    def _create_bucket(
+        self, request: signature.S3Request, caller: signature.Caller, bucket: str, client: ClientConnection
+    ) -> Response:
         account = caller.account_id
         owner = buckets.owner_of(bucket)
         refusal = ownership.refuse_create(account, owner, caller.region)
@@ -83,8 +106,10 @@ class Pipeline:
         if owner == account:  # us-east-1: re-creating one's own bucket succeeds
             return Response(200, [("Location", f"/{bucket}"), ("Content-Length", "0")], (), account)
         if not buckets.claim(bucket, account):
-            raise ownership.refuse_create(account, buckets.owner_of(bucket), caller.region) \
+            raise (
+                ownership.refuse_create(account, buckets.owner_of(bucket), caller.region)
                 or ownership.bucket_already_exists()
+            )
         try:
             response = self._forward(request, caller, client, account)
         except BaseException:
@@ -97,8 +122,9 @@ class Pipeline:
                 raise ownership.bucket_already_exists()
         return response
 
-    def _list_buckets(self, request: signature.S3Request, caller: signature.Caller,
-                      client: ClientConnection) -> Response:
+    def _list_buckets(
+        self, request: signature.S3Request, caller: signature.Caller, client: ClientConnection
+    ) -> Response:
         response = self._forward(request, caller, client, caller.account_id)
         if caller.is_platform or response.status != 200:
             return response
@@ -107,17 +133,28 @@ class Pipeline:
 
     # --- forwarding ---
 
-    def _forward(self, request: signature.S3Request, caller: signature.Caller, client: ClientConnection,
-                 account_id: str) -> Response:
+    def _forward(
+        self,
+        request: signature.S3Request,
+        caller: signature.Caller,
+        client: ClientConnection,
+        account_id: str,
+    ) -> Response:
         headers = {name: value for name, value in request.headers.items() if name not in _NOT_FORWARDED}
         arn = sse.translate_request(headers, caller.region, account_id)
         query = [(name, value) for name, value in request.query if name not in signature.AUTH_QUERY_PARAMS]
         arn = self._multipart_key(request, query, arn)
         pieces = self._body(request, caller, client, headers)
-        connection, upstream_response = self.upstream.request(request.method, request.raw_path, query, headers,
-                                                              pieces)
-        response = Response(upstream_response.status, sse.reflect_response(upstream_response.getheaders(), arn),
-                            _stream(upstream_response), caller.account_id, connection.close)
+        connection, upstream_response = self.upstream.request(
+            request.method, request.raw_path, query, headers, pieces
+        )
+        response = Response(
+            upstream_response.status,
+            sse.reflect_response(upstream_response.getheaders(), arn),
+            _stream(upstream_response),
+            caller.account_id,
+            connection.close,
+        )
         if request.method == "POST" and "uploads" in dict(query) and arn and response.status == 200:
             content = _read_all(response)
             upload_id = _xml_text(content, "UploadId")
@@ -126,7 +163,9 @@ class Pipeline:
             response = _replace_body(response, content)
         return response
 
-    def _multipart_key(self, request: signature.S3Request, query: list[tuple[str, str]], arn: str | None) -> str | None:
+    def _multipart_key(
+        self, request: signature.S3Request, query: list[tuple[str, str]], arn: str | None
+    ) -> str | None:
         upload_id = dict(query).get("uploadId")
         if upload_id is None:
             return arn
@@ -135,8 +174,13 @@ class Pipeline:
             self.multipart.forget(upload_id)
         return arn or found
 
-    def _body(self, request: signature.S3Request, caller: signature.Caller, client: ClientConnection,
-              headers: dict[str, str]) -> Iterator[bytes]:
+    def _body(
+        self,
+        request: signature.S3Request,
+        caller: signature.Caller,
+        client: ClientConnection,
+        headers: dict[str, str],
+    ) -> Iterator[bytes]:
         has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
         if not has_body:
             return iter(())
@@ -144,13 +188,21 @@ class Pipeline:
         if caller.payload_hash in (signature.STREAMING_SIGNED, signature.STREAMING_UNSIGNED_TRAILER):
             decoded = request.headers.get("x-amz-decoded-content-length", "")
             if not decoded.isdigit():
-                raise S3Error(411, "MissingContentLength", "aws-chunked uploads need x-amz-decoded-content-length.")
-            trailer = request.headers.get("x-amz-trailer") \
-                if caller.payload_hash == signature.STREAMING_UNSIGNED_TRAILER else None
+                raise S3Error(
+                    411, "MissingContentLength", "aws-chunked uploads need x-amz-decoded-content-length."
+                )
+            trailer = (
+                request.headers.get("x-amz-trailer")
+                if caller.payload_hash == signature.STREAMING_UNSIGNED_TRAILER
+                else None
+            )
             pieces = body.aws_chunked(reader, caller, int(decoded), trailer)
             headers["content-length"] = decoded
-            encodings = [e.strip() for e in headers.pop("content-encoding", "").split(",")
-                         if e.strip() and e.strip() != "aws-chunked"]
+            encodings = [
+                e.strip()
+                for e in headers.pop("content-encoding", "").split(",")
+                if e.strip() and e.strip() != "aws-chunked"
+            ]
             if encodings:
                 headers["content-encoding"] = ", ".join(encodings)
         else:
@@ -187,7 +239,9 @@ def _read_all(response: Response) -> bytes:
 
 def _replace_body(response: Response, content: bytes) -> Response:
     headers = [(name, value) for name, value in response.headers if name.lower() != "content-length"]
-    return Response(response.status, headers + [("Content-Length", str(len(content)))], [content], response.account)
+    return Response(
+        response.status, headers + [("Content-Length", str(len(content)))], [content], response.account
+    )
 
 
 def _xml_text(content: bytes, tag: str) -> str | None:
@@ -207,7 +261,3 @@ def _owned_buckets_only(content: bytes, owned: set[str]) -> bytes:
             if bucket.findtext(f"{{{S3_NAMESPACE}}}Name") not in owned:
                 listing.remove(bucket)
     return ElementTree.tostring(root, xml_declaration=True, encoding="UTF-8")
-
-
-
-

@@ -5,6 +5,7 @@ Threads fit the work: a request spends its time waiting on sockets (the client, 
 bodies stream through in bounded pieces, and Python's hashing and HMAC release the GIL on large
 buffers; on a 2-core machine the store's own copying is the larger cost. Every socket has a
 timeout, so a stalled client or store ties up one thread for a bounded time only."""
+
 import logging
 import threading
 import time
@@ -29,8 +30,19 @@ log = logging.getLogger("sageport.s3gateway")
 MAX_CONNECTIONS = 128
 CLIENT_TIMEOUT_SECONDS = 120.0  # idle keep-alive connections and stalled uploads
 UPSTREAM_TIMEOUT_SECONDS = 300.0  # one socket operation against the store (a large copy is slow)
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-               "trailers", "transfer-encoding", "upgrade", "expect", "proxy-connection"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+    "proxy-connection",
+}
 
 
 def resolve_credentials(access_key_id: str) -> tuple[str, str] | None:
@@ -80,8 +92,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
         status, account = 500, "-"
         self._reader: body.BoundedReader | None = None
         try:
-            request = signature.S3Request(self.command, raw_path, signature.parse_query(split.query),
-                                          self._lower_headers())
+            request = signature.S3Request(
+                self.command, raw_path, signature.parse_query(split.query), self._lower_headers()
+            )
             response = self.server.pipeline.handle(request, self, request_id)
             status, account = response.status, response.account
             self._send(response, request_id)
@@ -90,8 +103,14 @@ class GatewayHandler(BaseHTTPRequestHandler):
             self._send_error(error, raw_path, request_id)
         finally:
             close_old_connections()
-            log.info("%s %s %s account=%s %.0fms", self.command, raw_path, status, account,
-                     (time.monotonic() - started) * 1000)
+            log.info(
+                "%s %s %s account=%s %.0fms",
+                self.command,
+                raw_path,
+                status,
+                account,
+                (time.monotonic() - started) * 1000,
+            )
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_any
 
@@ -171,16 +190,27 @@ class GatewayHandler(BaseHTTPRequestHandler):
     def _content_length_unread(self) -> bool:
         if self._reader is not None:
             return self._reader.remaining > 0
-        return self.headers.get("content-length", "0") not in ("", "0") or bool(self.headers.get("transfer-encoding"))
+        return self.headers.get("content-length", "0") not in ("", "0") or bool(
+            self.headers.get("transfer-encoding")
+        )
 
     def log_message(self, format: str, *args) -> None:
         pass  # one line per request is logged by do_any
 
 
 def build_server(address: tuple[str, int], upstream_url: str) -> GatewayServer:
-    upstream = Upstream(upstream_url, settings.SAGEPORT_S3_ACCESS_KEY_ID, settings.SAGEPORT_S3_SECRET_ACCESS_KEY,
-                        settings.SAGEPORT_S3_REGION, UPSTREAM_TIMEOUT_SECONDS)
+    upstream = Upstream(
+        upstream_url,
+        settings.SAGEPORT_S3_ACCESS_KEY_ID,
+        settings.SAGEPORT_S3_SECRET_ACCESS_KEY,
+        settings.SAGEPORT_S3_REGION,
+        UPSTREAM_TIMEOUT_SECONDS,
+    )
     pipeline = Pipeline(
-        upstream, resolve_credentials, now=timezone.now,
-        max_skew=timedelta(seconds=settings.SAGEPORT_SIGV4_MAX_SKEW_SECONDS), multipart=MultipartKeys())
+        upstream,
+        resolve_credentials,
+        now=timezone.now,
+        max_skew=timedelta(seconds=settings.SAGEPORT_SIGV4_MAX_SKEW_SECONDS),
+        multipart=MultipartKeys(),
+    )
     return GatewayServer(address, pipeline)

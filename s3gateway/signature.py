@@ -7,6 +7,7 @@ client claims it in `X-Amz-Content-SHA256`: the body is not in memory here, so t
 checked while the body streams (`body.py`). The canonical request is computed the way S3 does:
 the path and query decoded then encoded with AWS's rules, so that any client's spelling of the
 same target gives the same signature; the same functions sign the requests sent on to the store."""
+
 import hashlib
 import hmac
 import re
@@ -32,10 +33,17 @@ EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 LEGACY_SIGNING_REGION = "us-east-1"  # SigV2 names no region
 MAX_PRESIGNED_EXPIRES = 7 * 24 * 3600  # S3's limit: seven days
 _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PRESIGN_PARAMS = ("X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-SignedHeaders", "X-Amz-Signature")
+_PRESIGN_PARAMS = (
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+)
 # Query parameters that authenticate a presigned URL (SigV4, then SigV2): never forwarded.
-AUTH_QUERY_PARAMS = frozenset((*_PRESIGN_PARAMS, "X-Amz-Expires", "X-Amz-Security-Token",
-                               "AWSAccessKeyId", "Expires", "Signature"))
+AUTH_QUERY_PARAMS = frozenset(
+    (*_PRESIGN_PARAMS, "X-Amz-Expires", "X-Amz-Security-Token", "AWSAccessKeyId", "Expires", "Signature")
+)
 _SPACES = re.compile(r"\s+")
 
 # (secret access key, account id) of an active key, else None; the platform key's account is "".
@@ -68,7 +76,9 @@ class Caller:
         return self.account_id == ""
 
 
-def authenticate(request: S3Request, resolve: CredentialResolver, now: datetime, max_skew: timedelta) -> Caller:
+def authenticate(
+    request: S3Request, resolve: CredentialResolver, now: datetime, max_skew: timedelta
+) -> Caller:
     """Who signed the request (header or query-string SigV4), or raise the S3Error S3 answers."""
     names = {name for name, _ in request.query}
     if "X-Amz-Signature" in names:
@@ -80,8 +90,9 @@ def authenticate(request: S3Request, resolve: CredentialResolver, now: datetime,
     return _authenticate_header(request, resolve, now, max_skew)
 
 
-def _authenticate_header(request: S3Request, resolve: CredentialResolver, now: datetime,
-                         max_skew: timedelta) -> Caller:
+def _authenticate_header(
+    request: S3Request, resolve: CredentialResolver, now: datetime, max_skew: timedelta
+) -> Caller:
     try:
         authorization = sigv4.parse_authorization(request.headers["authorization"])
     except ServiceError as error:
@@ -89,33 +100,58 @@ def _authenticate_header(request: S3Request, resolve: CredentialResolver, now: d
     payload_hash = request.headers.get("x-amz-content-sha256")
     if payload_hash is None:
         raise S3Error(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
-    if payload_hash not in (UNSIGNED_PAYLOAD, STREAMING_SIGNED, STREAMING_UNSIGNED_TRAILER) \
-            and not _HEX_SHA256.match(payload_hash):
-        raise S3Error(400, "InvalidArgument", "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
-                      f"{STREAMING_SIGNED}, {STREAMING_UNSIGNED_TRAILER} or a valid sha256 value.")
+    if payload_hash not in (
+        UNSIGNED_PAYLOAD,
+        STREAMING_SIGNED,
+        STREAMING_UNSIGNED_TRAILER,
+    ) and not _HEX_SHA256.match(payload_hash):
+        raise S3Error(
+            400,
+            "InvalidArgument",
+            "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
+            f"{STREAMING_SIGNED}, {STREAMING_UNSIGNED_TRAILER} or a valid sha256 value.",
+        )
     amz_date = request.headers.get("x-amz-date", "")
     signed_at = _parse_date(amz_date)
     _check_skew(signed_at, now, max_skew)
-    return _verify(request, authorization.access_key_id, authorization.date, authorization.region,
-                   authorization.service, authorization.signed_headers, amz_date, payload_hash,
-                   authorization.signature, resolve)
+    return _verify(
+        request,
+        authorization.access_key_id,
+        authorization.date,
+        authorization.region,
+        authorization.service,
+        authorization.signed_headers,
+        amz_date,
+        payload_hash,
+        authorization.signature,
+        resolve,
+    )
 
 
 def _authenticate_presigned(request: S3Request, resolve: CredentialResolver, now: datetime) -> Caller:
     params = dict(request.query)
     missing = [name for name in _PRESIGN_PARAMS if name not in params]
     if missing or params["X-Amz-Algorithm"] != ALGORITHM:
-        raise S3Error(400, "AuthorizationQueryParametersError",
-                      f"Query-string authentication version 4 requires the {', '.join(_PRESIGN_PARAMS)} "
-                      f"and X-Amz-Expires parameters, with X-Amz-Algorithm={ALGORITHM}.")
+        raise S3Error(
+            400,
+            "AuthorizationQueryParametersError",
+            f"Query-string authentication version 4 requires the {', '.join(_PRESIGN_PARAMS)} "
+            f"and X-Amz-Expires parameters, with X-Amz-Algorithm={ALGORITHM}.",
+        )
     credential = params["X-Amz-Credential"].split("/")
     if len(credential) != 5 or credential[4] != "aws4_request":
-        raise S3Error(400, "AuthorizationQueryParametersError",
-                      "X-Amz-Credential must be <key>/<yyyymmdd>/<region>/s3/aws4_request.")
+        raise S3Error(
+            400,
+            "AuthorizationQueryParametersError",
+            "X-Amz-Credential must be <key>/<yyyymmdd>/<region>/s3/aws4_request.",
+        )
     expires = params.get("X-Amz-Expires", "")
     if not expires.isdigit() or not 1 <= int(expires) <= MAX_PRESIGNED_EXPIRES:
-        raise S3Error(400, "AuthorizationQueryParametersError",
-                      f"X-Amz-Expires must be a number of seconds from 1 to {MAX_PRESIGNED_EXPIRES}.")
+        raise S3Error(
+            400,
+            "AuthorizationQueryParametersError",
+            f"X-Amz-Expires must be a number of seconds from 1 to {MAX_PRESIGNED_EXPIRES}.",
+        )
     signed_at = _parse_date(params["X-Amz-Date"])
     if now < signed_at - timedelta(minutes=15):
         raise S3Error(403, "AccessDenied", "Request is not valid yet")
@@ -123,8 +159,18 @@ def _authenticate_presigned(request: S3Request, resolve: CredentialResolver, now
         raise S3Error(403, "AccessDenied", "Request has expired")
     access_key_id, date, region, service, _ = credential
     signed_headers = tuple(params["X-Amz-SignedHeaders"].split(";"))
-    return _verify(request, access_key_id, date, region, service, signed_headers, params["X-Amz-Date"],
-                   UNSIGNED_PAYLOAD, params["X-Amz-Signature"], resolve)
+    return _verify(
+        request,
+        access_key_id,
+        date,
+        region,
+        service,
+        signed_headers,
+        params["X-Amz-Date"],
+        UNSIGNED_PAYLOAD,
+        params["X-Amz-Signature"],
+        resolve,
+    )
 
 
 def _authenticate_presigned_v2(request: S3Request, resolve: CredentialResolver, now: datetime) -> Caller:
@@ -133,16 +179,20 @@ def _authenticate_presigned_v2(request: S3Request, resolve: CredentialResolver, 
     params = dict(request.query)
     expires = params.get("Expires", "")
     if not expires.isdigit():
-        raise S3Error(403, "AccessDenied", "Query-string authentication requires the Signature, Expires and "
-                      "AWSAccessKeyId parameters")
+        raise S3Error(
+            403,
+            "AccessDenied",
+            "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters",
+        )
     if now.timestamp() > int(expires):
         raise S3Error(403, "AccessDenied", "Request has expired")
     access_key_id = params["AWSAccessKeyId"]
     secret, account_id = _credentials(resolve, access_key_id)
     signer = _ExpiresV1Signer(Credentials(access_key_id, secret), expires)
     headers = HTTPHeaders.from_dict(dict(request.headers))
-    expected = signer.get_signature(request.method, urlsplit(request.raw_path + _v2_subresources(request.query)),
-                                    headers)
+    expected = signer.get_signature(
+        request.method, urlsplit(request.raw_path + _v2_subresources(request.query)), headers
+    )
     if not hmac.compare_digest(expected, params["Signature"]):
         raise signature_mismatch()
     return Caller(access_key_id, account_id, LEGACY_SIGNING_REGION, UNSIGNED_PAYLOAD, "", "", b"", "")
@@ -167,33 +217,55 @@ def _v2_subresources(query: Sequence[tuple[str, str]]) -> str:
 def _credentials(resolve: CredentialResolver, access_key_id: str) -> tuple[str, str]:
     credentials = resolve(access_key_id)
     if credentials is None:
-        raise S3Error(403, "InvalidAccessKeyId",
-                      "The AWS Access Key Id you provided does not exist in our records.",
-                      AWSAccessKeyId=access_key_id)
+        raise S3Error(
+            403,
+            "InvalidAccessKeyId",
+            "The AWS Access Key Id you provided does not exist in our records.",
+            AWSAccessKeyId=access_key_id,
+        )
     return credentials
 
 
-def _verify(request: S3Request, access_key_id: str, date: str, region: str, service: str,
-            signed_headers: Sequence[str], amz_date: str, payload_hash: str, signature: str,
-            resolve: CredentialResolver) -> Caller:
+def _verify(
+    request: S3Request,
+    access_key_id: str,
+    date: str,
+    region: str,
+    service: str,
+    signed_headers: Sequence[str],
+    amz_date: str,
+    payload_hash: str,
+    signature: str,
+    resolve: CredentialResolver,
+) -> Caller:
     if service != "s3":
-        raise S3Error(400, "AuthorizationHeaderMalformed", f"The service in the credential must be 's3', not {service!r}.")
+        raise S3Error(
+            400,
+            "AuthorizationHeaderMalformed",
+            f"The service in the credential must be 's3', not {service!r}.",
+        )
     if date != amz_date[:8]:
-        raise S3Error(400, "AuthorizationHeaderMalformed", "The date in the credential does not match X-Amz-Date.")
+        raise S3Error(
+            400, "AuthorizationHeaderMalformed", "The date in the credential does not match X-Amz-Date."
+        )
     if "host" not in signed_headers:
         raise access_denied_unsigned("host")
-    unsigned = sorted(name for name in request.headers
-                      if name.startswith("x-amz-") and name not in signed_headers)
+    unsigned = sorted(
+        name for name in request.headers if name.startswith("x-amz-") and name not in signed_headers
+    )
     if unsigned:
         raise access_denied_unsigned(", ".join(unsigned))
-    if "x-amz-security-token" in request.headers or any(n == "X-Amz-Security-Token" for n, _ in request.query):
+    if "x-amz-security-token" in request.headers or any(
+        n == "X-Amz-Security-Token" for n, _ in request.query
+    ):
         raise S3Error(400, "InvalidToken", "The provided token is malformed or otherwise invalid.")
     secret, account_id = _credentials(resolve, access_key_id)
     scope = f"{date}/{region}/s3/aws4_request"
     key = signing_key(secret, date, region)
     query = [(name, value) for name, value in request.query if name != "X-Amz-Signature"]
-    canonical = canonical_request(request.method, request.raw_path, query, request.headers, signed_headers,
-                                  payload_hash)
+    canonical = canonical_request(
+        request.method, request.raw_path, query, request.headers, signed_headers, payload_hash
+    )
     expected = sign(key, string_to_sign(amz_date, scope, canonical))
     if not hmac.compare_digest(expected, signature):
         raise signature_mismatch()
@@ -201,21 +273,29 @@ def _verify(request: S3Request, access_key_id: str, date: str, region: str, serv
 
 
 def access_denied_unsigned(names: str) -> S3Error:
-    return S3Error(403, "AccessDenied", f"There were headers present in the request which were not signed: {names}")
+    return S3Error(
+        403, "AccessDenied", f"There were headers present in the request which were not signed: {names}"
+    )
 
 
 def _parse_date(amz_date: str) -> datetime:
     try:
         return datetime.strptime(amz_date, TIMESTAMP).replace(tzinfo=UTC)
     except ValueError:
-        raise S3Error(403, "AccessDenied", "AWS authentication requires a valid X-Amz-Date (yyyyMMddTHHmmssZ).") from None
+        raise S3Error(
+            403, "AccessDenied", "AWS authentication requires a valid X-Amz-Date (yyyyMMddTHHmmssZ)."
+        ) from None
 
 
 def _check_skew(signed_at: datetime, now: datetime, max_skew: timedelta) -> None:
     if abs(now - signed_at) > max_skew:
-        raise S3Error(403, "RequestTimeTooSkewed",
-                      "The difference between the request time and the current time is too large.",
-                      RequestTime=signed_at.strftime(TIMESTAMP), ServerTime=now.strftime(TIMESTAMP))
+        raise S3Error(
+            403,
+            "RequestTimeTooSkewed",
+            "The difference between the request time and the current time is too large.",
+            RequestTime=signed_at.strftime(TIMESTAMP),
+            ServerTime=now.strftime(TIMESTAMP),
+        )
 
 
 # --- The canonical request, shared with the signing of forwarded requests --------------------
@@ -232,8 +312,10 @@ def canonical_path(raw_path: str) -> str:
 
 
 def canonical_query(pairs: Sequence[tuple[str, str]]) -> str:
-    return "&".join(f"{name}={value}" for name, value in sorted(
-        (uri_encode(name), uri_encode(value)) for name, value in pairs))
+    return "&".join(
+        f"{name}={value}"
+        for name, value in sorted((uri_encode(name), uri_encode(value)) for name, value in pairs)
+    )
 
 
 def parse_query(raw_query: str) -> tuple[tuple[str, str], ...]:
@@ -246,11 +328,27 @@ def parse_query(raw_query: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def canonical_request(method: str, raw_path: str, query: Sequence[tuple[str, str]], headers: Mapping[str, str],
-                      signed_headers: Sequence[str], payload_hash: str) -> str:
-    header_lines = "".join(f"{name}:{_SPACES.sub(' ', headers.get(name, '')).strip()}\n" for name in signed_headers)
-    return "\n".join((method, canonical_path(raw_path), canonical_query(query), header_lines,
-                      ";".join(signed_headers), payload_hash))
+def canonical_request(
+    method: str,
+    raw_path: str,
+    query: Sequence[tuple[str, str]],
+    headers: Mapping[str, str],
+    signed_headers: Sequence[str],
+    payload_hash: str,
+) -> str:
+    header_lines = "".join(
+        f"{name}:{_SPACES.sub(' ', headers.get(name, '')).strip()}\n" for name in signed_headers
+    )
+    return "\n".join(
+        (
+            method,
+            canonical_path(raw_path),
+            canonical_query(query),
+            header_lines,
+            ";".join(signed_headers),
+            payload_hash,
+        )
+    )
 
 
 def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
@@ -270,6 +368,14 @@ def sign(key: bytes, text: str) -> str:
 
 def chunk_signature(caller: Caller, previous_signature: str, chunk_hash: str) -> str:
     """The signature of one aws-chunked chunk, chained from the previous one."""
-    text = "\n".join(("AWS4-HMAC-SHA256-PAYLOAD", caller.amz_date, caller.scope, previous_signature,
-                      EMPTY_SHA256, chunk_hash))
+    text = "\n".join(
+        (
+            "AWS4-HMAC-SHA256-PAYLOAD",
+            caller.amz_date,
+            caller.scope,
+            previous_signature,
+            EMPTY_SHA256,
+            chunk_hash,
+        )
+    )
     return sign(caller.signing_key, text)

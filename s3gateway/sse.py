@@ -7,6 +7,7 @@ A client's own header of that name is dropped: only the gateway writes it.
 
 With no key id, S3 uses the account's AWS-managed key (`aws/s3`) and reports its key ARN; here
 that key's id is derived from the account and region, so it is the same on every request."""
+
 import threading
 import uuid
 from collections import OrderedDict
@@ -14,7 +15,11 @@ from collections import OrderedDict
 SSE = "x-amz-server-side-encryption"
 KMS_KEY_ID = "x-amz-server-side-encryption-aws-kms-key-id"
 MARKER = "x-amz-meta-sageport-sse-kms-key-id"
-_DROPPED = (KMS_KEY_ID, "x-amz-server-side-encryption-context", "x-amz-server-side-encryption-bucket-key-enabled")
+_DROPPED = (
+    KMS_KEY_ID,
+    "x-amz-server-side-encryption-context",
+    "x-amz-server-side-encryption-bucket-key-enabled",
+)
 _MANAGED_KEY_NAMESPACE = uuid.UUID("5f1a0c3e-8b1e-4d0e-9a57-2b6c1f0e9d41")
 _MAX_UPLOADS = 10000
 

@@ -1,5 +1,6 @@
 """The bundled store behind the gateway: requests re-signed with the platform key (its only
 identity), bodies streamed through, bounded timeouts."""
+
 import http.client
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -19,8 +20,14 @@ class Upstream:
         self.access_key_id, self.secret, self.region = access_key_id, secret, region
         self.timeout = timeout  # every socket operation (a slow store fails the request, never hangs it)
 
-    def request(self, method: str, raw_path: str, query: Sequence[tuple[str, str]], headers: dict[str, str],
-                body: Iterable[bytes] = ()) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    def request(
+        self,
+        method: str,
+        raw_path: str,
+        query: Sequence[tuple[str, str]],
+        headers: dict[str, str],
+        body: Iterable[bytes] = (),
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Send the request (headers lower-cased, without auth), streaming `body`; the caller
         reads the response and closes the connection. Raises S3Error when the store is away."""
         headers = self._signed(method, raw_path, query, headers)
@@ -53,17 +60,26 @@ class Upstream:
         finally:
             connection.close()
 
-    def _signed(self, method: str, raw_path: str, query: Sequence[tuple[str, str]],
-                headers: dict[str, str]) -> dict[str, str]:
+    def _signed(
+        self, method: str, raw_path: str, query: Sequence[tuple[str, str]], headers: dict[str, str]
+    ) -> dict[str, str]:
         now = datetime.now(UTC)
         amz_date, date = now.strftime(signature.TIMESTAMP), now.strftime("%Y%m%d")
-        headers = {**headers, "host": self.netloc, "x-amz-date": amz_date,
-                   "x-amz-content-sha256": signature.UNSIGNED_PAYLOAD}
+        headers = {
+            **headers,
+            "host": self.netloc,
+            "x-amz-date": amz_date,
+            "x-amz-content-sha256": signature.UNSIGNED_PAYLOAD,
+        }
         signed = sorted(name for name in headers if name == "host" or name.startswith("x-amz-"))
         scope = f"{date}/{self.region}/s3/aws4_request"
-        canonical = signature.canonical_request(method, raw_path, query, headers, signed, signature.UNSIGNED_PAYLOAD)
+        canonical = signature.canonical_request(
+            method, raw_path, query, headers, signed, signature.UNSIGNED_PAYLOAD
+        )
         key = signature.signing_key(self.secret, date, self.region)
+        proof = signature.sign(key, signature.string_to_sign(amz_date, scope, canonical))
         headers["authorization"] = (
-            f"{signature.ALGORITHM} Credential={self.access_key_id}/{scope}, SignedHeaders={';'.join(signed)}, "
-            f"Signature={signature.sign(key, signature.string_to_sign(amz_date, scope, canonical))}")
+            f"{signature.ALGORITHM} Credential={self.access_key_id}/{scope}, "
+            f"SignedHeaders={';'.join(signed)}, Signature={proof}"
+        )
         return headers

@@ -41,9 +41,8 @@ def s3(stack):
 
 
 @pytest.fixture
-def bucket(stack, s3) -> str:
-    """A new bucket of the default account (in its namespace `<account>-…`)."""
-    name = f"{stack.account_id}-test-{uuid.uuid4().hex[:12]}"
+def bucket(s3) -> str:
+    name = f"test-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(Bucket=name)
     return name
 

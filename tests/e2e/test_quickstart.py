@@ -27,7 +27,7 @@ def test_the_quickstart_trains_the_example_model_with_only_the_env_file(stack, p
     assert result.returncode == 0, result.stderr
     name, status, artifacts = result.stdout.split()
     assert status == "Completed"
-    assert artifacts == f"s3://123456789012-my-data/output/{name}/output/model.tar.gz"
+    assert artifacts == f"s3://my-data/output/{name}/output/model.tar.gz"
     bucket, key = artifacts.removeprefix("s3://").split("/", 1)
     model = json.loads(read_tar_gz(stack.client("s3"), bucket, key)["model.json"])
     assert model["coefficients"] == pytest.approx([2.0, -3.0])

@@ -2,6 +2,7 @@
 created it (any name, as on S3), another account's key is denied it everywhere (objects, listing,
 copies, re-creating it), a deleted key stops working, presigned URLs work until they expire, and
 the platform's key still writes artifacts into every account's buckets."""
+
 import time
 import uuid
 
@@ -33,8 +34,12 @@ def error_code(call, **kwargs) -> str:
 
 
 def s3_of(stack, key_id: str, secret: str, **config):
-    return stack.client("s3", aws_access_key_id=key_id, aws_secret_access_key=secret,
-                        config=NO_RETRIES.merge(Config(**config)))
+    return stack.client(
+        "s3",
+        aws_access_key_id=key_id,
+        aws_secret_access_key=secret,
+        config=NO_RETRIES.merge(Config(**config)),
+    )
 
 
 def new_account_client(stack):
@@ -99,8 +104,15 @@ def test_another_accounts_key_is_denied_its_bucket_everywhere(stack):
     assert error_code(other.put_object, Bucket=bucket, Key="planted", Body=b"x") == "AccessDenied"
     assert error_code(other.delete_object, Bucket=bucket, Key="secret.txt") == "AccessDenied"
     assert error_code(other.delete_bucket, Bucket=bucket) == "AccessDenied"
-    assert error_code(other.copy_object, Bucket=others_bucket, Key="stolen",
-                      CopySource={"Bucket": bucket, "Key": "secret.txt"}) == "AccessDenied"
+    assert (
+        error_code(
+            other.copy_object,
+            Bucket=others_bucket,
+            Key="stolen",
+            CopySource={"Bucket": bucket, "Key": "secret.txt"},
+        )
+        == "AccessDenied"
+    )
     assert error_code(other.create_bucket, Bucket=bucket) == "BucketAlreadyExists"
     assert bucket not in [b["Name"] for b in other.list_buckets()["Buckets"]]
     assert owner.get_object(Bucket=bucket, Key="secret.txt")["Body"].read() == b"mine"

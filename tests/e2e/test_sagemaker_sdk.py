@@ -1,11 +1,14 @@
 """The SageMaker Python SDK (v2), pointed at Sageport only by the stack's environment file (and
 the SDK config file it names)."""
+
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 import sagemaker.session as sdk_session_module  # the SDK; `sagemaker` is the boto3 client fixture
+from sagemaker import fw_utils
 from sagemaker.estimator import Estimator
 from sagemaker.s3 import S3Downloader, S3Uploader
 
@@ -157,3 +160,35 @@ def test_the_sdks_s3_uploader_and_downloader_work_in_the_default_bucket(sdk_sess
     assert uri == f"{prefix}/hyperparameters.json"
     assert S3Downloader.read_file(uri, sagemaker_session=sdk_session) == '{"epochs": 3}'
     assert S3Downloader.list(prefix, sagemaker_session=sdk_session) == [uri]
+
+
+def test_upload_data_works_in_a_bucket_of_any_name(sdk_session, tmp_path):
+    bucket = f"my-data-{uuid.uuid4().hex[:8]}"  # a free-form name, as on SageMaker
+    sdk_session.boto_session.client("s3").create_bucket(Bucket=bucket)
+    source = tmp_path / "train.csv"
+    source.write_text("1,2\n")
+
+    uri = sdk_session.upload_data(str(source), bucket=bucket, key_prefix="linear")
+
+    assert uri == f"s3://{bucket}/linear/train.csv"
+    assert S3Downloader.read_file(f"{uri}", sagemaker_session=sdk_session) == "1,2\n"
+
+
+def test_script_mode_uploads_the_source_dir_with_sse_kms(sdk_session, tmp_path):
+    """`tar_and_upload_dir` is what every framework estimator's fit() runs first; it asks for
+    `aws:kms` with no key id, which the bundled store refused before the gateway."""
+    source_dir = tmp_path / "src"
+    source_dir.mkdir()
+    (source_dir / "train.py").write_text("print('training')\n")
+    bucket = sdk_session.default_bucket()
+
+    uploaded = fw_utils.tar_and_upload_dir(
+        sdk_session.boto_session, bucket, "script-mode", "train.py", directory=str(source_dir)
+    )
+
+    assert uploaded.s3_prefix == f"s3://{bucket}/script-mode/sourcedir.tar.gz"
+    head = sdk_session.boto_session.client("s3").head_object(
+        Bucket=bucket, Key="script-mode/sourcedir.tar.gz"
+    )
+    assert head["ServerSideEncryption"] == "aws:kms"
+    assert head["ContentLength"] > 0

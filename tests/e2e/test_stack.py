@@ -56,7 +56,7 @@ def test_cloudwatch_metrics_get_a_clear_error_from_the_stack(stack, monkeypatch)
 
 def test_user_and_platform_key_pairs_share_the_same_s3(stack, s3_client):
     user_s3 = stack.client("s3")
-    bucket = f"{stack.account_id}-smoke-{uuid.uuid4().hex[:12]}"
+    bucket = f"smoke-{uuid.uuid4().hex[:12]}"
     user_s3.create_bucket(Bucket=bucket)
 
     user_s3.put_object(Bucket=bucket, Key="from-user", Body=b"user data")
