@@ -263,13 +263,14 @@ def _verify(
     scope = f"{date}/{region}/s3/aws4_request"
     key = signing_key(secret, date, region)
     query = [(name, value) for name, value in request.query if name != "X-Amz-Signature"]
-    canonical = canonical_request(
-        request.method, request.raw_path, query, request.headers, signed_headers, payload_hash
-    )
-    expected = sign(key, string_to_sign(amz_date, scope, canonical))
-    if not hmac.compare_digest(expected, signature):
-        raise signature_mismatch()
-    return Caller(access_key_id, account_id, region, payload_hash, amz_date, scope, key, signature)
+    # The path as S3 encodes it, or as the client sent it (a client that left `+` or `!` raw).
+    for uri in dict.fromkeys((canonical_path(request.raw_path), request.raw_path)):
+        canonical = canonical_request(
+            request.method, uri, query, request.headers, signed_headers, payload_hash
+        )
+        if hmac.compare_digest(sign(key, string_to_sign(amz_date, scope, canonical)), signature):
+            return Caller(access_key_id, account_id, region, payload_hash, amz_date, scope, key, signature)
+    raise signature_mismatch()
 
 
 def access_denied_unsigned(names: str) -> S3Error:
@@ -330,7 +331,7 @@ def parse_query(raw_query: str) -> tuple[tuple[str, str], ...]:
 
 def canonical_request(
     method: str,
-    raw_path: str,
+    canonical_uri: str,
     query: Sequence[tuple[str, str]],
     headers: Mapping[str, str],
     signed_headers: Sequence[str],
@@ -342,7 +343,7 @@ def canonical_request(
     return "\n".join(
         (
             method,
-            canonical_path(raw_path),
+            canonical_uri,
             canonical_query(query),
             header_lines,
             ";".join(signed_headers),

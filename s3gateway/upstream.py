@@ -74,7 +74,7 @@ class Upstream:
         signed = sorted(name for name in headers if name == "host" or name.startswith("x-amz-"))
         scope = f"{date}/{self.region}/s3/aws4_request"
         canonical = signature.canonical_request(
-            method, raw_path, query, headers, signed, signature.UNSIGNED_PAYLOAD
+            method, signature.canonical_path(raw_path), query, headers, signed, signature.UNSIGNED_PAYLOAD
         )
         key = signature.signing_key(self.secret, date, self.region)
         proof = signature.sign(key, signature.string_to_sign(amz_date, scope, canonical))
