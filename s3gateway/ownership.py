@@ -30,13 +30,19 @@ class Target:
 
 
 def target_of(raw_path: str, headers: Mapping[str, str]) -> Target:
-    """Path-style addressing: `/bucket/key`."""
-    bucket, _, key = unquote(raw_path).lstrip("/").partition("/")
+    """Path-style addressing: `/bucket/key`. Refuses dot segments: the store's router cleans
+    paths, so `/mine/../theirs/key` would reach a bucket other than the one checked."""
+    bucket, _, key = _bucket_and_key(raw_path)
     copy_source = headers.get("x-amz-copy-source")
-    source_bucket = (
-        unquote(copy_source.split("?", 1)[0]).lstrip("/").split("/", 1)[0] if copy_source else None
-    )
+    source_bucket = _bucket_and_key(copy_source.split("?", 1)[0])[0] if copy_source else None
     return Target(bucket, key, source_bucket)
+
+
+def _bucket_and_key(encoded_path: str) -> tuple[str, str, str]:
+    path = unquote(encoded_path)
+    if any(segment in (".", "..") for segment in path.split("/")):
+        raise S3Error(400, "InvalidRequest", "Paths with '.' or '..' segments are not accepted by this S3.")
+    return path.lstrip("/").partition("/")
 
 
 def operation_of(method: str, target: Target, query: tuple[tuple[str, str], ...]) -> Operation:

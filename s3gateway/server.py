@@ -101,6 +101,9 @@ class GatewayHandler(BaseHTTPRequestHandler):
         except S3Error as error:
             status = error.status
             self._send_error(error, raw_path, request_id)
+        except OSError as error:  # the client or the store went away mid-stream: drop the connection
+            status = f"aborted ({error.__class__.__name__})"
+            self.close_connection = True
         finally:
             close_old_connections()
             log.info(

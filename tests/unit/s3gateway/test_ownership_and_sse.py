@@ -3,6 +3,7 @@
 import pytest
 
 from s3gateway import ownership, sse
+from s3gateway.errors import S3Error
 from s3gateway.ownership import Operation
 
 A, B = "111122223333", "444455556666"
@@ -27,6 +28,21 @@ def test_the_copy_source_bucket_is_found_in_every_spelling():
     for source in ("/src-bucket/a/b.txt", "src-bucket/a/b.txt", "src%2Dbucket/a%2Fb.txt?versionId=3"):
         target = ownership.target_of("/dest/key", {"x-amz-copy-source": source})
         assert (target.bucket, target.key, target.copy_source_bucket) == ("dest", "key", "src-bucket")
+
+
+@pytest.mark.parametrize(("path", "copy_source"), [
+    ("/mine/../theirs/key", None),
+    ("/mine/%2E%2E/theirs/key", None),
+    ("/mine%2F..%2Ftheirs/key", None),
+    ("/mine/./key", None),
+    ("/mine/key", "mine/../theirs/key"),
+])
+def test_dot_segments_that_the_store_would_clean_into_another_bucket_are_refused(path, copy_source):
+    headers = {"x-amz-copy-source": copy_source} if copy_source else {}
+
+    with pytest.raises(S3Error) as raised:
+        ownership.target_of(path, headers)
+    assert (raised.value.status, raised.value.code) == (400, "InvalidRequest")
 
 
 def test_only_the_owner_and_the_platform_may_use_a_bucket():
