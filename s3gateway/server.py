@@ -6,6 +6,7 @@ bodies stream through in bounded pieces, and Python's hashing and HMAC release t
 buffers; on a 2-core machine the store's own copying is the larger cost. Every socket has a
 timeout, so a stalled client or store ties up one thread for a bounded time only."""
 
+import http.client
 import logging
 import threading
 import time
@@ -101,7 +102,7 @@ class GatewayHandler(BaseHTTPRequestHandler):
         except S3Error as error:
             status = error.status
             self._send_error(error, raw_path, request_id)
-        except OSError as error:  # the client or the store went away mid-stream: drop the connection
+        except (OSError, http.client.HTTPException) as error:  # a side went away mid-stream
             status = f"aborted ({error.__class__.__name__})"
             self.close_connection = True
         finally:
