@@ -2,10 +2,19 @@
 (`AES256`) and SSE-KMS (`aws:kms`, with or without a key id: the gateway stores it as AES256) on
 single and multipart uploads, and the flexible checksums boto3 adds by default."""
 
+import hashlib
+import io
 import os
 
 import pytest
+import urllib3
 from boto3.s3.transfer import TransferConfig
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from botocore.httpchecksum import AwsChunkedWrapper, Crc32Checksum
+
+from s3gateway import signature
 
 MIB = 1024 * 1024
 MULTIPART = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB)
@@ -97,3 +106,81 @@ def test_a_multipart_upload_with_crc32_checksums_completes(s3, bucket, tmp_path)
     )
 
     assert s3.get_object(Bucket=bucket, Key="data.bin")["Body"].read() == data
+
+
+def send_streaming_put(
+    stack, bucket: str, key: str, data: bytes, payload: str, tamper=lambda body: body
+) -> urllib3.BaseHTTPResponse:
+    """A PutObject with an aws-chunked body, as SDKs other than boto3 send it: signed chunks
+    (chained chunk signatures) or unsigned chunks with a trailing CRC32."""
+    url = f"{stack.s3_endpoint_url}/{bucket}/{key}"
+    headers = {"Content-Encoding": "aws-chunked", "X-Amz-Decoded-Content-Length": str(len(data))}
+    if payload == signature.STREAMING_UNSIGNED_TRAILER:
+        headers["X-Amz-Trailer"] = "x-amz-checksum-crc32"
+    request = AWSRequest(method="PUT", url=url, headers=headers)
+    signer = S3SigV4Auth(Credentials(stack.access_key_id, stack.secret_access_key), "s3", stack.region)
+    signer.payload = lambda request: payload
+    signer.add_auth(request)
+    if payload == signature.STREAMING_UNSIGNED_TRAILER:
+        wrapper = AwsChunkedWrapper(
+            io.BytesIO(data),
+            checksum_cls=Crc32Checksum,
+            checksum_name="x-amz-checksum-crc32",
+            chunk_size=64 * 1024,
+        )
+        body = wrapper.read()
+    else:
+        body = signed_chunks(request, stack, data)
+    body = tamper(body)
+    request.headers["Content-Length"] = str(len(body))
+    return urllib3.PoolManager(retries=False, timeout=30).request(
+        "PUT", url, body=body, headers=dict(request.headers.items())
+    )
+
+
+def signed_chunks(request: AWSRequest, stack, data: bytes, size: int = 64 * 1024) -> bytes:
+    authorization = request.headers["Authorization"]
+    amz_date = request.headers["X-Amz-Date"]
+    scope = f"{amz_date[:8]}/{stack.region}/s3/aws4_request"
+    caller = signature.Caller(
+        stack.access_key_id,
+        "",
+        stack.region,
+        signature.STREAMING_SIGNED,
+        amz_date,
+        scope,
+        signature.signing_key(stack.secret_access_key, amz_date[:8], stack.region),
+        authorization.rsplit("Signature=", 1)[1],
+    )
+    previous, parts = caller.seed_signature, []
+    for chunk in [data[i : i + size] for i in range(0, len(data), size)] + [b""]:
+        previous = signature.chunk_signature(caller, previous, hashlib.sha256(chunk).hexdigest())
+        parts.append(b"%x;chunk-signature=%s\r\n%s\r\n" % (len(chunk), previous.encode(), chunk))
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("payload", [signature.STREAMING_SIGNED, signature.STREAMING_UNSIGNED_TRAILER])
+def test_aws_chunked_uploads_are_decoded_and_stored_as_sent(stack, s3, bucket, payload):
+    data = os.urandom(200 * 1024 + 7)
+
+    answer = send_streaming_put(stack, bucket, "chunked.bin", data, payload)
+
+    assert answer.status == 200, answer.data
+    assert s3.get_object(Bucket=bucket, Key="chunked.bin")["Body"].read() == data
+
+
+def test_a_chunked_upload_with_a_forged_chunk_is_refused_and_not_stored(stack, s3, bucket):
+    data = os.urandom(100 * 1024)
+
+    answer = send_streaming_put(
+        stack,
+        bucket,
+        "forged.bin",
+        data,
+        signature.STREAMING_SIGNED,
+        tamper=lambda body: body.replace(data[:16], bytes(16), 1),
+    )
+
+    assert answer.status == 403
+    assert b"<Code>SignatureDoesNotMatch</Code>" in answer.data
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
