@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
+from prometheus_client import Histogram
 
 from s3gateway import body, signature
 from s3gateway.errors import S3Error
@@ -28,6 +29,12 @@ from s3gateway.upstream import Upstream
 
 log = logging.getLogger("sageport.s3gateway")
 
+# Summed with the API's own metrics by its /metrics (one multiprocess directory for the stack).
+# Labels are bounded: the methods http.server dispatches, the statuses S3 answers, "aborted".
+REQUEST_SECONDS = Histogram(
+    "sageport_s3_gateway_request_seconds", "S3 gateway requests by method and status, with their latency",
+    ["method", "status"],
+)
 MAX_CONNECTIONS = 128
 CLIENT_TIMEOUT_SECONDS = 120.0  # idle keep-alive connections and stalled uploads
 UPSTREAM_TIMEOUT_SECONDS = 300.0  # one socket operation against the store (a large copy is slow)
@@ -103,10 +110,12 @@ class GatewayHandler(BaseHTTPRequestHandler):
             status = error.status
             self._send_error(error, raw_path, request_id)
         except (OSError, http.client.HTTPException) as error:  # a side went away mid-stream
-            status = f"aborted ({error.__class__.__name__})"
+            status = "aborted"
+            log.info("connection dropped mid-stream: %s", error.__class__.__name__)
             self.close_connection = True
         finally:
             close_old_connections()
+            REQUEST_SECONDS.labels(self.command, str(status)).observe(time.monotonic() - started)
             log.info(
                 "%s %s %s account=%s %.0fms",
                 self.command,

@@ -94,7 +94,9 @@ def supervisor(session_data_dir):
 
 @pytest.fixture(scope="session")
 def s3_service(supervisor) -> S3Service:
-    # The gateway reads the stack's database (keys, bucket owners): create it first.
+    # The gateway reads the stack's database (keys, bucket owners): create it first, in a child
+    # process (pytest-django points this process's connection at the test database, while the
+    # live stack uses the session's own SQLite file).
     _manage("runstack", "--prepare-only")
     for spec in s3_specs(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()):
         supervisor.start(spec)
@@ -189,9 +191,8 @@ class LiveStack:
 def stack(supervisor, s3_service, redis_service) -> LiveStack:
     data_dir = Path(settings.DATA_DIR)
     endpoint_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
-    # In a child process: pytest-django points this process's connection at the test database,
-    # while the live stack uses the session's own SQLite file.
-    _manage("runstack", "--prepare-only")
+    # The data dir was prepared by `s3_service` (again here, it would empty the metrics directory
+    # under the running gateway).
     create_default_bucket(data_dir)
     user_env = read_env_file(data_dir / "env")
     for spec in (api_spec(data_dir, settings.SAGEPORT_PORT), worker_spec(data_dir), beat_spec(data_dir)):

@@ -208,3 +208,12 @@ def test_the_worker_uploads_artifacts_into_the_buckets_of_any_account(stack, she
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     key = f"output/{name}/output/model.tar.gz"
     assert read_tar_gz(s3, bucket, key) == {"weights.txt": b"trained\n"}
+
+
+def test_gateway_requests_are_counted_in_the_stacks_metrics(stack):
+    _, s3 = new_account_client(stack)
+    s3.create_bucket(Bucket=any_name())
+
+    metrics = http.request("GET", f"{stack.endpoint_url}/metrics").data.decode()
+
+    assert 'sageport_s3_gateway_request_seconds_count{method="PUT",status="200"}' in metrics
