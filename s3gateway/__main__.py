@@ -4,7 +4,6 @@ gateway (run by the devstack supervisor, `devstack.stack.s3_gateway_spec`)."""
 import argparse
 import logging
 import os
-import sys
 
 
 def main() -> None:
@@ -18,7 +17,6 @@ def main() -> None:
     django.setup()
     from s3gateway.server import build_server
 
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     host, _, port = arguments.listen.rpartition(":")
     server = build_server((host, int(port)), arguments.upstream)
     logging.getLogger("sageport.s3gateway").info(

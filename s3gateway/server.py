@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from prometheus_client import Histogram
@@ -109,6 +109,11 @@ class GatewayHandler(BaseHTTPRequestHandler):
         except S3Error as error:
             status = error.status
             self._send_error(error, raw_path, request_id)
+        except DatabaseError as error:  # always before a response starts: keys and owners come first
+            status = 503
+            log.warning("the database did not answer: %s", error)
+            self._send_error(S3Error(503, "ServiceUnavailable", "Please reduce your request rate."),
+                             raw_path, request_id)
         except (OSError, http.client.HTTPException) as error:  # a side went away mid-stream
             status = "aborted"
             log.info("connection dropped mid-stream: %s", error.__class__.__name__)
@@ -116,14 +121,10 @@ class GatewayHandler(BaseHTTPRequestHandler):
         finally:
             close_old_connections()
             REQUEST_SECONDS.labels(self.command, str(status)).observe(time.monotonic() - started)
-            log.info(
-                "%s %s %s account=%s %.0fms",
-                self.command,
-                raw_path,
-                status,
-                account,
-                (time.monotonic() - started) * 1000,
-            )
+            # Like the API, no access log: the metric counts requests; failures are logged.
+            level = logging.WARNING if status == "aborted" or int(status) >= 500 else logging.DEBUG
+            log.log(level, "%s %s %s account=%s %.0fms", self.command, raw_path, status, account,
+                    (time.monotonic() - started) * 1000)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_any
 
