@@ -33,6 +33,7 @@ COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity
 COPY accounts ./accounts
+COPY s3gateway ./s3gateway
 COPY reconcile ./reconcile
 COPY runtime ./runtime
 COPY storage ./storage

@@ -45,3 +45,16 @@ class ContainerGrant(models.Model):
 
     def __str__(self) -> str:
         return f"container credentials of {self.holder}"
+
+
+class BucketOwner(models.Model):
+    """Which account owns a bucket of the bundled S3 store, as the S3 gateway decides access:
+    a row per bucket a tenant created (or the stack created for it); a bucket with no row belongs
+    to the platform only."""
+
+    bucket = models.CharField(max_length=63, unique=True)
+    account_id = models.CharField(max_length=12, validators=[account_id_validator])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.bucket} (account {self.account_id})"

@@ -359,8 +359,19 @@ def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
     )
 
 
-def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
-    address, s3_port = _listen_address(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+def s3_specs(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str, str]) -> list[ServiceSpec]:
+    """The bundled S3: SeaweedFS on a loopback port of its own, behind the S3 gateway on the
+    public address (`SAGEPORT_S3_ENDPOINT_URL`), which authenticates every client and forwards
+    re-signed with the platform key, SeaweedFS's only identity (README "S3")."""
+    address, public_port = _listen_address(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
+    store_port = free_port()
+    return [seaweedfs_spec(data_dir, store_port, platform_key),
+            s3_gateway_spec(data_dir, address, public_port, f"http://{LOOPBACK}:{store_port}")]
+
+
+def seaweedfs_spec(data_dir: Path, s3_port: int, platform_key: tuple[str, str]) -> ServiceSpec:
+    """`weed mini` with S3 authentication on, its only identity the platform key (the worker's
+    key pair), serving S3 on `s3_port`, which only the gateway uses."""
     s3_dir = data_dir / "s3"
     # weed writes its logs to $TMPDIR; its unix sockets go to /tmp whatever $TMPDIR says.
     weed_tmp = s3_dir / "tmp"
@@ -372,28 +383,47 @@ def seaweedfs_spec(data_dir: Path, s3_endpoint_url: str) -> ServiceSpec:
         "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
         "filer.port.grpc", "s3.port.grpc")}
     internal["admin.port"], internal["admin.port.grpc"] = _admin_ports()
-    url = f"http://{_url_host(address)}:{s3_port}"
+    access_key_id, secret_access_key = platform_key
     return ServiceSpec(
         name="seaweedfs",
-        # Every server of `weed mini` (its internal ones too) listens on the S3 address.
-        argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={address}", f"-ip.bind={address}",
+        # Every server of `weed mini` (its internal ones too) listens on loopback: only the
+        # gateway (and nothing on another host) talks to the store.
+        argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
               f"-s3.port={s3_port}", *(f"-{flag}={port}" for flag, port in internal.items()),
               "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
-        listens=url,
-        ready=lambda: _http_answers(f"{url}/"),
-        # With no identities configured SeaweedFS accepts any key pair (docs/operations.md:
-        # keep it on loopback or a private network). `weed mini` would turn
-        # AWS_ACCESS_KEY_ID/SECRET from its environment into its only identity (and reject every
-        # other key), so it must not inherit them.
+        ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
+        # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into its admin
+        # identity: the platform's key, and never one inherited by chance.
         drop_env_prefixes=("AWS_", "S3_"),
-        env={"TMPDIR": str(weed_tmp)},
+        env={"TMPDIR": str(weed_tmp), "AWS_ACCESS_KEY_ID": access_key_id,
+             "AWS_SECRET_ACCESS_KEY": secret_access_key},
         ports=(s3_port,),
-        address=address,
         # weed removes its other sockets when it stops, but not these two.
         leftovers=tuple(Path(f"/tmp/seaweedfs-{kind}-grpc-{internal[f'{kind}.port.grpc']}.sock")
                         for kind in ("s3", "admin")),
     )
+
+
+def s3_gateway_spec(data_dir: Path, address: str, port: int, store_url: str) -> ServiceSpec:
+    """The S3 gateway (`s3gateway/`) on the public S3 address, in front of the store at `store_url`."""
+    url = f"http://{_url_host(address)}:{port}"
+    return ServiceSpec(
+        name="s3gateway",
+        argv=[sys.executable, "-m", "s3gateway", "--listen", f"{address}:{port}", "--upstream", store_url],
+        listens=url,
+        ready=lambda: _http_answers(f"{url}/"),
+        env=_django_env(data_dir),
+        ports=(port,),
+        address=address,
+    )
+
+
+def platform_s3_key() -> tuple[str, str]:
+    """The worker's S3 key pair, the bundled store's admin."""
+    from django.conf import settings
+
+    return settings.SAGEPORT_S3_ACCESS_KEY_ID, settings.SAGEPORT_S3_SECRET_ACCESS_KEY
 
 
 def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
@@ -447,13 +477,17 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
     sourced, and the SDK's config file it names."""
     from django.core.management import call_command
 
+    from accounts import buckets
     from accounts.accesskeys import ensure_default_access_key
     from devstack.uninstall import mark
 
     mark(data_dir)
     call_command("migrate", interactive=False, verbosity=0)
     key = ensure_default_access_key()
-    sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket_name(region, key.account_id))
+    default_bucket = default_bucket_name(region, key.account_id)
+    # The platform creates it (`create_default_bucket`), for the default key's account.
+    buckets.ensure_owner(default_bucket, key.account_id)
+    sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket)
     return write_env_file(data_dir / "env", {
         "AWS_ACCESS_KEY_ID": key.access_key_id,
         "AWS_SECRET_ACCESS_KEY": key.secret_access_key,

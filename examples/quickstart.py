@@ -8,7 +8,7 @@ import time
 import boto3
 
 sm = boto3.client("sagemaker")  # AWS_ENDPOINT_URL_SAGEMAKER points it at Sageport
-s3 = boto3.client("s3")  # AWS_ENDPOINT_URL_S3: the bundled SeaweedFS
+s3 = boto3.client("s3")  # AWS_ENDPOINT_URL_S3: the bundled S3
 try:
     s3.create_bucket(Bucket="my-data")
 except (s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):

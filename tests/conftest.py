@@ -26,8 +26,9 @@ from devstack.stack import (
     api_spec,
     beat_spec,
     create_default_bucket,
+    platform_s3_key,
     redis_spec,
-    seaweedfs_spec,
+    s3_specs,
     worker_spec,
 )
 from gateway.network import SERVICES_NETWORK
@@ -94,7 +95,12 @@ def supervisor(session_data_dir):
 
 @pytest.fixture(scope="session")
 def s3_service(supervisor) -> S3Service:
-    supervisor.start(seaweedfs_spec(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL))
+    # The gateway reads the stack's database (keys, bucket owners): create it first, in a child
+    # process (pytest-django points this process's connection at the test database, while the
+    # live stack uses the session's own SQLite file).
+    _manage("runstack", "--prepare-only")
+    for spec in s3_specs(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()):
+        supervisor.start(spec)
     return S3Service(endpoint_url=settings.SAGEPORT_S3_ENDPOINT_URL)
 
 
@@ -182,14 +188,18 @@ class LiveStack:
         access_key_id, secret_access_key, _account_id = output.split()
         return access_key_id, secret_access_key
 
+    def delete_access_key(self, access_key_id: str) -> None:
+        """Delete a key in the live stack's database, as the Django admin would."""
+        _manage("shell", "-c", "from accounts.models import AccessKey; "
+                f"AccessKey.objects.get(access_key_id={access_key_id!r}).delete()")
+
 
 @pytest.fixture(scope="session")
 def stack(supervisor, s3_service, redis_service) -> LiveStack:
     data_dir = Path(settings.DATA_DIR)
     endpoint_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
-    # In a child process: pytest-django points this process's connection at the test database,
-    # while the live stack uses the session's own SQLite file.
-    _manage("runstack", "--prepare-only")
+    # The data dir was prepared by `s3_service` (again here, it would empty the metrics directory
+    # under the running gateway).
     create_default_bucket(data_dir)
     user_env = read_env_file(data_dir / "env")
     api = api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT)

@@ -1,9 +1,13 @@
 """The SageMaker Python SDK (v2), pointed at Sageport only by the stack's environment file (and
 the SDK config file it names)."""
+
 import sys
 import threading
+import uuid
 
+from sagemaker import fw_utils
 from sagemaker.estimator import Estimator
+from sagemaker.s3 import S3Downloader, S3Uploader
 
 from devstack.stack import PROJECT_DIR
 from tests.e2e.sdk import ROLE, WatchedOutput
@@ -88,3 +92,47 @@ def test_the_default_bucket_and_fit_without_output_path_need_nothing_but_the_env
     model_key = f"{job['TrainingJobName']}/output/model.tar.gz"
     assert estimator.model_data == f"s3://{bucket}/{model_key}"
     assert stack.client("s3").head_object(Bucket=bucket, Key=model_key)["ContentLength"] > 0
+
+
+def test_the_sdks_s3_uploader_and_downloader_work_in_the_default_bucket(sdk_session, tmp_path):
+    source = tmp_path / "hyperparameters.json"
+    source.write_text('{"epochs": 3}')
+    prefix = f"s3://{sdk_session.default_bucket()}/sdk-uploader"
+
+    uri = S3Uploader.upload(str(source), prefix, sagemaker_session=sdk_session)
+
+    assert uri == f"{prefix}/hyperparameters.json"
+    assert S3Downloader.read_file(uri, sagemaker_session=sdk_session) == '{"epochs": 3}'
+    assert S3Downloader.list(prefix, sagemaker_session=sdk_session) == [uri]
+
+
+def test_upload_data_works_in_a_bucket_of_any_name(sdk_session, tmp_path):
+    bucket = f"my-data-{uuid.uuid4().hex[:8]}"  # a free-form name, as on SageMaker
+    sdk_session.boto_session.client("s3").create_bucket(Bucket=bucket)
+    source = tmp_path / "train.csv"
+    source.write_text("1,2\n")
+
+    uri = sdk_session.upload_data(str(source), bucket=bucket, key_prefix="linear")
+
+    assert uri == f"s3://{bucket}/linear/train.csv"
+    assert S3Downloader.read_file(f"{uri}", sagemaker_session=sdk_session) == "1,2\n"
+
+
+def test_script_mode_uploads_the_source_dir_with_sse_kms(sdk_session, tmp_path):
+    """`tar_and_upload_dir` is what every framework estimator's fit() runs first; it asks for
+    `aws:kms` with no key id, which the bundled store refused before the gateway."""
+    source_dir = tmp_path / "src"
+    source_dir.mkdir()
+    (source_dir / "train.py").write_text("print('training')\n")
+    bucket = sdk_session.default_bucket()
+
+    uploaded = fw_utils.tar_and_upload_dir(
+        sdk_session.boto_session, bucket, "script-mode", "train.py", directory=str(source_dir)
+    )
+
+    assert uploaded.s3_prefix == f"s3://{bucket}/script-mode/sourcedir.tar.gz"
+    head = sdk_session.boto_session.client("s3").head_object(
+        Bucket=bucket, Key="script-mode/sourcedir.tar.gz"
+    )
+    assert head["ServerSideEncryption"] == "aws:kms"
+    assert head["ContentLength"] > 0

@@ -28,7 +28,7 @@ def _mapped_packages() -> set[str]:
     """The packages the map section of docs/architecture.md names (`name/` or `a/b/`)."""
     text = (PROJECT_DIR / "docs" / "architecture.md").read_text()
     section = text.split("## The map", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"`([a-z_]+(?:/[a-z_]+)*)/`", section))
+    return set(re.findall(r"`([a-z0-9_]+(?:/[a-z0-9_]+)*)/`", section))
 
 
 def test_the_import_layers_are_kept():

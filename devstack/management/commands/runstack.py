@@ -14,10 +14,11 @@ from devstack.stack import (
     api_spec,
     beat_spec,
     create_default_bucket,
+    platform_s3_key,
     prepare_data_dir,
     redis_spec,
     reset_metrics_dir,
-    seaweedfs_spec,
+    s3_specs,
     stop_on_signals,
     worker_spec,
 )
@@ -55,7 +56,7 @@ class Command(BaseCommand):
             return
         specs = [
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
-            seaweedfs_spec(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL),
+            *s3_specs(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()),
             api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT),
             worker_spec(data_dir),
             beat_spec(data_dir),

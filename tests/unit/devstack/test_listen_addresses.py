@@ -19,11 +19,13 @@ def test_redis_listens_on_the_address_of_its_url_and_requires_its_password(tmp_p
     assert not any("s3cret" in word for word in spec.argv)
 
 
-def test_s3_listens_on_the_address_of_its_url(tmp_path):
-    spec = stack.seaweedfs_spec(tmp_path, "http://10.1.2.3:8334")
+def test_s3_listens_on_the_address_of_its_url_and_its_store_only_on_loopback(tmp_path):
+    store, gateway = stack.s3_specs(tmp_path, "http://10.1.2.3:8334", ("platform", "secret"))
 
-    assert {"-ip=10.1.2.3", "-ip.bind=10.1.2.3", "-s3.port=8334"} <= set(spec.argv)
-    assert spec.listens == "http://10.1.2.3:8334"
+    assert (gateway.address, gateway.ports, gateway.listens) == ("10.1.2.3", (8334,), "http://10.1.2.3:8334")
+    assert "10.1.2.3:8334" in gateway.argv
+    assert {"-ip=127.0.0.1", "-ip.bind=127.0.0.1"} <= set(store.argv)
+    assert f"-s3.port={store.ports[0]}" in store.argv and store.ports != (8334,)
 
 
 @pytest.mark.parametrize("url", ["redis://redis.internal:6390/0", "redis://127.0.0.1/0"])
