@@ -53,6 +53,11 @@ STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first 
 LISTEN_BACKLOG = 1024
 _PR_SET_PDEATHSIG = 1
 SDK_CONFIG_NAME = "sagemaker-config.yaml"
+# SeaweedFS keeps each bucket in volumes of its own, and left to itself allows only free disk /
+# volume size of them (70 with 70 GiB free): the 71st bucket's first write answered 500. Volumes
+# are sparse files (no preallocation), so a slot costs nothing until data fills it; a full disk
+# still fails writes, as it would without this.
+STORE_VOLUME_SLOTS = 10000
 
 
 class ServiceFailed(RuntimeError):
@@ -390,7 +395,8 @@ def seaweedfs_spec(data_dir: Path, s3_port: int, platform_key: tuple[str, str]) 
         # gateway (and nothing on another host) talks to the store.
         argv=[_weed_binary(), "mini", f"-dir={s3_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
               f"-s3.port={s3_port}", *(f"-{flag}={port}" for flag, port in internal.items()),
-              "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+              f"-volume.max={STORE_VOLUME_SLOTS}", "-webdav=false", "-admin.ui=false",
+              "-s3.port.iceberg=0", "-s3.port.lance=0",
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
         ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
         # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into its admin

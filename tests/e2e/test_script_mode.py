@@ -63,12 +63,15 @@ def test_fit_with_logs_runs_the_entry_point_the_toolkit_fetched_from_s3(
     assert model_reports(stack, estimator.model_data)["algo-1"]["lr"] == 0.5
 
 
-def test_the_toolkit_runs_under_network_isolation_and_attach_finds_the_job(
+def test_the_toolkit_runs_under_network_isolation_and_attach_finds_the_job_and_its_metrics(
     stack, sdk_session, sagemaker, toolkit_image
 ):
     """No network at all: the code comes as a channel, and the toolkit, which resolves every host
     before it runs the script, finds algo-1 in /etc/hosts."""
-    estimator = script_estimator(sdk_session, toolkit_image, enable_network_isolation=True)
+    loss = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
+    estimator = script_estimator(
+        sdk_session, toolkit_image, enable_network_isolation=True, metric_definitions=loss
+    )
 
     estimator.fit(logs=False)
 
@@ -85,6 +88,8 @@ def test_the_toolkit_runs_under_network_isolation_and_attach_finds_the_job(
     assert attached.model_data == estimator.model_data
     assert attached.enable_network_isolation() is True
     assert attached.output_kms_key == ""
+    frame = attached.training_job_analytics.dataframe()  # CloudWatch's GetMetricStatistics
+    assert frame[["metric_name", "value"]].values.tolist() == [["train:loss", 0.25]]
 
 
 def test_two_instances_complete_when_algo_1_ends_long_before_algo_2_looks_it_up(
