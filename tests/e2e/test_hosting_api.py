@@ -35,7 +35,8 @@ def test_models_and_endpoint_configs_are_created_described_tagged_listed_and_del
     assert model_arn == f"{ACCOUNT_ARN}:model/{model.lower()}"
     described = sagemaker.describe_model(ModelName=model)
     assert described["ModelName"] == model and described["ModelArn"] == model_arn
-    assert described["PrimaryContainer"] == container
+    assert described["PrimaryContainer"] == {"Mode": "SingleModel", **container}  # SageMaker's default
+    assert described["EnableNetworkIsolation"] is False
     assert "CreationTime" in described
     assert sagemaker.list_tags(ResourceArn=model_arn)["Tags"] == [{"Key": "team", "Value": "ml"}]
 
