@@ -6,6 +6,7 @@ SeaweedFS behind it takes only the platform key. `down -v` plus a sweep by label
 it behind."""
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -205,6 +206,7 @@ def _compose_environment(data_dir: Path) -> dict[str, str]:
     environment = {name: os.environ[name] for name in ("PATH", "HOME", "DOCKER_HOST") if name in os.environ}
     environment["SAGEPORT_DATA_DIR"] = str(data_dir)
     environment["SAGEPORT_STACK_ID"] = _stack_id(data_dir)
+    environment["SAGEPORT_S3_SECRET_ACCESS_KEY"] = secrets.token_hex(32)  # compose has no default
     for name in ("SAGEPORT_PORT", "SAGEPORT_S3_PORT", "SAGEPORT_REDIS_PORT", "SAGEPORT_POSTGRES_PORT"):
         environment[name] = str(free_port())
     taken = {int(port) for port in environment.values() if port.isdigit()}

@@ -10,16 +10,22 @@ from devstack.stack import PROJECT_DIR, STORE_VOLUME_SLOTS
 
 COMPOSE = PROJECT_DIR / "compose.yaml"
 SAGEPORT_PROCESSES = ("api", "worker", "beat", "s3gateway")
-_VARIABLE = re.compile(r"(?<!\$)\$\{([A-Z0-9_]+)(?::-([^}]*))?\}")
+_VARIABLE = re.compile(r"(?<!\$)\$\{([A-Z0-9_]+)(?::-([^}]*)|:\?([^}]*))?\}")
+REQUIRED_STAND_IN = "a-value-the-user-sets"
 
 
 def _without_variables(text: str) -> str:
-    return re.sub(r"\$\{[A-Z0-9_]+(:-[^}]*)?\}", "", text)
+    return _VARIABLE.sub("", text)
 
 
 def _services() -> dict:
     """The services as `docker compose up` with no variable set sees them (every default)."""
-    return yaml.safe_load(_VARIABLE.sub(lambda match: match.group(2) or "", COMPOSE.read_text()))["services"]
+    return yaml.safe_load(_VARIABLE.sub(_default, COMPOSE.read_text()))["services"]
+
+
+def _default(match: re.Match) -> str:
+    """A variable's default; a required one (`${NAME:?message}`) stands for what the user sets."""
+    return REQUIRED_STAND_IN if match.group(3) is not None else match.group(2) or ""
 
 
 def _flags(argv: list[str]) -> dict[str, str]:
@@ -68,6 +74,12 @@ def test_seaweedfs_authenticates_with_the_platform_key_as_its_only_identity():
         assert store_env["AWS_ACCESS_KEY_ID"] == sageport_env["SAGEPORT_S3_ACCESS_KEY_ID"] != "", name
         assert store_env["AWS_SECRET_ACCESS_KEY"] == sageport_env["SAGEPORT_S3_SECRET_ACCESS_KEY"] != "", name
     assert _flags(services["seaweedfs"]["command"])["volume.max"] == str(STORE_VOLUME_SLOTS)
+
+
+def test_the_platform_secret_reaches_every_bucket_so_compose_has_no_default_for_it():
+    required = {match.group(1) for match in _VARIABLE.finditer(COMPOSE.read_text()) if match.group(3)}
+    assert required == {"SAGEPORT_S3_SECRET_ACCESS_KEY"}
+    assert _services()["seaweedfs"]["environment"]["AWS_SECRET_ACCESS_KEY"] == REQUIRED_STAND_IN
 
 
 def test_the_gateway_is_health_checked_and_comes_up_before_the_processes_that_use_it():
