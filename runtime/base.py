@@ -56,6 +56,9 @@ class ContainerSpec:
     # Appended to the image's own PYTHONPATH (and to one in `environment`), never replacing it.
     python_paths: tuple[str, ...] = ()
     ssh_server: bool = False  # the container runs sshd (MPI jobs): it gets the two capabilities sshd needs
+    # A command the container's process runs under (e.g. torchrun): it prefixes the entrypoint,
+    # the spec's or else the image's, and the command follows as usual.
+    launcher: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,7 @@ class DockerRuntime:
 
     def _create(self, spec: ContainerSpec) -> Container:
         try:
-            return self.client.containers.create(**create_kwargs(spec, self._image_environment(spec)))
+            return self.client.containers.create(**create_kwargs(spec, self._image_config(spec)))
         except ImageNotFound as error:
             raise NoSuchImage(f'Image "{spec.image}" is not available: {_reason(error)}') from None
         except APIError as error:
@@ -213,12 +213,11 @@ class DockerRuntime:
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
 
-    def _image_environment(self, spec: ContainerSpec) -> dict[str, str]:
-        """The image's ENV, read only when the spec extends one of its values."""
-        if not spec.python_paths:
+    def _image_config(self, spec: ContainerSpec) -> dict:
+        """The image's config (ENV, ENTRYPOINT), read only when the spec extends it."""
+        if not (spec.python_paths or spec.launcher):
             return {}
-        entries = self.client.images.get(spec.image).attrs["Config"].get("Env") or []
-        return dict(entry.split("=", 1) for entry in entries if "=" in entry)
+        return self.client.images.get(spec.image).attrs["Config"] or {}
 
     def _join_extra_networks(self, container: Container, spec: ContainerSpec) -> None:
         """The engine's API (1.41) creates a container on one network: the others are joined
@@ -290,13 +289,14 @@ class DockerRuntime:
             return None
 
 
-def create_kwargs(spec: ContainerSpec, image_environment: dict[str, str] | None = None) -> dict:
+def create_kwargs(spec: ContainerSpec, image_config: dict | None = None) -> dict:
     """The Docker SDK `containers.create` arguments for `spec` (pure, so it can be checked
     without an engine, e.g. the GPU device request on a machine without NVIDIA runtime).
-    `image_environment`: the image's ENV, which `spec.python_paths` extends."""
+    `image_config`: the image's (its ENV and ENTRYPOINT), which `python_paths` and `launcher` extend."""
+    image_config = image_config or {}
     environment = dict(spec.environment)
     if spec.python_paths:
-        environment["PYTHONPATH"] = _python_path(spec, image_environment or {})
+        environment["PYTHONPATH"] = _python_path(spec, _image_environment(image_config))
     kwargs: dict = {
         "name": spec.name,
         "image": spec.image,
@@ -315,7 +315,10 @@ def create_kwargs(spec: ContainerSpec, image_environment: dict[str, str] | None 
             for mount in spec.mounts
         ],
     }
-    if spec.entrypoint is not None:
+    if spec.launcher:
+        entrypoint = spec.entrypoint if spec.entrypoint is not None else image_config.get("Entrypoint") or []
+        kwargs["entrypoint"] = [*spec.launcher, *entrypoint]
+    elif spec.entrypoint is not None:
         kwargs["entrypoint"] = spec.entrypoint
     if spec.hostname:
         kwargs["hostname"] = spec.hostname
@@ -341,6 +344,10 @@ def create_kwargs(spec: ContainerSpec, image_environment: dict[str, str] | None 
         kwargs["ports"] = {f"{spec.published_port}/tcp": (spec.published_address, None)}
     kwargs["environment"] = environment
     return kwargs
+
+
+def _image_environment(image_config: dict) -> dict[str, str]:
+    return dict(entry.split("=", 1) for entry in image_config.get("Env") or [] if "=" in entry)
 
 
 def _python_path(spec: ContainerSpec, image_environment: dict[str, str]) -> str:

@@ -70,6 +70,7 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
     )
     environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
     environment.update(reach.environment)
+    environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
     environment.update(job.request.get("Environment", {}))
     # Set last: the job's Environment cannot widen what the scheduler gave it.
     environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
@@ -82,7 +83,8 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
         environment=environment,
         mounts=workspace.host_workspace(job, host).mounts() + _library_mounts(job),
         python_paths=_library_paths(job),
-        ssh_server=modelparallel.mpi_enabled(job.request),
+        ssh_server=modelparallel.runs_sshd(job.request),
+        launcher=modelparallel.launcher(job.request, hosts(job), host, len(gpus.gpu_ids(placement))),
         hostname=host,
         **_network_settings(job, host, subnet),
         extra_networks=reach.networks,

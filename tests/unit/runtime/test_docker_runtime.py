@@ -179,6 +179,17 @@ def test_python_paths_extend_the_images_or_the_specs_pythonpath(
     assert output(runtime, container.name) == [expected]
 
 
+@pytest.mark.parametrize("entrypoint, expected", [
+    (None, "/bin/echo entrypoint train"),  # the image's ENTRYPOINT runs under the launcher
+    (["/bin/echo", "own"], "/bin/echo own train"),
+])
+def test_a_launcher_prefixes_the_entrypoint(runtime, entrypoint_image, entrypoint, expected):
+    launcher = ("sh", "-c", 'echo "launched: $*"', "launcher")  # prints what it would launch
+    container = spec(entrypoint_image, "train", entrypoint=entrypoint, launcher=launcher)
+    runtime.run(container)
+    assert output(runtime, container.name) == [f"launched: {expected}"]
+
+
 def test_network_none_leaves_only_the_loopback_interface(runtime, busybox_image):
     container = spec(busybox_image, "sh", "-c", "ls /sys/class/net", network="none")
     runtime.run(container)

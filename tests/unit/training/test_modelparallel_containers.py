@@ -19,8 +19,11 @@ def spec_of(**hyperparameters):
     return containers.spec_for(job, "algo-2")
 
 
+SCRIPT_MODE = {"sagemaker_program": '"train.py"'}
+
+
 def test_a_model_parallel_job_gets_the_library_read_only_on_its_python_path(db):
-    spec = spec_of(mp_parameters=MP_PARAMETERS, sagemaker_mpi_enabled="true")
+    spec = spec_of(mp_parameters=MP_PARAMETERS, sagemaker_mpi_enabled="true", **SCRIPT_MODE)
     library = [mount for mount in spec.mounts if mount.container_path == modelparallel.LIBRARY_CONTAINER_PATH]
     assert library == [Mount(library[0].host_path, modelparallel.LIBRARY_CONTAINER_PATH, read_only=True)]
     assert spec.python_paths == (modelparallel.LIBRARY_CONTAINER_PATH,)
@@ -40,8 +43,34 @@ def test_a_job_without_model_parallelism_gets_no_library(db, hyperparameters):
 @pytest.mark.parametrize(
     "value, expected", [("true", True), ('"true"', True), ("True", True), ("false", False)]
 )
-def test_only_an_mpi_job_runs_sshd(db, value, expected):
-    assert spec_of(sagemaker_mpi_enabled=value).ssh_server is expected
+def test_only_an_mpi_job_in_script_mode_runs_sshd_for_the_toolkits_mpirun(db, value, expected):
+    spec = spec_of(sagemaker_mpi_enabled=value, **SCRIPT_MODE)
+    assert (spec.ssh_server, spec.launcher) == (expected, ())
+
+
+def test_sageport_launches_an_mpi_job_without_the_toolkit_under_torchrun(db):
+    spec = spec_of(sagemaker_mpi_enabled="true", sagemaker_mpi_num_of_processes_per_host="3")
+    assert spec.ssh_server is False
+    assert spec.launcher == (
+        "torchrun", "--no-python", "--nnodes=2", "--nproc_per_node=3", "--node_rank=1",
+        "--master_addr=algo-1", "--master_port=29500",
+    )
+
+
+def test_processes_sageport_launches_get_what_the_toolkit_would_have_told_them(db):
+    spec = spec_of(sagemaker_mpi_enabled="true", mp_parameters=MP_PARAMETERS)
+    assert json.loads(spec.environment["SM_HP_MP_PARAMETERS"]) == json.loads(MP_PARAMETERS)
+    assert (json.loads(spec.environment["SM_HOSTS"]), spec.environment["SM_CURRENT_HOST"]) == (
+        ["algo-1", "algo-2"], "algo-2"
+    )
+    script_mode = {"HyperParameters": {"sagemaker_mpi_enabled": "true", **SCRIPT_MODE}}
+    assert modelparallel.launch_environment(script_mode, ["algo-1"], "algo-1") == {}  # the toolkit's job
+
+
+def test_without_a_process_count_torchrun_starts_one_per_gpu_else_one(db):
+    assert "--nproc_per_node=1" in spec_of(sagemaker_mpi_enabled="true").launcher
+    request = {"HyperParameters": {"sagemaker_mpi_enabled": "true"}}
+    assert "--nproc_per_node=4" in modelparallel.launcher(request, ["algo-1"], "algo-1", gpu_count=4)
 
 
 def test_the_mounted_copy_is_the_library_and_is_made_once(db, tmp_path, settings):
