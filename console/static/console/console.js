@@ -189,6 +189,7 @@ function followResource(heading) {
     status_html: document.querySelector("[data-status-html]"),
     timeline_html: document.querySelector("[data-timeline-html]"),
     fleet_html: document.querySelector("[data-fleet-html]"),
+    history_html: document.querySelector("[data-history-html]"),
   };
   const actions = document.querySelector("[data-actions-html]");
   let state = heading.dataset.state || null;  // what the forms on the page were rendered for
