@@ -26,6 +26,7 @@ from runtime.base import (
     ContainerStartFailed,
     ContainerState,
     LogLine,
+    MultiHostNetworkUnavailable,
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
@@ -117,17 +118,21 @@ class DockerRuntime:
     # --- networks -------------------------------------------------------------------------
 
     def ensure_network(
-        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = (),
+        overlay: bool = False,
     ) -> str:
         with _engine_errors():
             existing = self._network(name)
             if existing is not None:
                 return _subnet_of(existing)
+            if overlay:
+                self._require_swarm(name)
+            # Attachable: plain containers (not only swarm services) join an overlay network.
+            driver = {"driver": "overlay", "attachable": True} if overlay else {"driver": "bridge"}
             for subnet in subnets or (None,):
                 try:
                     created = self.client.networks.create(
-                        name, driver="bridge", internal=internal, labels={**labels, **keys.own()},
-                        ipam=_ipam(subnet),
+                        name, internal=internal, labels={**labels, **keys.own()}, ipam=_ipam(subnet), **driver
                     )
                     return _subnet_of(self.client.networks.get(created.id))
                 except APIError as error:
@@ -136,6 +141,16 @@ class DockerRuntime:
                     if subnet is None or "overlap" not in _reason(error).lower():
                         raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
             raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
+
+    def _require_swarm(self, name: str) -> None:
+        state = (self.client.info().get("Swarm") or {}).get("LocalNodeState", "inactive")
+        if state != "active":
+            raise MultiHostNetworkUnavailable(
+                f'Could not create the overlay network "{name}" for instances on several nodes: this '
+                f'Docker engine is not in swarm mode (LocalNodeState "{state}"). '
+                "SAGEPORT_MULTI_NODE_NETWORK=overlay needs every node's engine in one swarm "
+                "(docker swarm init / join, docs/operations.md)."
+            )
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         with _engine_errors():

@@ -133,10 +133,11 @@ def checkpoint_local_path(request: dict) -> str | None:
     return request["CheckpointConfig"].get("LocalPath") or DEFAULT_CHECKPOINT_PATH
 
 
-def prepare(job: TrainingJob) -> None:
-    """Create every host's tree and write its config files (idempotent: rewrites them)."""
+def prepare(job: TrainingJob, only: list[str]) -> None:
+    """Create the trees of the hosts in `only` (this node's) and write their config files
+    (idempotent: rewrites them); the configs name every host of the job."""
     hosts = host_names(job.request["ResourceConfig"]["InstanceCount"])
-    for host in hosts:
+    for host in only:
         workspace = host_workspace(job, host)
         directories = [workspace.config_dir, workspace.data_dir, workspace.model_dir]
         directories.append(workspace.output_data_dir)

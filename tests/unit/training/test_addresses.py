@@ -49,9 +49,9 @@ def hosts_file(job, host: str) -> list[str]:
 
 def started_specs(job, engine):
     scheduler.place(job)
-    workspace.prepare(job)
+    workspace.prepare(job, containers.hosts(job))
     states = {host: None for host in containers.hosts(job)}
-    assert training._start_missing(job, states) is None
+    assert training.start_missing(job, states) is None
     return {host: engine.containers[containers.container_name(job, host)].spec for host in states}
 
 
