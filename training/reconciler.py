@@ -173,7 +173,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
         t.transition(job, t.STOPPING_STATE, outcome=Outcome.MAX_RUNTIME_EXCEEDED)
         return AT_ONCE
     states = _observe(job)
-    collect_logs(job, states)
+    collect_logs(job, _here(job, states))
     if job.outcome:  # a container failed: the others are being stopped
         return _after_drain(job, states, t.UPLOADING)
     gone = vanished(job, states) + spans.remote_vanished(job)
@@ -303,7 +303,7 @@ def _failed(state: ContainerState | None) -> bool:
 
 def _stop(job: TrainingJob, token: str) -> float | None:
     states = _observe(job)
-    collect_logs(job, states)
+    collect_logs(job, _here(job, states))
     if not _drained(job, states):
         return _poll()
     final = {Outcome.FAILED: t.FAILED, Outcome.MAX_RUNTIME_EXCEEDED: t.MAX_RUNTIME_EXCEEDED}.get(
@@ -366,7 +366,7 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
             return _poll()  # the other nodes of a job spanning nodes are uploading their instances'
         final, fields["failure_reason"] = t.FAILED, failure
     elif job.artifacts_uploaded_at is None:
-        collect_logs(job, _observe(job))
+        collect_logs(job, _here(job, _observe(job)))
         try:
             with leases.kept_alive(TrainingJob, job.pk, token):
                 training_sidecars.finish(job, local_hosts(job))  # helpers stopped, checkpoints synced
@@ -409,9 +409,11 @@ def observe(job: TrainingJob, hosts: list[str]) -> States:
 
 
 def collect_logs(job: TrainingJob, states: States) -> None:
-    """Copy the new output of this node's containers (other nodes collect their own)."""
+    """Copy the new output of these containers of this node's (other nodes collect their own)."""
     runtime = get_runtime()
-    for host, state in _here(job, states).items():
+    for host, state in states.items():
+        if state is None:
+            continue
         stream = containers.training_stream(job, host)
         container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
 

@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings
 
 from capacity.models import Placement
+from logs import store as log_store
 from runtime import labels
 from runtime.fake import FakeRuntime
 from tests.unit.fake_storage import FakeStore
@@ -127,11 +128,15 @@ def test_each_node_starts_its_instances_on_one_overlay_network_and_the_artifacts
     assert member_config["hosts"] == ["algo-1", "algo-2"] and member_config["current_host"] == "algo-2"
     (leader_host.model_dir / "from-algo-1").write_bytes(b"1")
 
+    engine.print(names["algo-1"], "epoch 1 on algo-1")
+    engine.print(names["algo-2"], "epoch 1 on algo-2")
     engine.exit(names["algo-1"], 0)
     engine.exit(names["algo-2"], 0)
-    sync(job, on_member)  # reports its container's exit
+    sync(job, on_member)  # collects its container's output, reports its exit
     step(job)
     assert t.state_of(job) == t.UPLOADING
+    for host in ("algo-1", "algo-2"):  # each node copied its own container's output, once
+        assert log_store.tail(containers.training_stream(job, host), 10) == [f"epoch 1 on {host}"]
     step(job)
     assert t.state_of(job) == t.UPLOADING  # waits for the member's model and output
     sync(job, on_member)
