@@ -120,7 +120,7 @@ def mark_ready(job: TrainingJob, hosts: list[str]) -> None:
 
 
 def hosts_ready(job: TrainingJob, hosts: list[str]) -> bool:
-    return not _placements(job).filter(host__in=hosts, ready_at__isnull=True).exists()
+    return _placements(job).filter(host__in=hosts, ready_at__isnull=False).count() == len(hosts)
 
 
 def report_failure(job: TrainingJob, hosts: list[str], reason: str) -> None:
