@@ -106,8 +106,9 @@ class ContainerRuntime(Protocol):
         `subnets`, the first one no other network of the engine overlaps is given to it (its
         gateway the first address), so containers can have fixed addresses on it. Returns the
         network's subnet (an existing network's own). `overlay`: a Swarm attachable overlay
-        network instead, which containers of every engine in the swarm join; an engine not in
-        swarm mode raises `MultiHostNetworkUnavailable`."""
+        network instead, which containers of every engine in the swarm join (its upper half is
+        left to the swarm's own addresses: fixed ones must lie in the lower half); an engine not
+        in swarm mode raises `MultiHostNetworkUnavailable`."""
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         """Get-or-create the engine-wide internal bridge on `subnet` whose host side is `gateway`,

@@ -132,7 +132,8 @@ class DockerRuntime:
             for subnet in subnets or (None,):
                 try:
                     created = self.client.networks.create(
-                        name, internal=internal, labels={**labels, **keys.own()}, ipam=_ipam(subnet), **driver
+                        name, internal=internal, labels={**labels, **keys.own()}, ipam=_ipam(subnet, overlay),
+                        **driver,
                     )
                     return _subnet_of(self.client.networks.get(created.id))
                 except APIError as error:
@@ -344,11 +345,16 @@ def create_kwargs(spec: ContainerSpec) -> dict:
     return kwargs
 
 
-def _ipam(subnet: str | None) -> IPAMConfig | None:
+def _ipam(subnet: str | None, overlay: bool = False) -> IPAMConfig | None:
     if subnet is None:
         return None  # the engine picks one
-    gateway = str(next(ipaddress.ip_network(subnet).hosts()))
-    return IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)])
+    network = ipaddress.ip_network(subnet)
+    gateway = str(next(network.hosts()))
+    # A swarm gives each engine joining an overlay network an address of its own (its load
+    # balancer's), picked from the pool while containers join: kept to the upper half, it never
+    # takes the fixed address of an instance (those are at the start of the subnet).
+    dynamic = str(list(network.subnets(prefixlen_diff=1))[1]) if overlay else None
+    return IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway, iprange=dynamic)])
 
 
 def _subnet_of(network) -> str:

@@ -212,11 +212,11 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
     runtime = get_runtime()
     subnet = None
     if containers.needs_network(job):
-        isolated = job.request["EnableNetworkIsolation"]
-        subnets = addresses.candidate_subnets(job.pk, containers.instance_count(job))
+        isolated, overlay = job.request["EnableNetworkIsolation"], spans.spans_nodes(job)
+        subnets = addresses.candidate_subnets(job.pk, containers.instance_count(job), overlay)
         network_subnet = runtime.ensure_network(
             containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets,
-            overlay=spans.spans_nodes(job),
+            overlay=overlay,
         )
         subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
     for host in missing:

@@ -32,7 +32,7 @@ class Engine:
         return {"Swarm": {"LocalNodeState": self.swarm_state}}
 
 
-def test_an_overlay_network_is_attachable_and_labelled_like_a_bridge_one():
+def test_an_overlay_network_is_attachable_labelled_like_a_bridge_one_and_keeps_fixed_addresses_free():
     engine = Engine("active")
     runtime = DockerRuntime(client=engine)
 
@@ -44,6 +44,11 @@ def test_an_overlay_network_is_attachable_and_labelled_like_a_bridge_one():
     ((name, options),) = engine.networks.created
     assert (name, options["driver"], options["attachable"]) == ("job-net", "overlay", True)
     assert options["labels"][labels.RESOURCE] == "arn" and options["labels"][labels.MANAGED] == "true"
+    # The swarm's own addresses (one per engine joining) come from the upper half only, so they
+    # never take an instance's fixed address (algo-N is the (N+1)-th address).
+    (pool,) = options["ipam"]["Config"]
+    assert (pool["Subnet"], pool["Gateway"]) == ("10.213.7.0/24", "10.213.7.1")
+    assert pool["IPRange"] == "10.213.7.128/25"
 
 
 @pytest.mark.parametrize("state", ["inactive", "pending", "error"])
