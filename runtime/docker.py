@@ -125,8 +125,10 @@ class DockerRuntime:
             existing = self._network(name)
             if existing is not None:
                 return _subnet_of(existing)
-            if overlay:
-                self._require_swarm(name)
+            if overlay and not self._swarm_manager(name):
+                # A worker engine cannot create it; its containers join the one a manager made
+                # (by name, through the swarm), on the subnet that manager's node recorded.
+                return subnets[0] if subnets else ""
             # Attachable: plain containers (not only swarm services) join an overlay network.
             driver = {"driver": "overlay", "attachable": True} if overlay else {"driver": "bridge"}
             for subnet in subnets or (None,):
@@ -143,8 +145,10 @@ class DockerRuntime:
                         raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
             raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
 
-    def _require_swarm(self, name: str) -> None:
-        state = (self.client.info().get("Swarm") or {}).get("LocalNodeState", "inactive")
+    def _swarm_manager(self, name: str) -> bool:
+        """Whether this engine can create swarm networks (a manager); raises when it is in no swarm."""
+        swarm = self.client.info().get("Swarm") or {}
+        state = swarm.get("LocalNodeState", "inactive")
         if state != "active":
             raise MultiHostNetworkUnavailable(
                 f'Could not create the overlay network "{name}" for instances on several nodes: this '
@@ -152,6 +156,7 @@ class DockerRuntime:
                 "SAGEPORT_MULTI_NODE_NETWORK=overlay needs every node's engine in one swarm "
                 "(docker swarm init / join, docs/operations.md)."
             )
+        return bool(swarm.get("ControlAvailable"))
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         with _engine_errors():

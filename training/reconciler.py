@@ -213,11 +213,17 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
     subnet = None
     if containers.needs_network(job):
         isolated, overlay = job.request["EnableNetworkIsolation"], spans.spans_nodes(job)
-        subnets = addresses.candidate_subnets(job.pk, containers.instance_count(job), overlay)
+        # The other nodes of a job spanning nodes take the subnet the first node's network got.
+        recorded = spans.network_subnet(job) if overlay else ""
+        subnets = [recorded] if recorded else addresses.candidate_subnets(
+            job.pk, containers.instance_count(job), overlay
+        )
         network_subnet = runtime.ensure_network(
             containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets,
             overlay=overlay,
         )
+        if overlay and not recorded:
+            spans.record_network_subnet(job, network_subnet)
         subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
     for host in missing:
         try:

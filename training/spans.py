@@ -85,6 +85,15 @@ def reported_failure(job: TrainingJob, host: str) -> str:
     return ((placed.report or {}).get("failure_reason") or "") if placed else ""
 
 
+def network_subnet(job: TrainingJob) -> str:
+    """The subnet of the job's overlay network, once the node that created it recorded it."""
+    return _placements(job).exclude(network_subnet="").values_list("network_subnet", flat=True).first() or ""
+
+
+def record_network_subnet(job: TrainingJob, subnet: str) -> None:
+    _placements(job).update(network_subnet=subnet)
+
+
 def parts_uploaded(job: TrainingJob) -> bool:
     return not _elsewhere(job).filter(parts_uploaded_at__isnull=True).exists()
 

@@ -24,12 +24,12 @@ class Networks:
 
 
 class Engine:
-    def __init__(self, swarm_state: str):
+    def __init__(self, swarm_state: str, manager: bool = True):
         self.networks = Networks()
-        self.swarm_state = swarm_state
+        self.swarm_state, self.manager = swarm_state, manager
 
     def info(self):
-        return {"Swarm": {"LocalNodeState": self.swarm_state}}
+        return {"Swarm": {"LocalNodeState": self.swarm_state, "ControlAvailable": self.manager}}
 
 
 def test_an_overlay_network_is_attachable_labelled_like_a_bridge_one_and_keeps_fixed_addresses_free():
@@ -60,4 +60,12 @@ def test_an_engine_outside_a_swarm_refuses_an_overlay_network_naming_the_setting
         runtime.ensure_network("job-net", {}, overlay=True)
 
     assert "SAGEPORT_MULTI_NODE_NETWORK=overlay" in str(refused.value) and f'"{state}"' in str(refused.value)
+    assert engine.networks.created == []
+
+
+def test_a_swarm_worker_engine_joins_the_network_a_manager_made_on_the_subnet_recorded():
+    engine = Engine("active", manager=False)  # it could not create a swarm network
+    runtime = DockerRuntime(client=engine)
+
+    assert runtime.ensure_network("job-net", {}, subnets=["10.213.9.0/24"], overlay=True) == "10.213.9.0/24"
     assert engine.networks.created == []
