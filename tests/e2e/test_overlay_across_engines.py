@@ -107,7 +107,7 @@ def two_engines(busybox_image):
             _run("ip", "-n", namespace, "addr", "add", f"{subnet}.{index + 1}/24", "dev", link)
             _run("ip", "-n", namespace, "link", "set", link, "up")
         engines = [Engine(namespace, root) for namespace, root in zip(namespaces, roots, strict=True)]
-        saved = subprocess.run(["docker", "save", busybox_image], check=True, capture_output=True, timeout=120)
+        saved = subprocess.run(["docker", "save", busybox_image], capture_output=True, check=True, timeout=99)
         for engine in engines:
             engine.load(saved.stdout)
         manager, worker = engines
