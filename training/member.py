@@ -40,6 +40,8 @@ from training.models import TrainingJob
 log = logging.getLogger(__name__)
 
 _FAILURES = (RuntimeError_, StorageError, ChannelError, ArchiveError)
+# No container of the job's current attempt exists yet in these states.
+_BEFORE_CONTAINERS = (t.STARTING, t.PENDING, t.RESTARTING, t.DOWNLOADING)
 
 
 def sync(job_id: int) -> None:
@@ -52,6 +54,8 @@ def sync(job_id: int) -> None:
         if job.is_terminal:
             _remove_local(job)
             return
+        if t.state_of(job) in _BEFORE_CONTAINERS:
+            _remove_containers(job)  # a retry's: what the lost attempt left here must not be reused
         hosts = spans.placed_here(job)
         if hosts:
             _do_share(job, hosts)
@@ -150,13 +154,16 @@ def _hand_over(job: TrainingJob, hosts: list[str]) -> None:
 
 
 def _remove_local(job: TrainingJob) -> None:
-    runtime = get_runtime()
-    mine = {**containers.job_labels(job), labels.NODE: nodes.local_name()}
-    for state in runtime.find(mine):
-        runtime.remove(state.name)
+    _remove_containers(job)
     training_sidecars.stop(job)
     workspace.remove(job)
     _lock_path(job.pk).unlink(missing_ok=True)
+
+
+def _remove_containers(job: TrainingJob) -> None:
+    runtime = get_runtime()
+    for state in runtime.find({**containers.job_labels(job), labels.NODE: nodes.local_name()}):
+        runtime.remove(state.name)
 
 
 def _lock_path(job_id: int) -> Path:

@@ -64,8 +64,8 @@ def on_member(settings, tmp_path):
     return acting
 
 
-def spanning_job():
-    job = new_job()
+def spanning_job(**request):
+    job = new_job(**request)
     job.request["ResourceConfig"] = {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 2, "VolumeSizeInGB": 1}
     job.save(update_fields=["request"])
     return job
@@ -187,3 +187,27 @@ def test_an_engine_outside_a_swarm_fails_the_job_naming_the_setting(engine, stor
     assert t.state_of(job) == t.FAILED
     assert job.failure_reason.startswith("InternalServerError: ")
     assert "not in swarm mode" in job.failure_reason
+
+
+def test_a_retry_removes_what_the_lost_attempt_left_on_the_member_before_starting_again(
+    engine, store, on_member
+):
+    job = spanning_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    names = until_both_run(job, engine, on_member)
+    with on_member():
+        stale = workspace.host_workspace(job, "algo-2").model_dir / "from-the-lost-attempt"
+        stale.write_bytes(b"old")
+    engine.vanish(names["algo-1"])
+
+    step(job)
+    assert t.state_of(job) == t.RESTARTING
+    step(job)  # the job's node removes its own leftovers and starts again
+    assert t.state_of(job) == t.STARTING
+    sync(job, on_member)
+
+    assert names["algo-2"] not in engine.containers  # never taken for the new attempt's
+    step(job)  # placed again: the member gets algo-2 again
+    assert t.state_of(job) == t.DOWNLOADING
+    sync(job, on_member)
+    with on_member():
+        assert not stale.exists()
