@@ -11,7 +11,8 @@ writes what it saw into their `Placement` rows:
 - Stopping (the job's node set `stop_signalled_at`): SIGTERM once, SIGKILL after the grace;
 - once the job is Uploading or Stopping and this node's containers ended: helpers stopped,
   checkpoints synced, model and output uploaded → `parts_uploaded_at`;
-- once the job ended: this node's containers and workspace removed.
+- once the job ended: this node's containers and workspace removed; after a retry, before the
+  new attempt's containers: the lost attempt's containers (and helpers) here.
 
 What it cannot do for good (an image missing, a channel refused, a container the engine will
 not start) becomes the placement's `failure_reason`, which fails the job on its next step.
@@ -54,22 +55,14 @@ def sync(job_id: int) -> None:
         if job.is_terminal:
             _remove_local(job)
             return
-        if t.state_of(job) in _BEFORE_CONTAINERS:
-            _remove_containers(job)  # a retry's: what the lost attempt left here must not be reused
-        hosts = spans.placed_here(job)
-        if hosts:
-            _do_share(job, hosts)
-
-
-def _do_share(job: TrainingJob, hosts: list[str]) -> None:
-    try:
-        _step(job, hosts)
-    except _FAILURES as exc:
-        if is_transient(exc):
-            name, node = job.training_job_name, nodes.local_name()
-            log.warning("training job %s: node %s retries its share later: %s", name, node, exc)
-            return
-        spans.report_failure(job, hosts, _reason(exc))
+        try:
+            _step(job)
+        except _FAILURES as exc:
+            if is_transient(exc):
+                name, node = job.training_job_name, nodes.local_name()
+                log.warning("training job %s: node %s retries its share later: %s", name, node, exc)
+                return
+            spans.report_failure(job, spans.placed_here(job), _reason(exc))
 
 
 def _reason(exc: Exception) -> str:
@@ -77,8 +70,13 @@ def _reason(exc: Exception) -> str:
     return f"{prefix}: {exc} (on node {nodes.local_name()})"
 
 
-def _step(job: TrainingJob, hosts: list[str]) -> None:
+def _step(job: TrainingJob) -> None:
     state = t.state_of(job)
+    if state in _BEFORE_CONTAINERS:
+        _retire_lost_attempt(job)
+    hosts = spans.placed_here(job)
+    if not hosts:
+        return
     if state == t.DOWNLOADING:
         _prepare(job, hosts)
     elif state == t.TRAINING:
@@ -160,10 +158,22 @@ def _remove_local(job: TrainingJob) -> None:
     _lock_path(job.pk).unlink(missing_ok=True)
 
 
+def _retire_lost_attempt(job: TrainingJob) -> None:
+    """After a retry, what an earlier attempt left on this node: its helpers stopped and its
+    checkpoints synced one last time (as the job's node does for its own), its containers
+    removed, so that none is ever taken for the new attempt's."""
+    if _find_containers(job):
+        training_sidecars.finish(job, containers.hosts(job))
+        _remove_containers(job)
+
+
+def _find_containers(job: TrainingJob) -> list:
+    return get_runtime().find({**containers.job_labels(job), labels.NODE: nodes.local_name()})
+
+
 def _remove_containers(job: TrainingJob) -> None:
-    runtime = get_runtime()
-    for state in runtime.find({**containers.job_labels(job), labels.NODE: nodes.local_name()}):
-        runtime.remove(state.name)
+    for state in _find_containers(job):
+        get_runtime().remove(state.name)
 
 
 def _lock_path(job_id: int) -> Path:

@@ -285,7 +285,7 @@ def _restart(job: TrainingJob, token: str) -> float | None:
     """Remove what the lost attempt left on this engine and start the job again from Starting
     (checkpoints are restored on the way, as for any start)."""
     try:
-        training_sidecars.finish(job, containers.hosts(job))  # keep what the lost attempt saved
+        training_sidecars.finish(job, local_hosts(job))  # keep what the lost attempt saved
     except StorageError as exc:
         if exc.transient:
             raise  # retried with backoff, within the Restarting deadline
