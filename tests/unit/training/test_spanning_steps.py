@@ -4,18 +4,20 @@ its own; both nodes' "engines" are one fake runtime, as two nodes on one machine
 engine. What users see must be what a job on one node gives them."""
 import json
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
-from capacity.models import Placement
+from capacity.models import Node, Placement
 from logs import store as log_store
 from runtime import labels
 from runtime.fake import FakeRuntime
 from tests.unit.fake_storage import FakeStore
 from tests.unit.training.test_reconciler_steps import artifact_uri, new_job, step
 from tests.unit.training.test_scheduler import make_node
-from training import containers, member, workspace
+from training import containers, member, tasks, workspace
 from training import reconciler as training
 from training import transitions as t
 
@@ -211,3 +213,17 @@ def test_a_retry_removes_what_the_lost_attempt_left_on_the_member_before_startin
     sync(job, on_member)
     with on_member():
         assert not stale.exists()
+
+
+def test_a_lost_member_node_fails_the_job_naming_that_node(engine, store, on_member, monkeypatch):
+    job = spanning_job()
+    until_both_run(job, engine, on_member)
+    silent_since = timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS + 1)
+    Node.objects.filter(name=MEMBER).update(heartbeat_at=silent_since)
+    monkeypatch.setattr(tasks.reconcile_training_job, "delay", lambda job_id: None)
+
+    tasks._handle_lost_nodes()
+
+    job.refresh_from_db()
+    assert t.state_of(job) == t.FAILED
+    assert f"the node {MEMBER} that ran it stopped sending heartbeats" in job.failure_reason
