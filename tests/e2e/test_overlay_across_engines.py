@@ -46,7 +46,8 @@ def _run(*argv: str) -> None:
 
 class Engine:
     """A dockerd in a network namespace of its own (`nsenter --net`: `ip netns exec` would hide
-    the cgroup mounts from it), with its own data, exec root and socket."""
+    the cgroup mounts from it), with its own data, exec root and socket; stopped if it does not
+    answer."""
 
     def __init__(self, namespace: str, root: Path):
         self.namespace, self.root = namespace, root
@@ -57,8 +58,13 @@ class Engine:
              "--exec-root", str(root / "exec"), "-H", self.socket, "--pidfile", str(root / "d.pid")],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
-        self.client = docker.DockerClient(base_url=self.socket, timeout=30)
-        wait_until(self._answers, timeout=ENGINE_START_SECONDS, what=f"dockerd in {namespace}")
+        # The API version given: the client would otherwise ask the engine at once, not yet listening.
+        self.client = docker.DockerClient(base_url=self.socket, version="1.41", timeout=30)
+        try:
+            wait_until(self._answers, timeout=ENGINE_START_SECONDS, what=f"dockerd in {namespace}")
+        except BaseException:
+            self.stop()
+            raise
 
     def _answers(self) -> bool:
         assert self.process.poll() is None, (self.root / "dockerd.log").read_text()[-2000:]
@@ -106,7 +112,8 @@ def two_engines(busybox_image):
         for index, (namespace, link) in enumerate(zip(namespaces, links, strict=True)):
             _run("ip", "-n", namespace, "addr", "add", f"{subnet}.{index + 1}/24", "dev", link)
             _run("ip", "-n", namespace, "link", "set", link, "up")
-        engines = [Engine(namespace, root) for namespace, root in zip(namespaces, roots, strict=True)]
+        for namespace, root in zip(namespaces, roots, strict=True):
+            engines.append(Engine(namespace, root))
         saved = subprocess.run(["docker", "save", busybox_image], capture_output=True, check=True, timeout=99)
         for engine in engines:
             engine.load(saved.stdout)
