@@ -38,6 +38,7 @@ COPY reconcile ./reconcile
 COPY runtime ./runtime
 COPY storage ./storage
 COPY protocol ./protocol
+COPY libraries ./libraries
 # Compiled once here rather than by each of the four containers at every start.
 RUN python -m compileall -q /app
 

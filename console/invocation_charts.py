@@ -1,33 +1,38 @@
 """An endpoint's invocation charts: CloudWatch's per-minute `AWS/SageMaker` metrics of each of its
-variants (dimensions EndpointName and VariantName), added up over the variants: Invocations and
-the 4xx/5xx errors summed per minute, ModelLatency averaged (in milliseconds).
+variants (dimensions EndpointName and VariantName), taken together over the variants: Invocations
+and the 4xx/5xx errors summed per minute, ModelLatency and OverheadLatency as their p50 and p99
+(in milliseconds), each minute's statistics computed by `logs.statistics`, as GetMetricStatistics
+computes them.
 
 They are read through the CloudWatch metrics store (`logs.metric_queries`) where this build has
 one; without it, or before the first invocation, every chart is empty and the page says so."""
 
-from collections import defaultdict
-
 from hosting.models import Endpoint
 
 try:
-    from logs import metric_queries
+    from logs import metric_queries, statistics
 except ImportError:  # a build without the CloudWatch metrics store
-    metric_queries = None
+    metric_queries = statistics = None
 
 NAMESPACE = "AWS/SageMaker"
 WINDOW_MS = 3 * 3600 * 1000  # the last three hours
-# (chart title, metric name, how a minute's samples become one value)
+MINUTE_SECONDS = 60
+COUNT_LINES = (("Sum", "Sum"),)
+LATENCY_LINES = (("p50", "p50"), ("p99", "p99"))
+MICROSECONDS_TO_MS = 1 / 1000
+# (chart title, metric name, its lines as (label, CloudWatch statistic), scale of the values)
 CHARTS = [
-    ("Invocations", "Invocations", "sum"),
-    ("Invocation4XXErrors", "Invocation4XXErrors", "sum"),
-    ("Invocation5XXErrors", "Invocation5XXErrors", "sum"),
-    ("ModelLatency (ms, average)", "ModelLatency", "average_ms"),
+    ("Invocations", "Invocations", COUNT_LINES, 1),
+    ("Invocation4XXErrors", "Invocation4XXErrors", COUNT_LINES, 1),
+    ("Invocation5XXErrors", "Invocation5XXErrors", COUNT_LINES, 1),
+    ("ModelLatency (ms)", "ModelLatency", LATENCY_LINES, MICROSECONDS_TO_MS),
+    ("OverheadLatency (ms)", "OverheadLatency", LATENCY_LINES, MICROSECONDS_TO_MS),
 ]
-TITLES = [title for title, _, _ in CHARTS]
+TITLES = [title for title, _, _, _ in CHARTS]
 
 
 def series(endpoint: Endpoint, now_ms: int) -> list[dict]:
-    """One entry per chart: `{"name": title, "points": [[minute ms, value], ...]}`."""
+    """One entry per chart: `{"name": title, "lines": [{"label", "points": [[minute ms, value], ...]}]}`."""
     variants = sorted(
         {
             variant["VariantName"]
@@ -36,28 +41,35 @@ def series(endpoint: Endpoint, now_ms: int) -> list[dict]:
         }
     )
     return [
-        {"name": title, "points": _points(endpoint, variants, metric, how, now_ms)}
-        for title, metric, how in CHARTS
+        {"name": title, "lines": _lines(_minutes(endpoint, variants, metric, now_ms), lines, scale)}
+        for title, metric, lines, scale in CHARTS
     ]
 
 
-def _points(endpoint: Endpoint, variants: list[str], metric: str, how: str, now_ms: int) -> list[list]:
+def _minutes(endpoint: Endpoint, variants: list[str], metric: str, now_ms: int) -> dict:
+    """The metric's samples of every variant, added up per minute (oldest first)."""
     if metric_queries is None:
-        return []
+        return {}
     scope = metric_queries.Scope(endpoint.account_id, endpoint.region)
-    minutes: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])  # minute -> [count, total]
+    start_ms = statistics.aligned_start_ms(now_ms - WINDOW_MS, MINUTE_SECONDS)
+    found = []
     for variant in variants:
         dimensions = [
             {"Name": "EndpointName", "Value": endpoint.endpoint_name},
             {"Name": "VariantName", "Value": variant},
         ]
         metric_id = metric_queries.MetricId.of(NAMESPACE, metric, dimensions)
-        samples, _unit = metric_queries.samples(scope, metric_id, now_ms - WINDOW_MS, now_ms + 60_000)
-        for sample in samples:
-            minutes[sample.timestamp_ms][0] += sample.count
-            minutes[sample.timestamp_ms][1] += sample.total
-    return [
-        [minute, total if how == "sum" else total / count / 1000]  # ModelLatency is in microseconds
-        for minute, (count, total) in sorted(minutes.items())
-        if count
-    ]
+        samples, _unit = metric_queries.samples(scope, metric_id, start_ms, now_ms + 60_000)
+        found.extend(samples)
+    return statistics.by_period(found, start_ms, MINUTE_SECONDS)
+
+
+def _lines(minutes: dict, lines, scale: float) -> list[dict]:
+    """Each line's statistic minute by minute; a minute without a value (a percentile of minutes
+    written before histograms were kept) is left out."""
+    drawn = []
+    for label, statistic in lines:
+        values = ((minute, aggregate.statistic(statistic)) for minute, aggregate in minutes.items())
+        points = [[minute, value * scale] for minute, value in values if value is not None]
+        drawn.append({"label": label, "points": points})
+    return drawn

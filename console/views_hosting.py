@@ -20,6 +20,7 @@ from hosting.runtime_api.invocations import ENDPOINT_LOG_GROUP
 from protocol.listing import filtered_and_sorted
 
 PAGE_SIZE = 50
+HISTORY_SHOWN = 100  # the newest deployment steps on an endpoint's page
 
 
 def _page(viewer: Viewer, request: HttpRequest, model, name_field: str, status_field: str = ""):
@@ -79,6 +80,7 @@ def _endpoint_context(endpoint: Endpoint) -> dict:
         "endpoint": endpoint,
         "described": presenters.describe_endpoint(endpoint),
         "fleet": _fleet(endpoint),
+        "history": presenters.deployment_history(endpoint, HISTORY_SHOWN),
     }
 
 
@@ -101,6 +103,7 @@ def endpoint_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
             "actions_html": render_to_string("console/_endpoint_actions.html", context, request),
             "status_html": render_to_string("console/_endpoint_status.html", context, request),
             "fleet_html": render_to_string("console/_endpoint_fleet.html", context, request),
+            "history_html": render_to_string("console/_endpoint_history.html", context, request),
             "streams": live.streams(viewer.context_for(endpoint), _log_group(endpoint), ""),
         }
     )

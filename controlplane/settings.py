@@ -224,7 +224,12 @@ CELERY_BEAT_SCHEDULE = {
 # --- Storage (S3-compatible) ---------------------------------------------------------------
 SAGEPORT_S3_ENDPOINT_URL = os.environ.get("SAGEPORT_S3_ENDPOINT_URL", "http://127.0.0.1:8333")
 SAGEPORT_S3_ACCESS_KEY_ID = os.environ.get("SAGEPORT_S3_ACCESS_KEY_ID", "sageport")
-SAGEPORT_S3_SECRET_ACCESS_KEY = os.environ.get("SAGEPORT_S3_SECRET_ACCESS_KEY", "sageport-secret")
+# The platform key reaches every bucket, and every container that is not network-isolated reaches
+# the S3 gateway: a public default secret would let any tenant sign as the platform. Unset, each
+# installation generates its own (kept in the data dir, like the Django key).
+SAGEPORT_S3_SECRET_ACCESS_KEY = os.environ.get("SAGEPORT_S3_SECRET_ACCESS_KEY") or secret_key.load_or_create(
+    DATA_DIR / "s3_platform_secret"
+)
 SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
 # The most bytes one File/FastFile training channel may stage on one instance, and the most an
 # endpoint's model data may hold once unpacked: a job or endpoint over the limit fails with a

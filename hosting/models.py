@@ -164,3 +164,44 @@ class ServingContainer(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class DeploymentEventKind(models.TextChoices):
+    # A fleet was requested: CreateEndpoint's first one, or UpdateEndpoint's new (green) one.
+    FLEET_CREATED = "FleetCreated"
+    # Every container of the fleet passed /ping: it may take traffic.
+    HEALTH_GATE_PASSED = "HealthGatePassed"
+    # A share of the endpoint's traffic moved to the new fleet (one step of the traffic plan).
+    TRAFFIC_SHIFTED = "TrafficShifted"
+    # The new fleet serves everything; the old one is drained, then stopped.
+    OLD_FLEET_RETIRING = "OldFleetRetiring"
+    # A retired fleet's last container is gone.
+    FLEET_REMOVED = "FleetRemoved"
+    # A new endpoint's first fleet failed (the endpoint is Failed).
+    DEPLOYMENT_FAILED = "DeploymentFailed"
+    # An update failed and the old fleet kept (or took back) all traffic.
+    ROLLED_BACK = "RolledBack"
+    # UpdateEndpointWeightsAndCapacities was accepted (the weights apply at once) ...
+    WEIGHTS_AND_CAPACITIES_UPDATED = "WeightsAndCapacitiesUpdated"
+    # ... and its instance counts were reached, or could not be.
+    CAPACITY_APPLIED = "CapacityApplied"
+    CAPACITY_NOT_APPLIED = "CapacityNotApplied"
+
+
+class EndpointDeploymentEvent(models.Model):
+    """One step of an endpoint's deployment history, written where the step happens (the
+    services for what a request asks, the reconciler for what it carries out), in the same
+    transaction as the state change it tells of. Shown newest first; deleted with the endpoint."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="events")
+    time = models.DateTimeField()
+    kind = models.CharField(max_length=32, choices=DeploymentEventKind.choices)
+    # The config of the fleet the step concerns.
+    endpoint_config_name = models.CharField(max_length=63)
+    message = models.CharField(max_length=2048)
+
+    class Meta:
+        indexes = [models.Index(fields=["endpoint", "time"])]
+
+    def __str__(self):
+        return f"{self.endpoint_id} {self.kind} {self.endpoint_config_name}"

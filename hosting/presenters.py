@@ -2,8 +2,10 @@
 
 from datetime import UTC, datetime
 
+from hosting import history
 from hosting.models import (
     ContainerStatus,
+    DeploymentEventKind,
     DeploymentPhase,
     Endpoint,
     EndpointConfig,
@@ -167,4 +169,29 @@ def _deployed_images(deployment: EndpointDeployment, variant: dict) -> list[dict
             "ResolvedImage": resolved["ResolvedImage"],
             "ResolutionTime": datetime.fromtimestamp(resolved["ResolutionTime"], UTC),
         }
+    ]
+
+
+# Kinds the console shows as a failure (red) rather than a step (neutral).
+FAILED_EVENT_KINDS = frozenset(
+    {
+        DeploymentEventKind.DEPLOYMENT_FAILED,
+        DeploymentEventKind.ROLLED_BACK,
+        DeploymentEventKind.CAPACITY_NOT_APPLIED,
+    }
+)
+
+
+def deployment_history(endpoint: Endpoint, limit: int) -> list[dict]:
+    """The endpoint's newest `limit` deployment steps, newest first (no SageMaker operation
+    returns them: the console shows them)."""
+    return [
+        {
+            "Time": event.time,
+            "Kind": event.kind,
+            "EndpointConfigName": event.endpoint_config_name,
+            "Message": event.message,
+            "Failed": event.kind in FAILED_EVENT_KINDS,
+        }
+        for event in history.newest_first(endpoint)[:limit]
     ]

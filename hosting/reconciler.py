@@ -32,18 +32,20 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from accounts import container_credentials
 from capacity import nodes
 from gateway import network as gateway_network
-from hosting import containers, placement
+from hosting import containers, history, placement
 from hosting import model_data as hosting_model_data
 from hosting import rollout as hosting_rollout
 from hosting import transitions as t
 from hosting.health import PingResult, ping_all
 from hosting.models import (
     ContainerStatus,
+    DeploymentEventKind,
     DeploymentPhase,
     Endpoint,
     EndpointDeployment,
@@ -219,14 +221,35 @@ def _provision(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -
     deployment.refresh_from_db()
     if deployment.phase != DeploymentPhase.PROVISIONING or not _at_strength(deployment):
         return
+    size = sum(values["DesiredInstanceCount"] for values in deployment.desired.values())
+    passed = f"Health gate passed: all {size} container{'s' if size > 1 else ''} answered /ping"
     if endpoint.deployments.filter(phase=DeploymentPhase.ACTIVE).exists():
         # The first traffic step comes with the move: the new fleet never shows 0% shifted.
-        t.move_deployment(deployment, DeploymentPhase.SHIFTING, **_traffic_step(deployment, 0))
+        with transaction.atomic():
+            if t.move_deployment(deployment, DeploymentPhase.SHIFTING, **_traffic_step(deployment, 0)):
+                _record(endpoint, deployment, DeploymentEventKind.HEALTH_GATE_PASSED, f"{passed}.")
+                _record_shift(endpoint, deployment)
         routing.bump()
         return
-    t.move_deployment(deployment, DeploymentPhase.ACTIVE)  # the first fleet of a new endpoint
-    t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE)
+    with transaction.atomic():
+        if t.move_deployment(deployment, DeploymentPhase.ACTIVE):  # the first fleet of a new endpoint
+            kind = DeploymentEventKind.HEALTH_GATE_PASSED
+            _record(endpoint, deployment, kind, f"{passed}; the endpoint is InService.")
+        t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE)
     routing.bump()
+
+
+def _record(endpoint: Endpoint, deployment: EndpointDeployment, kind: str, message: str) -> None:
+    history.record(endpoint, kind, deployment.endpoint_config_name, message)
+
+
+def _record_shift(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
+    steps = len(_traffic_plan(deployment))
+    message = (
+        f"{deployment.traffic_percent:g}% of the traffic on the new fleet "
+        f"(step {deployment.traffic_step} of {steps})."
+    )
+    _record(endpoint, deployment, DeploymentEventKind.TRAFFIC_SHIFTED, message)
 
 
 def _prepare(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
@@ -275,7 +298,9 @@ def _shift(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> No
     config, now = deployment.deployment_config, timezone.now()
     if deployment.traffic_step < len(_traffic_plan(deployment)):
         if now - deployment.last_shift_at >= hosting_rollout.wait_interval(config):
-            _decide(deployment, **_traffic_step(deployment, deployment.traffic_step))
+            with transaction.atomic():
+                if _decide(deployment, **_traffic_step(deployment, deployment.traffic_step)):
+                    _record_shift(endpoint, deployment)
             routing.bump()
     elif now - deployment.last_shift_at >= hosting_rollout.termination_wait(config):
         _complete_update(endpoint, deployment)
@@ -298,7 +323,11 @@ def _traffic_step(deployment: EndpointDeployment, index: int) -> dict:
 def _complete_update(endpoint: Endpoint, deployment: EndpointDeployment) -> None:
     # The old fleet leaves first: two Active deployments would both take full traffic.
     for old in endpoint.deployments.filter(phase=DeploymentPhase.ACTIVE):
-        t.move_deployment(old, DeploymentPhase.RETIRING)
+        with transaction.atomic():
+            if t.move_deployment(old, DeploymentPhase.RETIRING):
+                new_config = deployment.endpoint_config_name
+                message = f"All traffic on {new_config}: the old fleet is drained, then stopped."
+                _record(endpoint, old, DeploymentEventKind.OLD_FLEET_RETIRING, message)
     t.move_deployment(deployment, DeploymentPhase.ACTIVE)
     t.move_endpoint(
         endpoint,
@@ -316,7 +345,13 @@ def _serve(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> No
     if endpoint.deployments.exclude(pk=deployment.pk).exclude(phase=DeploymentPhase.RETIRING).exists():
         return  # a blue/green update is under way; it decides when the endpoint is InService
     if _at_strength(deployment) and not deployment.containers.exclude(status__in=LIVE).exists():
-        t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE)
+        with transaction.atomic():
+            if t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE):
+                counts = ", ".join(
+                    f"{name} {values['DesiredInstanceCount']}" for name, values in deployment.desired.items()
+                )
+                message = f"Every variant runs its desired instance count: {counts}."
+                _record(endpoint, deployment, DeploymentEventKind.CAPACITY_APPLIED, message)
 
 
 def _retire(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> None:
@@ -327,7 +362,10 @@ def _retire(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> N
             _start_drain(row)
     if not deployment.containers.exists():
         containers.remove_deployment_dir(deployment)
-        deployment.delete()
+        with transaction.atomic():
+            message = "The fleet's containers were drained and stopped; the fleet is removed."
+            _record(endpoint, deployment, DeploymentEventKind.FLEET_REMOVED, message)
+            deployment.delete()
 
 
 PHASE_STEPS = {
@@ -340,15 +378,18 @@ PHASE_STEPS = {
 
 def _fail_deployment(endpoint: Endpoint, deployment: EndpointDeployment, reason: str) -> None:
     reason = reason[:1024]
-    if not t.move_deployment(deployment, DeploymentPhase.RETIRING, failure_reason=reason):
-        return
-    endpoint.refresh_from_db()
-    if endpoint.endpoint_status == EndpointStatus.CREATING:
-        t.move_endpoint(endpoint, EndpointStatus.FAILED, failure_reason=reason)
-    elif endpoint.endpoint_status == EndpointStatus.UPDATING:
-        config_name = deployment.endpoint_config_name
-        rolled_back = f"The update to endpoint configuration {config_name} was rolled back: {reason}"
-        t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE, failure_reason=rolled_back[:1024])
+    with transaction.atomic():
+        if not t.move_deployment(deployment, DeploymentPhase.RETIRING, failure_reason=reason):
+            return
+        endpoint.refresh_from_db()
+        if endpoint.endpoint_status == EndpointStatus.CREATING:
+            t.move_endpoint(endpoint, EndpointStatus.FAILED, failure_reason=reason)
+            _record(endpoint, deployment, DeploymentEventKind.DEPLOYMENT_FAILED, reason)
+        elif endpoint.endpoint_status == EndpointStatus.UPDATING:
+            config_name = deployment.endpoint_config_name
+            rolled_back = f"The update to endpoint configuration {config_name} was rolled back: {reason}"
+            t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE, failure_reason=rolled_back[:1024])
+            _record(endpoint, deployment, DeploymentEventKind.ROLLED_BACK, rolled_back)
     routing.bump()  # traffic the new fleet had goes back to the old one
 
 
@@ -365,11 +406,13 @@ def _past_execution_deadline(endpoint: Endpoint, deployment: EndpointDeployment)
     return True
 
 
-def _decide(deployment: EndpointDeployment, **fields) -> None:
+def _decide(deployment: EndpointDeployment, **fields) -> bool:
     """Record a decision that is not a phase change, only if the deployment is still where we saw it."""
-    EndpointDeployment.objects.filter(pk=deployment.pk, phase=deployment.phase).update(**fields)
+    if not EndpointDeployment.objects.filter(pk=deployment.pk, phase=deployment.phase).update(**fields):
+        return False
     for name, value in fields.items():
         setattr(deployment, name, value)
+    return True
 
 
 # --- Container counts ------------------------------------------------------------------------
@@ -426,9 +469,11 @@ def _capacity_unavailable(
     live = deployment.containers.filter(variant_name=variant_name, status__in=LIVE).count()
     desired = {name: dict(values) for name, values in deployment.desired.items()}
     desired[variant_name]["DesiredInstanceCount"] = live
-    _decide(deployment, desired=desired)
     refused = f"The capacity change was not applied: {reason}"
-    t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE, failure_reason=refused[:1024])
+    with transaction.atomic():
+        _decide(deployment, desired=desired)
+        if t.move_endpoint(endpoint, EndpointStatus.IN_SERVICE, failure_reason=refused[:1024]):
+            _record(endpoint, deployment, DeploymentEventKind.CAPACITY_NOT_APPLIED, refused)
 
 
 def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer, token: str) -> None:

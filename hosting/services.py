@@ -8,10 +8,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from hosting import requests
+from hosting import history, requests
 from hosting import tasks as hosting_tasks
 from hosting import transitions as t
 from hosting.models import (
+    DeploymentEventKind,
     DeploymentPhase,
     Endpoint,
     EndpointConfig,
@@ -145,7 +146,7 @@ def create_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
                 last_deployment_config=params.get("DeploymentConfig"),
                 next_check_at=now,
             )
-            _add_deployment(endpoint, config, snapshot, _initial_desired(config), {})
+            _add_deployment(endpoint, config, snapshot, _initial_desired(config), {}, "CreateEndpoint")
     except IntegrityError:
         raise _already_exists("endpoint", arn) from None
     return endpoint
@@ -171,7 +172,9 @@ def update_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
         updating = {"failure_reason": "", "next_check_at": timezone.now(), **written}
         if not t.move_endpoint(endpoint, EndpointStatus.UPDATING, **updating):
             raise _in_progress(endpoint)
-        _add_deployment(endpoint, config, snapshot, desired, rollout)
+        traffic = rollout.get("BlueGreenUpdatePolicy", {}).get("TrafficRoutingConfiguration", {})
+        how = f"UpdateEndpoint, blue/green {traffic.get('Type', 'ALL_AT_ONCE')}"
+        _add_deployment(endpoint, config, snapshot, desired, rollout, how)
     return endpoint
 
 
@@ -201,9 +204,25 @@ def update_weights_and_capacities(ctx: RequestContext, params: dict) -> Endpoint
         ):
             raise _in_progress(endpoint)
         EndpointDeployment.objects.filter(pk=active.pk).update(desired=desired)
+        history.record(
+            endpoint,
+            DeploymentEventKind.WEIGHTS_AND_CAPACITIES_UPDATED,
+            active.endpoint_config_name,
+            _changes(active.desired, desired),
+        )
         routing.announce_change()  # new weights apply at once
         transaction.on_commit(lambda: _nudge(endpoint))
     return endpoint
+
+
+def _changes(before: dict, after: dict) -> str:
+    """What UpdateEndpointWeightsAndCapacities changed, variant by variant, in words."""
+    said = []
+    for name, values in after.items():
+        for member, noun in (("DesiredWeight", "weight"), ("DesiredInstanceCount", "instances")):
+            if values[member] != before[name][member]:
+                said.append(f"{name} {noun} {before[name][member]} → {values[member]}")
+    return "; ".join(said) or "Weights and instance counts unchanged"
 
 
 def delete_endpoint(ctx: RequestContext, name: str) -> None:
@@ -289,7 +308,12 @@ def _retained(desired: dict, current: dict, excluded: set[str]) -> dict:
 
 
 def _add_deployment(
-    endpoint: Endpoint, config: EndpointConfig, snapshot: dict, desired: dict, deployment_config: dict
+    endpoint: Endpoint,
+    config: EndpointConfig,
+    snapshot: dict,
+    desired: dict,
+    deployment_config: dict,
+    operation: str,
 ) -> EndpointDeployment:
     now = timezone.now()
     deployment = EndpointDeployment.objects.create(
@@ -301,8 +325,20 @@ def _add_deployment(
         created_at=now,
         phase_changed_at=now,
     )
+    fleet = f"{operation}: {_fleet(config, desired)}"
+    history.record(endpoint, DeploymentEventKind.FLEET_CREATED, config.endpoint_config_name, fleet)
     transaction.on_commit(lambda: _nudge(endpoint))
     return deployment
+
+
+def _fleet(config: EndpointConfig, desired: dict) -> str:
+    """A fleet in words: `AllTraffic 2 × ml.m5.large (weight 1.0)` per variant."""
+    variants = config.request["ProductionVariants"]
+    types = {variant["VariantName"]: variant["InstanceType"] for variant in variants}
+    return "; ".join(
+        f"{name} {values['DesiredInstanceCount']} × {types[name]} (weight {values['DesiredWeight']})"
+        for name, values in desired.items()
+    )
 
 
 # --- Listing ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ another metric, which has no data)."""
 import json
 from dataclasses import dataclass
 
-from logs.metrics import HOST_DIMENSION, POINT_NAMESPACES, POINTS_UNIT, dimensions_key
+from logs.metrics import HOST_DIMENSION, POINT_NAMESPACES, POINTS_UNIT, dimensions_key, stored_histogram_of
 from logs.models import MetricDatum, MetricStatisticSet
 from logs.statistics import Sample
 
@@ -58,10 +58,10 @@ def samples(scope: Scope, metric: MetricId, start_ms: int, end_ms: int) -> tuple
         dimensions=dimensions_key(metric.dimensions),
         minute_ms__gte=start_ms,
         minute_ms__lt=end_ms,
-    ).values_list("minute_ms", "sample_count", "total", "minimum", "maximum", "unit")
+    ).values_list("minute_ms", "sample_count", "total", "minimum", "maximum", "unit", "histogram")
     found, units = [], set()
-    for minute_ms, count, total, minimum, maximum, unit in rows.iterator():
-        found.append(Sample(minute_ms, count, total, minimum, maximum, None))
+    for minute_ms, count, total, minimum, maximum, unit, histogram in rows.iterator():
+        found.append(Sample(minute_ms, count, total, minimum, maximum, None, stored_histogram_of(histogram)))
         units.add(unit)
     return found, min(units) if units else None  # one unit per metric: its publisher's
 

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest, Least
 
+from logs import histograms
 from logs.models import MetricDatum, MetricStatisticSet
 
 HOST_DIMENSION = "Host"
@@ -99,6 +100,7 @@ class StatisticSet:
     total: float
     minimum: float
     maximum: float
+    histogram: histograms.Histogram | None = None  # how the values spread, when percentiles matter
 
 
 def dimensions_key(dimensions: Iterable[tuple[str, str]]) -> str:
@@ -109,7 +111,8 @@ def dimensions_key(dimensions: Iterable[tuple[str, str]]) -> str:
 def add_statistic_sets(sets: dict[MinuteKey, StatisticSet]) -> None:
     """Add each set to its minute's row (several processes add to the same rows): one UPDATE per
     set, an INSERT for a minute nobody wrote yet, and the UPDATE again if another process's
-    INSERT came first."""
+    INSERT came first. A histogram is merged in the UPDATE's transaction, after the UPDATE: the
+    row is locked by then (SQLite: the transaction holds the write lock from its start)."""
     for key, added in sets.items():
         with transaction.atomic():
             if not _add_to_row(key, added):
@@ -132,14 +135,28 @@ def _key_fields(key: MinuteKey) -> dict:
 
 
 def _add_to_row(key: MinuteKey, added: StatisticSet) -> bool:
-    return bool(
-        MetricStatisticSet.objects.filter(**_key_fields(key)).update(
-            sample_count=F("sample_count") + added.count,
-            total=F("total") + added.total,
-            minimum=Least(F("minimum"), Value(added.minimum)),
-            maximum=Greatest(F("maximum"), Value(added.maximum)),
-        )
+    row = MetricStatisticSet.objects.filter(**_key_fields(key))
+    updated = row.update(
+        sample_count=F("sample_count") + added.count,
+        total=F("total") + added.total,
+        minimum=Least(F("minimum"), Value(added.minimum)),
+        maximum=Greatest(F("maximum"), Value(added.maximum)),
     )
+    if updated and added.histogram:
+        (stored,) = row.values_list("histogram", flat=True)
+        merged = stored_histogram_of(stored) or {}
+        histograms.merge(merged, added.histogram)
+        row.update(histogram=_stored_histogram(merged))
+    return bool(updated)
+
+
+def _stored_histogram(histogram: histograms.Histogram | None) -> dict | None:
+    return {str(index): count for index, count in histogram.items()} if histogram else None
+
+
+def stored_histogram_of(stored: dict | None) -> histograms.Histogram | None:
+    """A row's histogram column as logs/histograms.py counts it."""
+    return {int(index): count for index, count in stored.items()} if stored else None
 
 
 def _create_row(key: MinuteKey, added: StatisticSet) -> None:
@@ -150,4 +167,5 @@ def _create_row(key: MinuteKey, added: StatisticSet) -> None:
         total=added.total,
         minimum=added.minimum,
         maximum=added.maximum,
+        histogram=_stored_histogram(added.histogram),
     )

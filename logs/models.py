@@ -86,6 +86,9 @@ class MetricStatisticSet(MetricSeries):
     total = models.FloatField()
     minimum = models.FloatField()
     maximum = models.FloatField()
+    # `{"<bucket>": count}` of logs/histograms.py, for metrics whose percentiles are asked for
+    # (latencies); null for the others (counts), which have no percentiles.
+    histogram = models.JSONField(null=True)
 
     class Meta:
         constraints = [

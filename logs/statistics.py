@@ -2,14 +2,17 @@
 
 A sample is what was recorded at one moment: a single point (a training metric's value), or a
 published statistic set (an endpoint variant's invocations of one minute: count, sum, minimum,
-maximum). Statistics: SampleCount, Average, Sum, Minimum, Maximum, and percentiles `pNN.NN`
-(nearest rank), which need the values themselves: over a period that holds statistic sets they
-have no value, as in CloudWatch."""
+maximum, and for latencies a histogram of the values). Statistics: SampleCount, Average, Sum,
+Minimum, Maximum, and percentiles `pNN.NN` (nearest rank): exact over points, within 1% over
+statistic sets with histograms (logs/histograms.py), and without a value over statistic sets
+without one, as in CloudWatch."""
 
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from logs import histograms
 
 BASIC_STATISTICS = ("SampleCount", "Average", "Sum", "Minimum", "Maximum")
 _PERCENTILE = re.compile(r"^p(?P<rank>100|\d{1,2}(?:\.\d{1,2})?)$")
@@ -23,6 +26,7 @@ class Sample:
     minimum: float
     maximum: float
     values: tuple[float, ...] | None  # the values themselves, when known
+    histogram: histograms.Histogram | None = None  # else how they spread, when known
 
     @classmethod
     def point(cls, timestamp_ms: int, value: float) -> "Sample":
@@ -38,6 +42,7 @@ class Aggregate:
     minimum: float = math.inf
     maximum: float = -math.inf
     values: list[float] | None = field(default_factory=list)
+    histogram: histograms.Histogram | None = field(default_factory=dict)
 
     def add(self, sample: Sample) -> None:
         self.count += sample.count
@@ -48,6 +53,10 @@ class Aggregate:
             self.values.extend(sample.values)
         else:
             self.values = None
+        if self.histogram is not None and sample.histogram is not None:
+            histograms.merge(self.histogram, sample.histogram)
+        else:
+            self.histogram = None
 
     def statistic(self, name: str) -> float | None:
         """The named statistic (a basic one or a percentile), or None when it has no value here."""
@@ -64,11 +73,15 @@ class Aggregate:
         return self._percentile(percentile_rank(name))
 
     def _percentile(self, rank: float | None) -> float | None:
-        if rank is None or not self.values:
+        if rank is None:
             return None
-        ordered = sorted(self.values)
-        position = max(math.ceil(rank / 100 * len(ordered)), 1)
-        return ordered[position - 1]
+        if self.values:
+            ordered = sorted(self.values)
+            position = max(math.ceil(rank / 100 * len(ordered)), 1)
+            return ordered[position - 1]
+        if self.histogram:
+            return histograms.percentile(self.histogram, rank, self.minimum, self.maximum)
+        return None
 
 
 def percentile_rank(name: str) -> float | None:

@@ -57,6 +57,12 @@ class ContainerSpec:
     gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all
     published_port: int | None = None  # container port published on `published_address` (random host port)
     published_address: str = "127.0.0.1"  # the host address it is published on (the node's)
+    # Appended to the image's own PYTHONPATH (and to one in `environment`), never replacing it.
+    python_paths: tuple[str, ...] = ()
+    ssh_server: bool = False  # the container runs sshd (MPI jobs): it gets the two capabilities sshd needs
+    # A command the container's process runs under (e.g. torchrun): it prefixes the entrypoint,
+    # the spec's or else the image's, and the command follows as usual.
+    launcher: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -47,12 +47,16 @@ _HTTP_CONFLICT = 409
 #   kept  KILL  root signalling its own processes that run as another user (nginx's workers).
 #   kept  NET_BIND_SERVICE  a server binding a port below 1024 inside its own network namespace.
 #   dropped NET_RAW (raw sockets: ARP/IP spoofing on a shared bridge), MKNOD (device nodes; FIFOs
-#         need no capability), SYS_CHROOT, AUDIT_WRITE, SETFCAP, SETPCAP. sshd (MPI jobs, not
-#         supported yet) would need SYS_CHROOT and AUDIT_WRITE back.
+#         need no capability), SYS_CHROOT, AUDIT_WRITE, SETFCAP, SETPCAP.
+#   given back only to a container that runs sshd (`ContainerSpec.ssh_server`: MPI jobs, where the
+#         training toolkit's mpirun reaches the other instances over SSH): SYS_CHROOT (sshd's
+#         privilege separation chroots its pre-authentication child) and AUDIT_WRITE (its login
+#         records). Both are in Docker's default set, as on SageMaker.
 # `no-new-privileges` stops setuid binaries and file capabilities from regaining anything dropped.
 CAPABILITIES_KEPT = (
     "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE",
 )
+SSH_SERVER_CAPABILITIES = ("SYS_CHROOT", "AUDIT_WRITE")
 SECURITY_OPTIONS = ("no-new-privileges:true",)
 
 
@@ -218,7 +222,7 @@ class DockerRuntime:
 
     def _create(self, spec: ContainerSpec) -> Container:
         try:
-            return self.client.containers.create(**create_kwargs(spec))
+            return self.client.containers.create(**create_kwargs(spec, self._image_config(spec)))
         except ImageNotFound as error:
             raise NoSuchImage(f'Image "{spec.image}" is not available: {_reason(error)}') from None
         except APIError as error:
@@ -229,6 +233,12 @@ class DockerRuntime:
             raise ContainerStartFailed(
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
+
+    def _image_config(self, spec: ContainerSpec) -> dict:
+        """The image's config (ENV, ENTRYPOINT), read only when the spec extends it."""
+        if not (spec.python_paths or spec.launcher):
+            return {}
+        return self.client.images.get(spec.image).attrs["Config"] or {}
 
     def _join_extra_networks(self, container: Container, spec: ContainerSpec) -> None:
         """The engine's API (1.41) creates a container on one network: the others are joined
@@ -300,10 +310,14 @@ class DockerRuntime:
             return None
 
 
-def create_kwargs(spec: ContainerSpec) -> dict:
+def create_kwargs(spec: ContainerSpec, image_config: dict | None = None) -> dict:
     """The Docker SDK `containers.create` arguments for `spec` (pure, so it can be checked
-    without an engine, e.g. the GPU device request on a machine without NVIDIA runtime)."""
+    without an engine, e.g. the GPU device request on a machine without NVIDIA runtime).
+    `image_config`: the image's (its ENV and ENTRYPOINT), which `python_paths` and `launcher` extend."""
+    image_config = image_config or {}
     environment = dict(spec.environment)
+    if spec.python_paths:
+        environment["PYTHONPATH"] = _python_path(spec, _image_environment(image_config))
     kwargs: dict = {
         "name": spec.name,
         "image": spec.image,
@@ -314,7 +328,7 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         # mounts are only those of the spec (the job's own directories).
         "privileged": False,
         "cap_drop": ["ALL"],
-        "cap_add": list(CAPABILITIES_KEPT),
+        "cap_add": list(CAPABILITIES_KEPT) + list(SSH_SERVER_CAPABILITIES if spec.ssh_server else ()),
         "security_opt": list(SECURITY_OPTIONS),
         "pids_limit": settings.SAGEPORT_CONTAINER_PIDS_LIMIT,  # a fork bomb stays in its container
         "mounts": [
@@ -322,7 +336,10 @@ def create_kwargs(spec: ContainerSpec) -> dict:
             for mount in spec.mounts
         ],
     }
-    if spec.entrypoint is not None:
+    if spec.launcher:
+        entrypoint = spec.entrypoint if spec.entrypoint is not None else image_config.get("Entrypoint") or []
+        kwargs["entrypoint"] = [*spec.launcher, *entrypoint]
+    elif spec.entrypoint is not None:
         kwargs["entrypoint"] = spec.entrypoint
     if spec.hostname:
         kwargs["hostname"] = spec.hostname
@@ -348,6 +365,17 @@ def create_kwargs(spec: ContainerSpec) -> dict:
         kwargs["ports"] = {f"{spec.published_port}/tcp": (spec.published_address, None)}
     kwargs["environment"] = environment
     return kwargs
+
+
+def _image_environment(image_config: dict) -> dict[str, str]:
+    return dict(entry.split("=", 1) for entry in image_config.get("Env") or [] if "=" in entry)
+
+
+def _python_path(spec: ContainerSpec, image_environment: dict[str, str]) -> str:
+    """The spec's PYTHONPATH, else the image's, followed by `spec.python_paths`: what the image
+    or the user put first keeps precedence."""
+    first = spec.environment.get("PYTHONPATH", image_environment.get("PYTHONPATH", ""))
+    return ":".join([part for part in first.split(":") if part] + list(spec.python_paths))
 
 
 def _ipam(subnet: str | None, overlay: bool = False) -> IPAMConfig | None:

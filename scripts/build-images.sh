@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
-#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training]...
+#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training|pytorch-mpi]...
 #                                                        (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
@@ -18,6 +18,10 @@ PYTHON_SERVE_TAG=sageport-examples/python-serve:latest
 TOOLKIT_VERSION=5.1.4  # the sagemaker-training toolkit (script mode), as framework images ship it
 TOOLKIT_TAG=sageport-examples/sagemaker-training:$TOOLKIT_VERSION
 WHEEL_CACHE=.sageport/cache/wheels/sagemaker-training-$TOOLKIT_VERSION
+MPI_BASE_TAG=sageport-examples/mpi-base:bookworm
+TORCH_VERSION=2.13.0  # the CPU build this machine's package index has
+PYTORCH_MPI_TAG=sageport-examples/pytorch-mpi:$TORCH_VERSION-$TOOLKIT_VERSION
+TORCH_WHEEL_CACHE=.sageport/cache/wheels/torch-$TORCH_VERSION
 
 log() { echo "build-images: $*" >&2; }
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -94,8 +98,46 @@ build_toolkit() {
     echo "$TOOLKIT_TAG"
 }
 
+# Debian's minimal base with Python, numpy, OpenMPI, mpi4py and OpenSSH, made once.
+ensure_mpi_base() {
+    if ! have_image "$MPI_BASE_TAG"; then
+        log "making $MPI_BASE_TAG with mmdebstrap (takes a few minutes, once)"
+        local tarball
+        tarball=$(mktemp --suffix=.tar)
+        mmdebstrap --quiet --variant=minbase \
+            --include=python3,python3-numpy,python3-mpi4py,openmpi-bin,openssh-server,openssh-client \
+            bookworm "$tarball"
+        docker import "$tarball" "$MPI_BASE_TAG" >/dev/null
+        rm -f "$tarball"
+    fi
+}
+
+ensure_torch_wheels() {
+    [ -f "$TORCH_WHEEL_CACHE/.complete" ] && return 0
+    log "downloading torch $TORCH_VERSION and its dependencies into $TORCH_WHEEL_CACHE (once)"
+    rm -rf "$TORCH_WHEEL_CACHE" && mkdir -p "$TORCH_WHEEL_CACHE"
+    .venv/bin/pip download --quiet --only-binary=:all: --dest "$TORCH_WHEEL_CACHE" \
+        "torch==$TORCH_VERSION" >&2
+    touch "$TORCH_WHEEL_CACHE/.complete"
+}
+
+build_pytorch_mpi() {
+    ensure_mpi_base
+    ensure_toolkit_wheels
+    ensure_torch_wheels
+    log "building $PYTORCH_MPI_TAG"
+    local context output status=0
+    context=$(mktemp -d)  # both wheelhouses, linked rather than copied
+    cp -ln "$WHEEL_CACHE"/*.whl "$TORCH_WHEEL_CACHE"/*.whl "$context"/  # the same file where both have it
+    output=$(docker build --quiet --build-arg "BASE=$MPI_BASE_TAG" -t "$PYTORCH_MPI_TAG" \
+        -f images/pytorch-mpi/Dockerfile "$context" 2>&1) || status=$?
+    rm -rf "$context"
+    [ "$status" = 0 ] || { echo "$output" >&2; exit 1; }
+    echo "$PYTORCH_MPI_TAG"
+}
+
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training)
+[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training pytorch-mpi)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
@@ -104,6 +146,8 @@ for name in "${images[@]}"; do
         python-serve) build_on_python_base "$PYTHON_SERVE_TAG" images/python-serve/Dockerfile ;;
         # Script mode: the SageMaker SDKs' entry_point/source_dir jobs run on it.
         sagemaker-training) build_toolkit ;;
-        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training)"; exit 2 ;;
+        # MPI and model-parallel jobs (the SDK's `distribution` with mpi/smdistributed) run on it.
+        pytorch-mpi) build_pytorch_mpi ;;
+        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training pytorch-mpi)"; exit 2 ;;
     esac
 done

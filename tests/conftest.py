@@ -54,7 +54,9 @@ class RedisService:
 # engine asks for `docker_engine`.
 NEEDS_BY_FIXTURE = {
     "s3": {"s3_service"},
-    "docker": {"docker_engine", "busybox_image", "python_image", "toolkit_image", "stack"},
+    "docker": {
+        "docker_engine", "busybox_image", "python_image", "toolkit_image", "pytorch_mpi_image", "stack",
+    },
 }
 E2E_DIR = Path(__file__).parent / "e2e"
 
@@ -136,6 +138,12 @@ def python_image() -> str:
 def toolkit_image() -> str:
     """Debian's python with the sagemaker-training toolkit: SDK script mode's container."""
     return _build_example_image("sagemaker-training")
+
+
+@pytest.fixture(scope="session")
+def pytorch_mpi_image() -> str:
+    """The toolkit with PyTorch (CPU), OpenMPI, mpi4py and sshd: MPI and model-parallel jobs."""
+    return _build_example_image("pytorch-mpi")
 
 
 @dataclass(frozen=True)

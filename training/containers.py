@@ -7,8 +7,8 @@ from gateway.environment import container_reach
 from logs import store
 from logs.models import LogStream
 from runtime import labels
-from runtime.base import ContainerSpec, ContainerState
-from training import addresses, scheduler, workspace
+from runtime.base import ContainerSpec, ContainerState, Mount
+from training import addresses, modelparallel, scheduler, workspace
 from training.models import TrainingJob
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -70,6 +70,7 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
     )
     environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
     environment.update(reach.environment)
+    environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
     environment.update(job.request.get("Environment", {}))
     # Set last: the job's Environment cannot widen what the scheduler gave it.
     environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
@@ -80,7 +81,10 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
         command=command,
         entrypoint=entrypoint,
         environment=environment,
-        mounts=workspace.host_workspace(job, host).mounts(),
+        mounts=workspace.host_workspace(job, host).mounts() + _library_mounts(job),
+        python_paths=_library_paths(job),
+        ssh_server=modelparallel.runs_sshd(job.request),
+        launcher=modelparallel.launcher(job.request, hosts(job), host, len(gpus.gpu_ids(placement))),
         hostname=host,
         **_network_settings(job, host, subnet),
         extra_networks=reach.networks,
@@ -88,6 +92,15 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
         memory_bytes=placement.memory_bytes,
         gpu_device_ids=gpu_ids,
     )
+
+
+def _library_mounts(job: TrainingJob) -> tuple[Mount, ...]:
+    return (modelparallel.library_mount(),) if modelparallel.modelparallel_enabled(job.request) else ()
+
+
+def _library_paths(job: TrainingJob) -> tuple[str, ...]:
+    enabled = modelparallel.modelparallel_enabled(job.request)
+    return (modelparallel.LIBRARY_CONTAINER_PATH,) if enabled else ()
 
 
 def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:

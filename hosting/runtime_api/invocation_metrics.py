@@ -1,7 +1,8 @@
 """The endpoint metrics SageMaker publishes to CloudWatch (`AWS/SageMaker`, dimensions
 `EndpointName` and `VariantName`): Invocations, Invocation4XXErrors and Invocation5XXErrors (the
 model's answer was a 4xx, or a 5xx or none), ModelLatency (the container's exchange) and
-OverheadLatency (the rest of the request), both in microseconds.
+OverheadLatency (the rest of the request), both in microseconds, with a histogram of each
+minute's latencies (logs/histograms.py) so that CloudWatch's percentiles (p50, p99) have values.
 
 InvokeEndpoint's hot path pays one lock and a few additions: each API process adds its
 invocations up per endpoint variant and minute in memory, and a background thread writes the sums
@@ -13,12 +14,13 @@ import atexit
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 
+from logs import histograms
 from logs.metrics import MinuteKey, StatisticSet, add_statistic_sets
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class _Minute:
     overhead_total: float = 0.0
     overhead_min: float = float("inf")
     overhead_max: float = 0.0
+    model_histogram: histograms.Histogram = field(default_factory=dict)
+    overhead_histogram: histograms.Histogram = field(default_factory=dict)
 
     @classmethod
     def one(cls, model_us: float, overhead_us: float, status: int) -> "_Minute":
@@ -65,6 +69,8 @@ class _Minute:
             overhead_total=overhead_us,
             overhead_min=overhead_us,
             overhead_max=overhead_us,
+            model_histogram=histograms.of([model_us]),
+            overhead_histogram=histograms.of([overhead_us]),
         )
 
     def merge(self, other: "_Minute") -> None:
@@ -77,6 +83,8 @@ class _Minute:
         self.overhead_total += other.overhead_total
         self.overhead_min = min(self.overhead_min, other.overhead_min)
         self.overhead_max = max(self.overhead_max, other.overhead_max)
+        histograms.merge(self.model_histogram, other.model_histogram)
+        histograms.merge(self.overhead_histogram, other.overhead_histogram)
 
     def statistic_sets(self) -> dict[tuple[str, str], StatisticSet]:
         """(metric name, unit) → its statistic set. Error metrics count 1 per failed invocation
@@ -86,9 +94,11 @@ class _Minute:
             ("Invocations", COUNT): StatisticSet(n, n, 1, 1),
             ("Invocation4XXErrors", COUNT): _rate(n, self.errors_4xx),
             ("Invocation5XXErrors", COUNT): _rate(n, self.errors_5xx),
-            ("ModelLatency", MICROSECONDS): StatisticSet(n, self.model_total, self.model_min, self.model_max),
+            ("ModelLatency", MICROSECONDS): StatisticSet(
+                n, self.model_total, self.model_min, self.model_max, dict(self.model_histogram)
+            ),
             ("OverheadLatency", MICROSECONDS): StatisticSet(
-                n, self.overhead_total, self.overhead_min, self.overhead_max
+                n, self.overhead_total, self.overhead_min, self.overhead_max, dict(self.overhead_histogram)
             ),
         }
 

@@ -168,6 +168,8 @@ def test_endpoint_invocations_are_counted_with_their_errors_and_latencies(
     )
     assert {point["Unit"] for point in latency["Datapoints"]} == {"Microseconds"}
     assert 0 < max(point["Maximum"] for point in latency["Datapoints"]) < 60e6
+    for metric in ("ModelLatency", "OverheadLatency"):
+        assert_percentiles_lie_within_the_extremes(cloudwatch, metric, variant, window)
     listed = cloudwatch.list_metrics(
         Namespace="AWS/SageMaker", Dimensions=[{"Name": "EndpointName", "Value": name}]
     )
@@ -199,6 +201,38 @@ def test_endpoint_invocations_are_counted_with_their_errors_and_latencies(
         window["EndTime"].isoformat(),
     )
     assert sum(point["Sum"] for point in cli["Datapoints"]) == 8
+
+
+def assert_percentiles_lie_within_the_extremes(cloudwatch, metric: str, variant: list, window: dict) -> None:
+    """p50 <= p99, both between the period's Minimum and Maximum, and GetMetricData's p99 the same."""
+    request = {"Namespace": "AWS/SageMaker", "MetricName": metric, "Dimensions": variant, **window}
+    extremes = cloudwatch.get_metric_statistics(**request, Statistics=["Minimum", "Maximum", "SampleCount"])
+    percentiles = cloudwatch.get_metric_statistics(**request, ExtendedStatistics=["p50", "p99"])
+    data = cloudwatch.get_metric_data(
+        MetricDataQueries=[
+            {
+                "Id": "tail",
+                "MetricStat": {
+                    "Metric": {"Namespace": "AWS/SageMaker", "MetricName": metric, "Dimensions": variant},
+                    "Period": window["Period"],
+                    "Stat": "p99",
+                },
+            }
+        ],
+        StartTime=window["StartTime"],
+        EndTime=window["EndTime"],
+        ScanBy="TimestampAscending",
+    )
+    bounds = {point["Timestamp"]: point for point in extremes["Datapoints"]}
+    by_time = sorted(percentiles["Datapoints"], key=lambda point: point["Timestamp"])
+    assert [point["Timestamp"] for point in by_time] == sorted(bounds)
+    assert sum(point["SampleCount"] for point in bounds.values()) == 8
+    for point in by_time:
+        p50, p99 = point["ExtendedStatistics"]["p50"], point["ExtendedStatistics"]["p99"]
+        low, high = bounds[point["Timestamp"]]["Minimum"], bounds[point["Timestamp"]]["Maximum"]
+        assert low <= p50 <= p99 <= high, (metric, point, low, high)
+    (result,) = data["MetricDataResults"]
+    assert result["Values"] == [point["ExtendedStatistics"]["p99"] for point in by_time]
 
 
 def test_aws_cli_describe_log_groups_lists_the_training_and_endpoint_groups(

@@ -1,9 +1,12 @@
 """compose.yaml, offline: the stand-in base images and the control-plane image are built locally
 (scripts/compose-images.sh --offline; cached by tag), the stack comes up under a project name of
 its own on free ports of 127.0.0.1, serves /readyz and runs a boto3 training job to Completed with
-its model in S3, and `down -v` plus a sweep by label leave nothing of it behind."""
+its model in S3, which another account's key cannot read: its S3 port is the gateway, and
+SeaweedFS behind it takes only the platform key. `down -v` plus a sweep by label leave nothing of
+it behind."""
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -19,6 +22,7 @@ from pathlib import Path
 import boto3
 import docker
 import pytest
+from botocore.exceptions import ClientError
 
 from devstack.stack import LOOPBACK, PROJECT_DIR, free_port
 from runtime import labels
@@ -34,9 +38,10 @@ UP_TIMEOUT = 900
 READY_TIMEOUT = 180
 # SeaweedFS listens on each of these ports and on the port + 10000 (gRPC).
 WEED_PORT_VARIABLES = (
-    "SAGEPORT_S3_PORT", "SAGEPORT_WEED_MASTER_PORT", "SAGEPORT_WEED_VOLUME_PORT",
+    "SAGEPORT_WEED_S3_PORT", "SAGEPORT_WEED_MASTER_PORT", "SAGEPORT_WEED_VOLUME_PORT",
     "SAGEPORT_WEED_FILER_PORT", "SAGEPORT_WEED_ADMIN_PORT",
 )
+OTHER_ACCOUNT_ID = "210987654321"  # the compose header's example
 WEED_GRPC_OFFSET = 10000
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 # The first test builds the stand-ins and the image from nothing (minutes on 2 cores).
@@ -65,17 +70,25 @@ class ComposeStack:
         return read_env_file(self.data_dir / "env")
 
     def client(self, service_name: str, **kwargs):
-        """A boto3 client configured from the env file alone ("sagemaker", "sagemaker-runtime", "s3")."""
+        """A boto3 client configured from the env file alone ("sagemaker", "sagemaker-runtime", "s3"),
+        unless the keyword arguments say otherwise (another key, another endpoint)."""
         env = self.client_env()
-        endpoint = env[f"AWS_ENDPOINT_URL_{service_name.upper().replace('-', '_')}"]
-        return boto3.client(
-            service_name,
-            endpoint_url=endpoint,
-            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-            region_name=env["AWS_DEFAULT_REGION"],
+        options = {
+            "endpoint_url": env[f"AWS_ENDPOINT_URL_{service_name.upper().replace('-', '_')}"],
+            "aws_access_key_id": env["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
+            "region_name": env["AWS_DEFAULT_REGION"],
             **kwargs,
-        )
+        }
+        return boto3.client(service_name, **options)
+
+    def create_access_key(self, account_id: str) -> tuple[str, str]:
+        """A new key of `account_id`, made as the compose header says (`exec api ... createaccesskey`)."""
+        created = self.compose("exec", "-T", "api", "python", "manage.py", "createaccesskey",
+                               "--account-id", account_id)
+        assert created.returncode == 0, created.stderr[-4000:]
+        access_key_id, secret_access_key, _account_id = created.stdout.split()
+        return access_key_id, secret_access_key
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +133,28 @@ def test_the_compose_stack_runs_a_training_job_with_the_files_it_writes(compose_
     key = f"output/{name}/output/model.tar.gz"
     assert job["ModelArtifacts"]["S3ModelArtifacts"] == f"s3://{default_bucket}/{key}"
     assert read_tar_gz(s3, default_bucket, key) == {"weights.txt": f"weights of {name}\n".encode()}
+    # The worker wrote it with the platform key; the bucket stays the default key's account's.
+    other_key = compose_stack.create_access_key(OTHER_ACCOUNT_ID)
+    other = compose_stack.client("s3", config=NO_RETRIES, **_key_options(*other_key))
+    assert _s3_error_code(other.get_object, Bucket=default_bucket, Key=key) == "AccessDenied"
+    assert _s3_error_code(other.list_objects_v2, Bucket=default_bucket) == "AccessDenied"
+    assert default_bucket not in [bucket["Name"] for bucket in other.list_buckets()["Buckets"]]
+
+
+def test_the_compose_s3_port_refuses_requests_not_signed_with_a_sageport_key(compose_stack):
+    env = compose_stack.client_env()
+    forger = compose_stack.client("s3", config=NO_RETRIES,
+                                  **_key_options(env["AWS_ACCESS_KEY_ID"], "a-wrong-secret"))
+    stranger = compose_stack.client("s3", config=NO_RETRIES,
+                                    **_key_options("AKIAUNKNOWNKEY000000", "not-a-secret"))
+
+    assert _unsigned_get(f"{env['AWS_ENDPOINT_URL_S3']}/") == (403, "AccessDenied")
+    assert _s3_error_code(forger.list_buckets) == "SignatureDoesNotMatch"
+    assert _s3_error_code(stranger.list_buckets) == "InvalidAccessKeyId"
+    # Behind the gateway, SeaweedFS knows no key but the platform's: a user's own key is refused.
+    store_url = f"http://{LOOPBACK}:{compose_stack.environment['SAGEPORT_WEED_S3_PORT']}"
+    store = compose_stack.client("s3", config=NO_RETRIES, endpoint_url=store_url)
+    assert _s3_error_code(store.list_buckets) == "InvalidAccessKeyId"
 
 
 def test_the_compose_stack_serves_an_endpoint_that_answers_invocations(compose_stack, probe_image):
@@ -153,7 +188,7 @@ def test_stopping_the_stack_reaches_gunicorn_and_celery_through_the_init(compose
     engine = docker.from_env()
     selector = {"label": f"{COMPOSE_PROJECT_LABEL}={compose_stack.project}"}
     containers = {c.labels["com.docker.compose.service"]: c for c in engine.containers.list(filters=selector)}
-    assert {"api", "worker", "beat", "seaweedfs", "redis", "postgres"} <= set(containers)
+    assert {"api", "worker", "beat", "s3gateway", "seaweedfs", "redis", "postgres"} <= set(containers)
     assert all(c.attrs["HostConfig"]["Init"] for c in containers.values())
 
     stopped = compose_stack.compose("stop", "--timeout", "60", "api", "worker", "beat", timeout=300)
@@ -171,7 +206,8 @@ def _compose_environment(data_dir: Path) -> dict[str, str]:
     environment = {name: os.environ[name] for name in ("PATH", "HOME", "DOCKER_HOST") if name in os.environ}
     environment["SAGEPORT_DATA_DIR"] = str(data_dir)
     environment["SAGEPORT_STACK_ID"] = _stack_id(data_dir)
-    for name in ("SAGEPORT_PORT", "SAGEPORT_REDIS_PORT", "SAGEPORT_POSTGRES_PORT"):
+    environment["SAGEPORT_S3_SECRET_ACCESS_KEY"] = secrets.token_hex(32)  # compose has no default
+    for name in ("SAGEPORT_PORT", "SAGEPORT_S3_PORT", "SAGEPORT_REDIS_PORT", "SAGEPORT_POSTGRES_PORT"):
         environment[name] = str(free_port())
     taken = {int(port) for port in environment.values() if port.isdigit()}
     for name in WEED_PORT_VARIABLES:
@@ -179,6 +215,25 @@ def _compose_environment(data_dir: Path) -> dict[str, str]:
         taken |= {port, port + WEED_GRPC_OFFSET}
         environment[name] = str(port)
     return environment
+
+
+def _key_options(access_key_id: str, secret_access_key: str) -> dict[str, str]:
+    return {"aws_access_key_id": access_key_id, "aws_secret_access_key": secret_access_key}
+
+
+def _s3_error_code(call, **kwargs) -> str:
+    with pytest.raises(ClientError) as raised:
+        call(**kwargs)
+    return raised.value.response["Error"]["Code"]
+
+
+def _unsigned_get(url: str) -> tuple[int, str]:
+    """The status and S3 error code of a request with no signature at all."""
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(url, timeout=10)
+    body = raised.value.read().decode(errors="replace")
+    code = body.partition("<Code>")[2].partition("</Code>")[0]
+    return raised.value.code, code
 
 
 def _stack_id(data_dir: Path) -> str:

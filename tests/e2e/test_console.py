@@ -1,6 +1,7 @@
 """The console in a real browser against the live stack: sign in, watch a job run to completion
 without reloading (status, live log lines, its metric chart), stop a running job, change an
-endpoint's weights, and one account never seeing another's jobs."""
+endpoint's weights (and see the step in its deployment history and its latency p50/p99 charted),
+and one account never seeing another's jobs."""
 
 import os
 import re
@@ -13,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from devstack.stack import PROJECT_DIR
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
-from tests.e2e.hosting import wait_for_endpoint, wait_until
+from tests.e2e.hosting import invoke_json, wait_for_endpoint, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.browser"]
 
@@ -29,6 +30,7 @@ STOPPABLE_SCRIPT = (
     "echo ready to be stopped; while true; do sleep 0.2; done"
 )
 LOSS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
+INVOCATIONS = 6
 
 
 def sign_in(page: Page, base_url: str, key_id: str, secret: str) -> None:
@@ -137,8 +139,8 @@ def test_stop_from_the_console_ends_the_job_stopped_with_its_artifacts(
     assert files["model.txt"] == b"stopped\n"
 
 
-def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint(
-    stack, sagemaker, hosting, probe_image, console, screenshot_dir
+def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint_and_its_history(
+    stack, sagemaker, hosting, probe_image, runtime, console, screenshot_dir
 ):
     model = hosting.model(probe_image, {"PROBE_TAG": "blue"})
     name = hosting.endpoint(hosting.config(("blue", model, 1, 1.0), ("green", model, 1, 1.0)))
@@ -156,6 +158,22 @@ def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint
     assert weights == {"blue": 3.0, "green": 1.0}
     expect(console.locator('tr[data-variant="blue"]').get_by_test_id("weight")).to_have_text("3.0")
     expect(console.get_by_test_id("status").first).to_have_text("InService")
+    # The deployment history, newest first, updated without a reload.
+    history = console.get_by_test_id("history").locator("tbody tr")
+    expect(history.first).to_have_attribute("data-kind", "CapacityApplied")
+    weights_step = console.locator('tr[data-kind="WeightsAndCapacitiesUpdated"]')
+    expect(weights_step).to_contain_text("blue weight 1.0 → 3.0")
+    expect(history.last).to_have_attribute("data-kind", "FleetCreated")
+    expect(console.locator('tr[data-kind="HealthGatePassed"]')).to_contain_text("the endpoint is InService")
+
+    for _ in range(INVOCATIONS):
+        invoke_json(runtime, name)
+    latency = console.locator('[data-chart="ModelLatency (ms)"]')
+    for line in ("p50", "p99"):  # drawn once the API process has written its minute (0.5 s here)
+        drawn = latency.locator(f'polyline[data-line="{line}"]')
+        expect(drawn).to_have_attribute("data-points", re.compile(r"^[1-9]"))
+    expect(latency.locator(".legend")).to_have_text(re.compile("p50.*p99"))
+    expect(console.locator('[data-chart="Invocations"]')).to_be_visible()
     console.screenshot(path=screenshot_dir / "endpoint.png", full_page=True)
 
 

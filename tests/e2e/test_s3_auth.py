@@ -10,6 +10,7 @@ import pytest
 import urllib3
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from django.conf import settings
 
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
 
@@ -75,6 +76,16 @@ def test_a_wrong_secret_gets_signature_does_not_match_as_s3_xml(stack):
     raw = http.request("GET", f"{stack.s3_endpoint_url}/")  # unsigned: anonymous access is refused
     assert raw.status == 403
     assert raw.data.startswith(b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>')
+
+
+def test_the_platform_key_does_not_sign_with_a_public_default_secret(stack):
+    """Every container that is not isolated reaches the gateway, where the platform key reaches
+    every bucket: its secret is the installation's own, never the old public default."""
+    guesser = s3_of(stack, settings.SAGEPORT_S3_ACCESS_KEY_ID, "sageport-secret")
+
+    assert answers_with(guesser) == "SignatureDoesNotMatch"
+    platform = s3_of(stack, settings.SAGEPORT_S3_ACCESS_KEY_ID, settings.SAGEPORT_S3_SECRET_ACCESS_KEY)
+    assert answers_with(platform) == "OK"
 
 
 def test_an_account_creates_and_uses_a_bucket_of_any_name(stack):

@@ -61,6 +61,7 @@ class NodeB:
             **WORKER_ENV,  # what the session's worker (node A) runs with
             "DATABASE_URL": f"sqlite:///{Path(settings.DATA_DIR) / 'sageport.sqlite3'}",
             "SAGEPORT_API_URL": stack.endpoint_url,
+            "SAGEPORT_S3_SECRET_ACCESS_KEY": settings.SAGEPORT_S3_SECRET_ACCESS_KEY,  # the installation's
             "SAGEPORT_STACK_ID": settings.SAGEPORT_STACK_ID,  # the test session cleans up by it
             "SAGEPORT_DATA_DIR": str(data_dir),
             "SAGEPORT_NODE_NAME": name,

@@ -37,3 +37,12 @@ def test_pyproject_installs_every_top_level_package():
     patterns = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     installed = {pattern.rstrip("*") for pattern in patterns}
     assert _top_level_packages() - installed == set()
+
+
+def test_nothing_the_dockerfile_copies_is_left_out_of_the_build_context():
+    ignored = {
+        line.strip().rstrip("/")
+        for line in (PROJECT_DIR / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "!"))
+    }
+    assert (_copied_directories() - {"."}) & ignored == set()

@@ -120,11 +120,14 @@ function formatValue(value) {
     ? value.toExponential(2) : String(Math.round(value * 1000) / 1000);
 }
 
-function drawChart(figure, points) {
+/* A chart of one or more lines ([{label, points: [[ms, value], ...]}]) on shared axes, with a
+   legend when there are several (e.g. latency p50 and p99). */
+function drawChart(figure, lines) {
   const body = figure.querySelector(".chart-body");
   body.textContent = "";
-  figure.dataset.points = String(points.length);
-  if (!points.length) {
+  const all = lines.flatMap((line) => line.points);
+  figure.dataset.points = String(all.length);
+  if (!all.length) {
     const empty = document.createElement("p");
     empty.className = "empty";
     empty.textContent = "No points yet.";
@@ -132,7 +135,7 @@ function drawChart(figure, points) {
     return;
   }
   const width = 600, height = 240, left = 64, right = 16, top = 14, bottom = 30;
-  const times = points.map((p) => p[0]), values = points.map((p) => p[1]);
+  const times = all.map((p) => p[0]), values = all.map((p) => p[1]);
   let [t0, t1] = [Math.min(...times), Math.max(...times)];
   let [v0, v1] = [Math.min(...values), Math.max(...values)];
   if (t0 === t1) { t0 -= 1000; t1 += 1000; }
@@ -140,7 +143,7 @@ function drawChart(figure, points) {
   const x = (t) => left + ((t - t0) / (t1 - t0)) * (width - left - right);
   const y = (v) => top + (1 - (v - v0) / (v1 - v0)) * (height - top - bottom);
   const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, class: "chart-svg",
-    "data-points": String(points.length), role: "presentation"});
+    "data-points": String(all.length), role: "presentation"});
   for (const v of [v0, (v0 + v1) / 2, v1]) {
     svg.append(svgElement("line", {x1: left, x2: width - right, y1: y(v), y2: y(v), class: "grid"}));
     const label = svgElement("text", {x: left - 6, y: y(v) + 4, class: "axis", "text-anchor": "end"});
@@ -152,19 +155,39 @@ function drawChart(figure, points) {
     label.textContent = new Date(t).toISOString().slice(11, 19);
     svg.append(label);
   }
-  svg.append(svgElement("polyline", {points: points.map((p) => `${x(p[0])},${y(p[1])}`).join(" "), class: "series"}));
-  if (points.length <= MAX_DRAWN_POINTS) {
+  lines.forEach((line, index) => {
+    const points = line.points;
+    svg.append(svgElement("polyline", {points: points.map((p) => `${x(p[0])},${y(p[1])}`).join(" "),
+      class: `series series-${index}`, "data-line": line.label, "data-points": String(points.length)}));
+    if (all.length > MAX_DRAWN_POINTS) return;
     for (const [t, v] of points) {
-      const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 4, class: "point"});
+      const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 4, class: `point point-${index}`});
       const tip = svgElement("title", {});
-      tip.textContent = `${new Date(t).toISOString().slice(11, 19)}  ${v}`;
+      const named = line.label ? `${line.label} ` : "";
+      tip.textContent = `${new Date(t).toISOString().slice(11, 19)}  ${named}${v}`;
       dot.append(tip);
       svg.append(dot);
     }
-  }
+  });
   body.append(svg);
-  const last = points[points.length - 1][1];
-  body.setAttribute("aria-label", `${figure.dataset.chart}: ${points.length} points, latest ${last}`);
+  if (lines.length > 1) body.append(legend(lines));
+  const latest = lines.filter((line) => line.points.length)
+    .map((line) => `${line.label} ${line.points[line.points.length - 1][1]}`.trim());
+  body.setAttribute("aria-label", `${figure.dataset.chart}: ${all.length} points, latest ${latest.join(", ")}`);
+}
+
+function legend(lines) {
+  const list = document.createElement("ul");
+  list.className = "legend";
+  lines.forEach((line, index) => {
+    const item = document.createElement("li");
+    const swatch = document.createElement("span");
+    swatch.className = `swatch swatch-${index}`;
+    swatch.setAttribute("aria-hidden", "true");
+    item.append(swatch, document.createTextNode(line.label));
+    list.append(item);
+  });
+  return list;
 }
 
 function drawCharts(root, series) {
@@ -172,9 +195,11 @@ function drawCharts(root, series) {
   for (const entry of series) {
     const figure = root.querySelector(`[data-chart="${CSS.escape(entry.name)}"]`);
     if (!figure) continue;
-    if (root.hasAttribute("data-hide-empty")) figure.hidden = entry.points.length === 0;
-    any = any || entry.points.length > 0;
-    drawChart(figure, entry.points);
+    const lines = entry.lines || [{label: "", points: entry.points}];  // one-line series (training)
+    const drawn = lines.some((line) => line.points.length > 0);
+    if (root.hasAttribute("data-hide-empty")) figure.hidden = !drawn;
+    any = any || drawn;
+    drawChart(figure, lines);
   }
   const none = document.querySelector("[data-no-metrics]");
   if (none) none.hidden = any;
@@ -189,6 +214,7 @@ function followResource(heading) {
     status_html: document.querySelector("[data-status-html]"),
     timeline_html: document.querySelector("[data-timeline-html]"),
     fleet_html: document.querySelector("[data-fleet-html]"),
+    history_html: document.querySelector("[data-history-html]"),
   };
   const actions = document.querySelector("[data-actions-html]");
   let state = heading.dataset.state || null;  // what the forms on the page were rendered for

@@ -19,8 +19,12 @@ from devstack.stack import ServiceFailed, StopRequested, reset_metrics_dir, stop
 from devstack.uninstall import mark
 
 READY_BANNER = "Sageport node is running."
-# Without these the node would run against a database, broker and S3 of its own on 127.0.0.1.
-SHARED_SETTINGS = ("DATABASE_URL", "SAGEPORT_REDIS_URL", "SAGEPORT_S3_ENDPOINT_URL", "SAGEPORT_API_URL")
+# Without these the node would run against a database, broker and S3 of its own on 127.0.0.1 (or
+# sign S3 requests with a platform secret of its own, which the installation's S3 refuses).
+SHARED_SETTINGS = (
+    "DATABASE_URL", "SAGEPORT_REDIS_URL", "SAGEPORT_S3_ENDPOINT_URL", "SAGEPORT_S3_SECRET_ACCESS_KEY",
+    "SAGEPORT_API_URL",
+)
 
 
 class Command(BaseCommand):

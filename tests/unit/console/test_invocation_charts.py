@@ -1,27 +1,26 @@
-"""An endpoint's invocation charts add its variants' per-minute CloudWatch metrics up, and are
-empty (the page says so) when no metrics store or no point exists."""
+"""An endpoint's invocation charts take its variants' per-minute CloudWatch metrics together:
+counts summed, latencies as p50 and p99 in milliseconds; empty (the page says so) when no
+metrics store or no point exists."""
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 from console import invocation_charts
+from logs.statistics import Sample
 from tests.unit.console.conftest import ACCOUNT_A, in_service_endpoint
+from tests.unit.logs.test_statistics import latency_minute
 
 MINUTE = 60_000
 NOW = 100 * MINUTE
 
 
-@dataclass(frozen=True)
-class _Sample:
-    timestamp_ms: int
-    count: float
-    total: float
+def count(minute_ms: int, invocations: int) -> Sample:
+    return Sample(minute_ms, invocations, invocations, 1, 1, None)
 
 
 class _Store:
     """The metrics store's reading interface, holding samples per (metric, variant)."""
 
-    def __init__(self, samples: dict[tuple[str, str], list[_Sample]]):
+    def __init__(self, samples: dict[tuple[str, str], list[Sample]]):
         self._samples = samples
         self.windows = []
 
@@ -45,25 +44,31 @@ class _Store:
         return self._samples.get((name, dict(dimensions)["VariantName"]), []), "Count"
 
 
-def _chart(charts, title):
-    return next(chart["points"] for chart in charts if chart["name"] == title)
+def _lines(charts, title):
+    (chart,) = [chart for chart in charts if chart["name"] == title]
+    return {line["label"]: line["points"] for line in chart["lines"]}
 
 
-def test_counts_are_summed_and_latency_averaged_over_the_variants(db, monkeypatch):
+def test_counts_are_summed_and_latency_shown_as_p50_and_p99_in_milliseconds(db, monkeypatch):
     endpoint = in_service_endpoint(ACCOUNT_A).endpoint
+    slow_tail = [1000.0 * index for index in range(1, 100)] + [250_000.0]  # 1..99 ms, one 250 ms
     store = _Store(
         {
-            ("Invocations", "AllTraffic"): [_Sample(98 * MINUTE, 3, 3), _Sample(99 * MINUTE, 2, 2)],
-            ("ModelLatency", "AllTraffic"): [_Sample(98 * MINUTE, 3, 3000 + 6000 + 9000)],
+            ("Invocations", "AllTraffic"): [count(98 * MINUTE, 3), count(99 * MINUTE, 2)],
+            ("ModelLatency", "AllTraffic"): [latency_minute(98 * MINUTE, slow_tail)],
         }
     )
     monkeypatch.setattr(invocation_charts, "metric_queries", store)
 
     charts = invocation_charts.series(endpoint, NOW)
 
-    assert _chart(charts, "Invocations") == [[98 * MINUTE, 3], [99 * MINUTE, 2]]
-    assert _chart(charts, "ModelLatency (ms, average)") == [[98 * MINUTE, 6.0]]  # microseconds in
-    assert _chart(charts, "Invocation5XXErrors") == []
+    assert _lines(charts, "Invocations") == {"Sum": [[98 * MINUTE, 3], [99 * MINUTE, 2]]}
+    ((minute, p50),) = _lines(charts, "ModelLatency (ms)")["p50"]
+    ((_, p99),) = _lines(charts, "ModelLatency (ms)")["p99"]
+    assert minute == 98 * MINUTE
+    assert abs(p50 - 50.0) <= 0.5 and abs(p99 - 99.0) <= 1.0  # nearest rank, within 1%
+    assert _lines(charts, "Invocation5XXErrors") == {"Sum": []}
+    assert _lines(charts, "OverheadLatency (ms)") == {"p50": [], "p99": []}
     assert set(store.windows) == {(NOW - invocation_charts.WINDOW_MS, NOW + MINUTE)}
 
 
@@ -74,7 +79,7 @@ def test_without_a_metrics_store_every_chart_is_empty(db, monkeypatch):
     charts = invocation_charts.series(endpoint, NOW)
 
     assert [chart["name"] for chart in charts] == invocation_charts.TITLES
-    assert all(chart["points"] == [] for chart in charts)
+    assert all(line["points"] == [] for chart in charts for line in chart["lines"])
 
 
 def test_the_page_offers_the_charts_and_says_when_none_has_points(account_a):

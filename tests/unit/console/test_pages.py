@@ -1,7 +1,8 @@
 """Every page renders for its owner, with what the resource holds (tags, deployment config)."""
 
+from hosting import history
 from hosting import services as hosting_services
-from hosting.models import Endpoint
+from hosting.models import DeploymentEventKind, Endpoint
 from tests.unit.console.conftest import ACCOUNT_A, ctx, in_service_endpoint, job_request, operator
 from training import services as training_services
 
@@ -59,3 +60,17 @@ def test_the_capacity_page_shows_the_pending_queue_with_what_each_job_waits_for(
     page = operator().get("/console/capacity/").content.decode()
 
     assert "queued" in page and "Waiting for 8 GPUs (4 free on test-node-a)" in page
+
+
+def test_the_endpoint_page_shows_its_deployment_history_newest_first(account_a):
+    endpoint = in_service_endpoint(ACCOUNT_A).endpoint
+    history.record(endpoint, DeploymentEventKind.FLEET_CREATED, "config", "CreateEndpoint: AllTraffic 1")
+    rolled_back = "The update to endpoint configuration config-2 was rolled back: <exit 3>"
+    history.record(endpoint, DeploymentEventKind.ROLLED_BACK, "config-2", rolled_back)
+
+    page = account_a.get(f"/console/endpoints/{endpoint.pk}/").content.decode()
+    live = account_a.get(f"/console/endpoints/{endpoint.pk}/live").json()["history_html"]
+
+    for shown in (page, live):
+        assert shown.index('data-kind="RolledBack"') < shown.index('data-kind="FleetCreated"')
+        assert "rolled back: &lt;exit 3&gt;" in shown  # escaped, as every message is

@@ -43,10 +43,10 @@ def test_an_empty_key_file_is_a_clear_error(tmp_path):
         secret_key.load_or_create(path)
 
 
-def settings_secret_key(data_dir, **variables) -> str:
-    env = {key: value for key, value in os.environ.items() if key != "SAGEPORT_SECRET_KEY"}
+def settings_secret_key(data_dir, setting="SECRET_KEY", variable="SAGEPORT_SECRET_KEY", **variables) -> str:
+    env = {key: value for key, value in os.environ.items() if key != variable}
     result = subprocess.run(
-        [sys.executable, "-c", "from django.conf import settings; print(settings.SECRET_KEY)"],
+        [sys.executable, "-c", f"from django.conf import settings; print(settings.{setting})"],
         cwd=PROJECT_DIR, env={**env, "SAGEPORT_DATA_DIR": str(data_dir),
                               "DJANGO_SETTINGS_MODULE": "controlplane.settings", **variables},
         capture_output=True, text=True, timeout=60, check=True,
@@ -59,3 +59,15 @@ def test_the_settings_use_the_data_dirs_key_unless_the_variable_overrides_it(tmp
 
     assert generated == (tmp_path / "secret_key").read_text().strip()
     assert settings_secret_key(tmp_path, SAGEPORT_SECRET_KEY="operator-chosen") == "operator-chosen"
+
+
+def test_the_platform_s3_secret_is_the_installations_own_unless_the_variable_sets_it(tmp_path):
+    """It reaches every bucket, and tenants' containers reach the S3 gateway: never a public default."""
+    platform = {"setting": "SAGEPORT_S3_SECRET_ACCESS_KEY", "variable": "SAGEPORT_S3_SECRET_ACCESS_KEY"}
+    generated = settings_secret_key(tmp_path / "one", **platform)
+
+    assert generated == (tmp_path / "one" / "s3_platform_secret").read_text().strip()
+    assert len(generated) >= 50
+    assert settings_secret_key(tmp_path / "two", **platform) != generated
+    chosen = settings_secret_key(tmp_path / "one", **platform, SAGEPORT_S3_SECRET_ACCESS_KEY="chosen")
+    assert chosen == "chosen"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from botocore.exceptions import ClientError
 
-from logs import metric_operations
+from logs import histograms, metric_operations
 from logs.metrics import MinuteKey, SeriesKey, StatisticSet, add_statistic_sets, put
 from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
 
@@ -128,9 +128,45 @@ def test_latency_keeps_its_unit_and_a_request_for_another_unit_gets_nothing(clou
         "Microseconds",
     )
     assert statistics(cloudwatch, ENDPOINTS, "ModelLatency", dims, Unit="Seconds")["Datapoints"] == []
-    # Percentiles need the values themselves; a statistic set has none.
+    # Percentiles need the values' spread; a statistic set without a histogram has none.
     percentile = statistics(cloudwatch, ENDPOINTS, "ModelLatency", dims, ExtendedStatistics=["p99"])
     assert "ExtendedStatistics" not in percentile["Datapoints"][0]
+
+
+def latency_set(values: list[float]) -> StatisticSet:
+    return StatisticSet(len(values), sum(values), min(values), max(values), histograms.of(values))
+
+
+def test_latency_percentiles_merge_the_histograms_of_every_writer(cloudwatch, access_key):  # noqa: F811
+    first, second = [1000.0] * 90 + [5000.0] * 9, [2000.0] * 100 + [80_000.0]
+    for values in (first, second):  # two API processes writing the same minute
+        endpoint_minute(access_key.account_id, "ModelLatency", latency_set(values), unit="Microseconds")
+    dims = dimensions(EndpointName="ep", VariantName="AllTraffic")
+
+    (point,) = statistics(cloudwatch, ENDPOINTS, "ModelLatency", dims, ExtendedStatistics=["p50", "p99"])[
+        "Datapoints"
+    ]
+    data = cloudwatch.get_metric_data(
+        MetricDataQueries=[
+            {
+                "Id": "p99",
+                "MetricStat": {
+                    "Metric": {"Namespace": ENDPOINTS, "MetricName": "ModelLatency", "Dimensions": dims},
+                    "Period": 60,
+                    "Stat": "p99",
+                },
+            }
+        ],
+        StartTime=T0,
+        EndTime=T0 + timedelta(minutes=10),
+    )
+
+    # 200 values: the 100th is a 2000, the 198th a 5000 (nearest rank), each within 1%.
+    assert point["ExtendedStatistics"] == {
+        "p50": pytest.approx(2000.0, rel=0.01),
+        "p99": pytest.approx(5000.0, rel=0.01),
+    }
+    assert data["MetricDataResults"][0]["Values"] == [point["ExtendedStatistics"]["p99"]]
 
 
 def test_another_accounts_metrics_are_invisible(cloudwatch, access_key):  # noqa: F811

@@ -2,6 +2,7 @@
 
 import pytest
 
+from logs import histograms
 from logs.statistics import Aggregate, Sample, aligned_start_ms, by_period, is_supported, percentile_rank
 
 
@@ -31,6 +32,30 @@ def test_percentiles_are_nearest_rank(name, expected):
     values = aggregate(*(Sample.point(0, float(value)) for value in range(100, 0, -1)))
 
     assert values.statistic(name) == expected
+
+
+def latency_minute(timestamp_ms: int, values: list[float]) -> Sample:
+    """A minute published as a statistic set with the histogram of its values."""
+    spread = histograms.of(values)
+    return Sample(timestamp_ms, len(values), sum(values), min(values), max(values), None, spread)
+
+
+def test_percentiles_of_statistic_sets_come_from_their_histograms():
+    first = [1000.0 + 10 * index for index in range(60)]  # 1000..1590
+    second = [3000.0 + 100 * index for index in range(40)]  # 3000..6900
+    minutes = aggregate(latency_minute(0, first), latency_minute(60_000, second))
+
+    ordered = sorted(first + second)
+    assert minutes.statistic("p50") == pytest.approx(ordered[49], rel=histograms.RELATIVE_ERROR)
+    assert minutes.statistic("p99") == pytest.approx(ordered[98], rel=histograms.RELATIVE_ERROR)
+    assert minutes.statistic("p100") == 6900.0
+    assert minutes.statistic("SampleCount") == 100
+
+
+def test_a_period_with_a_set_without_histogram_has_no_percentile():
+    minutes = aggregate(latency_minute(0, [1.0, 2.0]), Sample(60_000, 3, 30.0, 5.0, 15.0, None))
+
+    assert minutes.statistic("p50") is None
 
 
 def test_statistic_sets_add_up_but_have_no_percentiles():

@@ -148,6 +148,48 @@ def test_containers_hold_only_the_documented_capabilities_and_gain_no_privileges
     assert output(runtime, container.name) == ["CapEff:\t00000000000004fb", "NoNewPrivs:\t1"]
 
 
+def test_a_container_running_sshd_gets_back_only_the_two_capabilities_sshd_needs(runtime, busybox_image):
+    container = spec(busybox_image, "grep", "^CapEff:", "/proc/self/status", ssh_server=True)
+    runtime.run(container)
+    # The eight above, plus SYS_CHROOT (bit 18) and AUDIT_WRITE (bit 29).
+    assert output(runtime, container.name) == ["CapEff:\t00000000200404fb"]
+
+
+@pytest.fixture
+def image_with_python_path(busybox_image, runtime):
+    client = runtime.client
+    builder = client.containers.create(busybox_image, labels=TEST_LABELS)
+    tag = f"sageport-test/pythonpath:{uuid.uuid4().hex[:8]}"
+    builder.commit(*tag.split(":"), changes=["ENV PYTHONPATH=/image/lib:/image/more"])
+    builder.remove()
+    yield tag
+    client.images.remove(tag, force=True)
+
+
+@pytest.mark.parametrize("environment, expected", [
+    ({}, "/image/lib:/image/more:/opt/extra"),
+    ({"PYTHONPATH": "/user/lib"}, "/user/lib:/opt/extra"),
+])
+def test_python_paths_extend_the_images_or_the_specs_pythonpath(
+    runtime, image_with_python_path, environment, expected
+):
+    container = spec(image_with_python_path, "sh", "-c", "echo $PYTHONPATH",
+                     environment=environment, python_paths=("/opt/extra",))
+    runtime.run(container)
+    assert output(runtime, container.name) == [expected]
+
+
+@pytest.mark.parametrize("entrypoint, expected", [
+    (None, "/bin/echo entrypoint train"),  # the image's ENTRYPOINT runs under the launcher
+    (["/bin/echo", "own"], "/bin/echo own train"),
+])
+def test_a_launcher_prefixes_the_entrypoint(runtime, entrypoint_image, entrypoint, expected):
+    launcher = ("sh", "-c", 'echo "launched: $*"', "launcher")  # prints what it would launch
+    container = spec(entrypoint_image, "train", entrypoint=entrypoint, launcher=launcher)
+    runtime.run(container)
+    assert output(runtime, container.name) == [f"launched: {expected}"]
+
+
 def test_network_none_leaves_only_the_loopback_interface(runtime, busybox_image):
     container = spec(busybox_image, "sh", "-c", "ls /sys/class/net", network="none")
     runtime.run(container)

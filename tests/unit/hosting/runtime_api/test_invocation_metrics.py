@@ -101,3 +101,28 @@ def test_the_hot_path_writes_nothing_until_a_flush(access_key, clock, db):  # no
         metrics.record(invocation(access_key.account_id), total_seconds=0.003)
 
     assert not MetricStatisticSet.objects.exists()
+
+
+def test_latency_percentiles_of_a_minute(cloudwatch, access_key, clock, db):  # noqa: F811
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
+    for milliseconds in range(1, 101):  # 1 ms .. 100 ms of model time, 1 ms of overhead each
+        model_seconds = milliseconds / 1000
+        metrics.record(invocation(access_key.account_id, model_seconds), total_seconds=model_seconds + 0.001)
+
+    metrics.flush()
+
+    response = cloudwatch.get_metric_statistics(
+        Namespace="AWS/SageMaker",
+        MetricName="ModelLatency",
+        Dimensions=[{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}],
+        StartTime=MINUTE_START,
+        EndTime=MINUTE_START + timedelta(minutes=1),
+        Period=60,
+        ExtendedStatistics=["p50", "p99"],
+    )
+    (point,) = response["Datapoints"]
+    assert point["ExtendedStatistics"] == {
+        "p50": pytest.approx(50_000, rel=0.01),
+        "p99": pytest.approx(99_000, rel=0.01),
+    }
+    assert point["Unit"] == "Microseconds"
