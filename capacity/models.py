@@ -47,6 +47,17 @@ class Placement(models.Model):
     # When its container was created: a container missing after that has vanished (an
     # infrastructure fault), not merely "not started yet".
     container_started_at = models.DateTimeField(null=True)
+    # What the worker of a node that is not the job's first (a job spanning nodes) tells the
+    # node running the job's steps about this instance (training/spans.py): its inputs are
+    # staged, its container as last seen, why it failed, when it was sent SIGTERM, and that its
+    # model and output were uploaded for the job's node to merge; and the subnet of the job's
+    # overlay network, which the node that created it records for the others.
+    ready_at = models.DateTimeField(null=True)
+    report = models.JSONField(null=True)
+    failure_reason = models.TextField(blank=True, default="")
+    stop_signalled_at = models.DateTimeField(null=True)
+    parts_uploaded_at = models.DateTimeField(null=True)
+    network_subnet = models.CharField(max_length=43, blank=True, default="")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "host"], name="one_placement_per_instance")]

@@ -319,6 +319,15 @@ SAGEPORT_NODE_HEARTBEAT_SECONDS = _env_float("SAGEPORT_NODE_HEARTBEAT_SECONDS", 
 SAGEPORT_NODE_LOST_AFTER_SECONDS = _env_float("SAGEPORT_NODE_LOST_AFTER_SECONDS", 60.0)
 # CPUs and memory are container limits shared between jobs; strict makes them reserved capacity.
 SAGEPORT_STRICT_CPU_MEMORY = _env_bool("SAGEPORT_STRICT_CPU_MEMORY", False)
+# How a training job whose instances fit on no single node may still run: "" (off: it waits or
+# fails as too large) or "overlay" (its instances are spread over several nodes, joined by a
+# Docker Swarm attachable overlay network; every engine must be in the swarm, docs/operations.md).
+SAGEPORT_MULTI_NODE_NETWORK = os.environ.get("SAGEPORT_MULTI_NODE_NETWORK", "").strip().lower()
+if SAGEPORT_MULTI_NODE_NETWORK not in ("", "off", "overlay"):
+    raise SettingsError(
+        f"SAGEPORT_MULTI_NODE_NETWORK must be overlay or off, got {SAGEPORT_MULTI_NODE_NETWORK!r}"
+    )
+SAGEPORT_SPAN_NODES = SAGEPORT_MULTI_NODE_NETWORK == "overlay"
 # How a container gets its GPUs: "device-request" (Docker DeviceRequest with the device ids plus
 # NVIDIA_VISIBLE_DEVICES; needs the NVIDIA container toolkit) or "env-only" (NVIDIA_VISIBLE_DEVICES
 # alone: for hosts whose default runtime is nvidia, and for tests on machines without GPUs).

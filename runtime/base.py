@@ -27,6 +27,10 @@ class ContainerStartFailed(RuntimeError_):
     """The engine refused to create or start the container (bad spec, missing device...)."""
 
 
+class MultiHostNetworkUnavailable(ContainerStartFailed):
+    """A network across engines was asked of an engine that cannot make one (not in a swarm)."""
+
+
 @dataclass(frozen=True)
 class Mount:
     host_path: str
@@ -101,12 +105,16 @@ class ContainerRuntime(Protocol):
         on failure."""
 
     def ensure_network(
-        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = (),
+        overlay: bool = False,
     ) -> str:
         """Get-or-create a bridge network; `internal` ones reach nothing outside themselves. With
         `subnets`, the first one no other network of the engine overlaps is given to it (its
         gateway the first address), so containers can have fixed addresses on it. Returns the
-        network's subnet (an existing network's own)."""
+        network's subnet (an existing network's own). `overlay`: a Swarm attachable overlay
+        network instead, which containers of every engine in the swarm join (its upper half is
+        left to the swarm's own addresses: fixed ones must lie in the lower half); an engine not
+        in swarm mode raises `MultiHostNetworkUnavailable`."""
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         """Get-or-create the engine-wide internal bridge on `subnet` whose host side is `gateway`,

@@ -26,6 +26,7 @@ from runtime.base import (
     ContainerStartFailed,
     ContainerState,
     LogLine,
+    MultiHostNetworkUnavailable,
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
@@ -121,17 +122,24 @@ class DockerRuntime:
     # --- networks -------------------------------------------------------------------------
 
     def ensure_network(
-        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = (),
+        overlay: bool = False,
     ) -> str:
         with _engine_errors():
             existing = self._network(name)
             if existing is not None:
                 return _subnet_of(existing)
+            if overlay and not self._swarm_manager(name):
+                # A worker engine cannot create it; its containers join the one a manager made
+                # (by name, through the swarm), on the subnet that manager's node recorded.
+                return subnets[0] if subnets else ""
+            # Attachable: plain containers (not only swarm services) join an overlay network.
+            driver = {"driver": "overlay", "attachable": True} if overlay else {"driver": "bridge"}
             for subnet in subnets or (None,):
                 try:
                     created = self.client.networks.create(
-                        name, driver="bridge", internal=internal, labels={**labels, **keys.own()},
-                        ipam=_ipam(subnet),
+                        name, internal=internal, labels={**labels, **keys.own()}, ipam=_ipam(subnet, overlay),
+                        **driver,
                     )
                     return _subnet_of(self.client.networks.get(created.id))
                 except APIError as error:
@@ -140,6 +148,19 @@ class DockerRuntime:
                     if subnet is None or "overlap" not in _reason(error).lower():
                         raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
             raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
+
+    def _swarm_manager(self, name: str) -> bool:
+        """Whether this engine can create swarm networks (a manager); raises when it is in no swarm."""
+        swarm = self.client.info().get("Swarm") or {}
+        state = swarm.get("LocalNodeState", "inactive")
+        if state != "active":
+            raise MultiHostNetworkUnavailable(
+                f'Could not create the overlay network "{name}" for instances on several nodes: this '
+                f'Docker engine is not in swarm mode (LocalNodeState "{state}"). '
+                "SAGEPORT_MULTI_NODE_NETWORK=overlay needs every node's engine in one swarm "
+                "(docker swarm init / join, docs/operations.md)."
+            )
+        return bool(swarm.get("ControlAvailable"))
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
         with _engine_errors():
@@ -357,11 +378,16 @@ def _python_path(spec: ContainerSpec, image_environment: dict[str, str]) -> str:
     return ":".join([part for part in first.split(":") if part] + list(spec.python_paths))
 
 
-def _ipam(subnet: str | None) -> IPAMConfig | None:
+def _ipam(subnet: str | None, overlay: bool = False) -> IPAMConfig | None:
     if subnet is None:
         return None  # the engine picks one
-    gateway = str(next(ipaddress.ip_network(subnet).hosts()))
-    return IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)])
+    network = ipaddress.ip_network(subnet)
+    gateway = str(next(network.hosts()))
+    # A swarm gives each engine joining an overlay network an address of its own (its load
+    # balancer's), picked from the pool while containers join: kept to the upper half, it never
+    # takes the fixed address of an instance (those are at the start of the subnet).
+    dynamic = str(list(network.subnets(prefixlen_diff=1))[1]) if overlay else None
+    return IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway, iprange=dynamic)])
 
 
 def _subnet_of(network) -> str:

@@ -21,6 +21,7 @@ from runtime.base import (
     ContainerStartFailed,
     ContainerState,
     LogLine,
+    MultiHostNetworkUnavailable,
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
@@ -52,6 +53,7 @@ class FakeRuntime:
         self.containers: dict[str, FakeContainer] = {}
         self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
         self.unreachable = False
+        self.swarm = False  # whether the engine is in swarm mode (overlay networks)
         self.ignore_sigterm_by_default = False
         self.healthy_by_default = False
         self._ids = itertools.count(1)
@@ -103,16 +105,22 @@ class FakeRuntime:
         self.add_image(image)
 
     def ensure_network(
-        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = ()
+        self, name: str, labels: dict[str, str], internal: bool = False, subnets: Sequence[str] = (),
+        overlay: bool = False,
     ) -> str:
         self._answer()
+        if overlay and not self.swarm:
+            raise MultiHostNetworkUnavailable(f'Could not create network "{name}": not in swarm mode')
         if name not in self.networks:
             taken = {network["subnet"] for network in self.networks.values()}
             free = [subnet for subnet in subnets if subnet not in taken]
             if subnets and not free:
                 raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
             subnet = free[0] if free else f"172.{18 + len(self.networks) % 200}.0.0/16"
-            self.networks[name] = {"labels": {**labels, **keys.own()}, "internal": internal, "subnet": subnet}
+            self.networks[name] = {
+                "labels": {**labels, **keys.own()}, "internal": internal, "subnet": subnet,
+                "overlay": overlay,
+            }
         return self.networks[name]["subnet"]
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:

@@ -189,7 +189,7 @@ class LiveStack:
         return killed_at, time.monotonic()
 
     def start_worker(self) -> None:
-        self.supervisor.start(worker_spec(self.data_dir))
+        self.supervisor.start(worker_spec(self.data_dir, env=WORKER_ENV))
 
     def create_access_key(self, account_id: str) -> tuple[str, str]:
         output = _manage("createaccesskey", "--account-id", account_id)
@@ -202,6 +202,11 @@ class LiveStack:
                 f"AccessKey.objects.get(access_key_id={access_key_id!r}).delete()")
 
 
+# The session's worker (node A) may spread a job that no single node holds over several nodes
+# (tests/e2e/test_training_spanning_nodes.py); a job that fits on one node is placed as without it.
+WORKER_ENV = {"SAGEPORT_MULTI_NODE_NETWORK": "overlay"}
+
+
 @pytest.fixture(scope="session")
 def stack(supervisor, s3_service, redis_service) -> LiveStack:
     data_dir = Path(settings.DATA_DIR)
@@ -211,7 +216,7 @@ def stack(supervisor, s3_service, redis_service) -> LiveStack:
     create_default_bucket(data_dir)
     user_env = read_env_file(data_dir / "env")
     api = api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT)
-    for spec in (api, worker_spec(data_dir), beat_spec(data_dir)):
+    for spec in (api, worker_spec(data_dir, env=WORKER_ENV), beat_spec(data_dir)):
         supervisor.start(spec)
     return LiveStack(
         endpoint_url=endpoint_url,

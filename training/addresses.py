@@ -18,11 +18,13 @@ MAX_CANDIDATES = 64  # subnets offered per job before giving up (others may be t
 _RESERVED = 3  # the network and broadcast addresses and the gateway
 
 
-def candidate_subnets(job_id: int, instance_count: int) -> list[str]:
+def candidate_subnets(job_id: int, instance_count: int, overlay: bool = False) -> list[str]:
     """Subnets of the pool big enough for the job, starting at one derived from its id (so that
-    concurrent jobs rarely ask for the same one), in the order to try them."""
+    concurrent jobs rarely ask for the same one), in the order to try them. An overlay network
+    keeps its upper half for the swarm's own addresses (runtime/docker.py), so it is twice as big."""
     pool = ipaddress.IPv4Network(settings.SAGEPORT_TRAINING_SUBNET_POOL)
-    prefix = min(24, 32 - (instance_count + _RESERVED - 1).bit_length())
+    needed = 2 * (instance_count + _RESERVED) if overlay else instance_count + _RESERVED
+    prefix = min(24, 32 - (needed - 1).bit_length())
     if prefix < pool.prefixlen:
         return []
     size, count = 2 ** (32 - prefix), 2 ** (prefix - pool.prefixlen)

@@ -21,7 +21,7 @@ from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
-from training import addresses, artifacts, containers, metrics, phase_deadlines, scheduler, workspace
+from training import addresses, artifacts, containers, metrics, phase_deadlines, scheduler, spans, workspace
 from training import sidecars as training_sidecars
 from training import transitions as t
 from training.data.channels import ChannelError, stage_channel
@@ -77,10 +77,10 @@ def _start(job: TrainingJob, token: str) -> float | None:
         return _poll()  # capacity is looked for again at every poll, oldest job first
     if decision.node != nodes.local_name():
         return AT_ONCE  # training.tasks hands the job to that node's own queue
-    workspace.prepare(job)
+    workspace.prepare(job, local_hosts(job))  # a job spanning nodes: the members prepare theirs
     try:
         with leases.kept_alive(TrainingJob, job.pk, token):
-            _ensure_image(job, job.request["AlgorithmSpecification"]["TrainingImage"])
+            ensure_image(job, job.request["AlgorithmSpecification"]["TrainingImage"])
     except NoSuchImage as exc:
         return _fail_before_training(job, f"ClientError: {exc}")
     # A restarted job keeps the start of its first attempt (MaxRuntimeInSeconds covers them all).
@@ -88,7 +88,13 @@ def _start(job: TrainingJob, token: str) -> float | None:
     return AT_ONCE
 
 
-def _ensure_image(job: TrainingJob, image: str) -> None:
+def local_hosts(job: TrainingJob) -> list[str]:
+    """The instances this node works for: all of them, but those placed on other nodes."""
+    elsewhere = spans.remote_states(job)
+    return [host for host in containers.hosts(job) if host not in elsewhere]
+
+
+def ensure_image(job: TrainingJob, image: str) -> None:
     runtime = get_runtime()
     if runtime.has_image(image):
         return  # a local image is used as it is, never re-pulled
@@ -109,25 +115,40 @@ def _download(job: TrainingJob, token: str) -> float | None:
     if unusable:  # refused at create time; never staged, whatever the stored request says
         names = ", ".join(repr(name) for name in unusable)
         return _fail_before_training(job, f"ClientError: channel name {names} cannot be a directory name.")
-    try:
-        with leases.kept_alive(TrainingJob, job.pk, token):
-            _stage_channels(job)
-            training_sidecars.prepare(job, containers.hosts(job))  # Pipe feeders, checkpoints restored
-    except (ChannelError, StorageError) as exc:
-        if exc.transient:
-            raise  # retried with backoff by reconcile_once, within the Downloading deadline
-        return _fail_before_training(job, f"ClientError: {exc}")
+    hosts = local_hosts(job)
+    if not spans.hosts_ready(job, hosts):
+        try:
+            with leases.kept_alive(TrainingJob, job.pk, token):
+                stage_inputs(job, hosts)
+        except (ChannelError, StorageError) as exc:
+            if exc.transient:
+                raise  # retried with backoff by reconcile_once, within the Downloading deadline
+            return _fail_before_training(job, f"ClientError: {exc}")
+        spans.mark_ready(job, hosts)
+    failure = spans.member_failure(job)
+    if failure:
+        return _fail_before_training(job, failure)
+    if not spans.all_ready(job):
+        return _poll()  # the other nodes of a job spanning nodes are still staging theirs
     t.transition(job, t.TRAINING)
     return AT_ONCE
+
+
+def stage_inputs(job: TrainingJob, hosts: list[str]) -> None:
+    """Stage the File channels of `hosts`, define their Pipe feeders, restore their checkpoints."""
+    _stage_channels(job, hosts)
+    training_sidecars.prepare(job, hosts)
 
 
 def _channel_names(job: TrainingJob) -> list[str]:
     return [channel["ChannelName"] for channel in job.request.get("InputDataConfig", [])]
 
 
-def _stage_channels(job: TrainingJob) -> None:
-    hosts = containers.hosts(job)
+def _stage_channels(job: TrainingJob, only: list[str]) -> None:
+    hosts = containers.hosts(job)  # every host, so that each gets its own shard
     for index, host in enumerate(hosts):
+        if host not in only:
+            continue
         for channel in job.request.get("InputDataConfig", []):
             if channel["InputMode"] == training_sidecars.PIPE:
                 continue  # streamed while the job trains, never staged
@@ -152,19 +173,20 @@ def _train(job: TrainingJob, token: str) -> float | None:
         t.transition(job, t.STOPPING_STATE, outcome=Outcome.MAX_RUNTIME_EXCEEDED)
         return AT_ONCE
     states = _observe(job)
-    _collect_logs(job, states)
+    collect_logs(job, _here(job, states))
     if job.outcome:  # a container failed: the others are being stopped
         return _after_drain(job, states, t.UPLOADING)
-    vanished = _vanished(job, states)
-    if vanished:
-        reason = f"the container of {', '.join(vanished)} disappeared from the Docker engine"
+    gone = vanished(job, states) + spans.remote_vanished(job)
+    if gone:
+        reason = f"the container of {', '.join(gone)} disappeared from the Docker engine"
         if _restart_allowed(job):
             return _begin_restart(job, reason)
         _decide(job, outcome=Outcome.FAILED, failure_reason=_infrastructure_failure(job, reason))
         return _after_drain(job, states, t.UPLOADING)
-    failure = training_sidecars.ensure_running(job)  # Pipe feeders and checkpoint sync, restarted if dead
+    # Pipe feeders and checkpoint sync, restarted if dead; on other nodes, what their workers met.
+    failure = training_sidecars.ensure_running(job) or spans.member_failure(job) or None
     if failure is None and any(state is None for state in states.values()):
-        failure = _start_missing(job, states)
+        failure = start_missing(job, states)
         if failure is None:
             return _poll()  # judge the new containers on the next look, with their output collected
     failure = failure or _first_failure(job, states)
@@ -182,17 +204,26 @@ def _runtime_exceeded(job: TrainingJob) -> bool:
     return job.training_start_time is not None and timezone.now() - job.training_start_time > limit
 
 
-def _start_missing(job: TrainingJob, states: States) -> str | None:
-    """Start the containers that do not exist yet; a reason when the engine refuses one."""
-    missing = [host for host, state in states.items() if state is None]
+def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = None) -> str | None:
+    """Start this node's containers that do not exist yet; a reason when the engine refuses one.
+    A job spanning nodes gets an overlay network, which the other nodes' containers join too."""
+    hosts = local_hosts(job) if hosts is None else hosts
+    missing = [host for host, state in states.items() if state is None and host in hosts]
     runtime = get_runtime()
     subnet = None
     if containers.needs_network(job):
-        isolated = job.request["EnableNetworkIsolation"]
-        subnets = addresses.candidate_subnets(job.pk, containers.instance_count(job))
-        network_subnet = runtime.ensure_network(
-            containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets
+        isolated, overlay = job.request["EnableNetworkIsolation"], spans.spans_nodes(job)
+        # The other nodes of a job spanning nodes take the subnet the first node's network got.
+        recorded = spans.network_subnet(job) if overlay else ""
+        subnets = [recorded] if recorded else addresses.candidate_subnets(
+            job.pk, containers.instance_count(job), overlay
         )
+        network_subnet = runtime.ensure_network(
+            containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets,
+            overlay=overlay,
+        )
+        if overlay and not recorded:
+            spans.record_network_subnet(job, network_subnet)
         subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
     for host in missing:
         try:
@@ -206,9 +237,11 @@ def _start_missing(job: TrainingJob, states: States) -> str | None:
     return None
 
 
-def _vanished(job: TrainingJob, states: States) -> list[str]:
-    """Hosts whose container was started but is gone: lost to the infrastructure, not the algorithm."""
-    missing = [host for host, state in states.items() if state is None]
+def vanished(job: TrainingJob, states: States, hosts: list[str] | None = None) -> list[str]:
+    """This node's hosts whose container was started but is gone: lost to the infrastructure,
+    not the algorithm (other nodes report theirs: spans.remote_vanished)."""
+    hosts = local_hosts(job) if hosts is None else hosts
+    missing = [host for host, state in states.items() if state is None and host in hosts]
     return sorted(set(missing) & scheduler.started_hosts(job)) if missing else []
 
 
@@ -252,7 +285,7 @@ def _restart(job: TrainingJob, token: str) -> float | None:
     """Remove what the lost attempt left on this engine and start the job again from Starting
     (checkpoints are restored on the way, as for any start)."""
     try:
-        training_sidecars.finish(job, containers.hosts(job))  # keep what the lost attempt saved
+        training_sidecars.finish(job, local_hosts(job))  # keep what the lost attempt saved
     except StorageError as exc:
         if exc.transient:
             raise  # retried with backoff, within the Restarting deadline
@@ -267,7 +300,7 @@ def _first_failure(job: TrainingJob, states: States) -> str | None:
     if not failed:
         return None
     _, host, state = min(failed)
-    return containers.failure_reason(job, host, state)
+    return spans.reported_failure(job, host) or containers.failure_reason(job, host, state)
 
 
 def _failed(state: ContainerState | None) -> bool:
@@ -276,7 +309,7 @@ def _failed(state: ContainerState | None) -> bool:
 
 def _stop(job: TrainingJob, token: str) -> float | None:
     states = _observe(job)
-    _collect_logs(job, states)
+    collect_logs(job, _here(job, states))
     if not _drained(job, states):
         return _poll()
     final = {Outcome.FAILED: t.FAILED, Outcome.MAX_RUNTIME_EXCEEDED: t.MAX_RUNTIME_EXCEEDED}.get(
@@ -297,34 +330,55 @@ def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> f
 
 
 def _drained(job: TrainingJob, states: States) -> bool:
-    """SIGTERM every running container once, SIGKILL after the grace period; True when none runs."""
+    """SIGTERM every running container once, SIGKILL after the grace period; True when none runs.
+    The other nodes of a job spanning nodes signal theirs once they see `stop_signalled_at`."""
     runtime = get_runtime()
     running = [state for state in states.values() if state is not None and state.running]
-    for state in states.values():
-        if state is not None and state.status == "created":
+    here = _here(job, states).values()
+    for state in here:
+        if state.status == "created":
             runtime.remove(state.name)  # created but never started: nothing to stop
     if not running:
         return True
     now = timezone.now()
     if job.stop_signalled_at is None:
-        for state in running:
-            runtime.signal(state.name, "SIGTERM")
+        for state in here:
+            if state.running:
+                runtime.signal(state.name, "SIGTERM")
         _decide(job, stop_signalled_at=now)
-    elif now - job.stop_signalled_at >= timedelta(seconds=settings.SAGEPORT_STOP_GRACE_SECONDS):
-        for state in running:
-            runtime.signal(state.name, "SIGKILL")
+    elif stop_grace_over(job, now):
+        for state in here:
+            if state.running:
+                runtime.signal(state.name, "SIGKILL")
     return False
+
+
+def stop_grace_over(job: TrainingJob, now) -> bool:
+    return now - job.stop_signalled_at >= timedelta(seconds=settings.SAGEPORT_STOP_GRACE_SECONDS)
+
+
+def _here(job: TrainingJob, states: States) -> dict[str, ContainerState]:
+    """The containers of this node's engine among `states` (not those other nodes reported)."""
+    elsewhere = spans.remote_states(job)
+    return {host: state for host, state in states.items() if state is not None and host not in elsewhere}
 
 
 def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | None:
     """Upload the artifacts (once), write the terminal status, then remove what the job used."""
     fields = {"training_end_time": timezone.now()}
-    if job.artifacts_uploaded_at is None:
-        _collect_logs(job, _observe(job))
+    if job.artifacts_uploaded_at is None and not spans.parts_uploaded(job):
+        failure = spans.member_failure(job)
+        if not failure:
+            return _poll()  # the other nodes of a job spanning nodes are uploading their instances'
+        final, fields["failure_reason"] = t.FAILED, failure
+    elif job.artifacts_uploaded_at is None:
+        collect_logs(job, _here(job, _observe(job)))
         try:
             with leases.kept_alive(TrainingJob, job.pk, token):
-                training_sidecars.finish(job, containers.hosts(job))  # helpers stopped, checkpoints synced
+                training_sidecars.finish(job, local_hosts(job))  # helpers stopped, checkpoints synced
+                spans.gather_parts(job)
                 artifacts.upload(job, containers.hosts(job))
+                spans.delete_parts(job)
             TrainingJob.objects.filter(pk=job.pk).update(artifacts_uploaded_at=timezone.now())
         except StorageError as exc:
             if exc.transient:
@@ -348,17 +402,26 @@ def _remove_resources(job: TrainingJob) -> None:
 
 
 def _observe(job: TrainingJob) -> States:
+    """This node's containers as its engine shows them; those of other nodes as reported."""
+    remote = spans.remote_states(job)
+    local = observe(job, [host for host in containers.hosts(job) if host not in remote])
+    return {host: local[host] if host in local else remote[host] for host in containers.hosts(job)}
+
+
+def observe(job: TrainingJob, hosts: list[str]) -> States:
     found = get_runtime().find(containers.job_labels(job))
     by_host = {state.labels.get(labels.HOST): state for state in found}
-    return {host: by_host.get(host) for host in containers.hosts(job)}
+    return {host: by_host.get(host) for host in hosts}
 
 
-def _collect_logs(job: TrainingJob, states: States) -> None:
+def collect_logs(job: TrainingJob, states: States) -> None:
+    """Copy the new output of these containers of this node's (other nodes collect their own)."""
     runtime = get_runtime()
     for host, state in states.items():
-        if state is not None:
-            stream = containers.training_stream(job, host)
-            container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
+        if state is None:
+            continue
+        stream = containers.training_stream(job, host)
+        container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
 
 
 def _decide(job: TrainingJob, **fields) -> None:

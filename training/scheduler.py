@@ -4,8 +4,11 @@
   constraint on (node, device) makes a double booking impossible even between racing workers).
 - CPUs and memory become container limits, the instance type's size capped at the node's, and
   are shared between jobs; with SAGEPORT_STRICT_CPU_MEMORY they are reserved like GPUs.
-- All instances of a job go on one node: the job's containers share a Docker bridge network,
-  which exists on one engine only.
+- All instances of a job go on one node when one can hold them all: the job's containers share
+  a Docker bridge network, which exists on one engine only, and co-located instances talk
+  fastest. With SAGEPORT_MULTI_NODE_NETWORK=overlay, a job that fits on no single node is spread
+  over several (the fewest that hold it), its instances joined by a Swarm overlay network
+  (training/spans.py); without it, such a job waits or never fits, as on one node.
 - First come, first served: a job is placed only when no older job that could ever be placed is
   still waiting, so a big job is never starved by a stream of small ones.
 - Only NVIDIA GPUs are scheduled; a type with other accelerators (Trainium, Inferentia, Gaudi)
@@ -35,7 +38,7 @@ WAITING_SECONDARY_STATUSES = (SecondaryStatus.STARTING, SecondaryStatus.PENDING,
 
 @dataclass(frozen=True)
 class Placed:
-    node: str
+    node: str  # the node of algo-1, which runs the job's steps (training/spans.py)
 
 
 @dataclass(frozen=True)
@@ -86,14 +89,17 @@ class _Capacity:
     free_memory_bytes: int
 
     def fits(self, demand: Demand) -> bool:
-        if len(self.free_gpus) < demand.gpus * demand.count:
-            return False
-        if not settings.SAGEPORT_STRICT_CPU_MEMORY:
-            return True
-        return (
-            self.free_nano_cpus >= demand.nano_cpus * demand.count
-            and self.free_memory_bytes >= demand.memory_bytes * demand.count
-        )
+        return self.instances_held(demand) >= demand.count
+
+    def instances_held(self, demand: Demand) -> int:
+        """How many of the job's instances this node can hold (`demand.count` at most)."""
+        held = demand.count
+        if demand.gpus:
+            held = min(held, len(self.free_gpus) // demand.gpus)
+        if settings.SAGEPORT_STRICT_CPU_MEMORY:
+            by_cpus = self.free_nano_cpus // demand.nano_cpus
+            held = min(held, by_cpus, self.free_memory_bytes // demand.memory_bytes)
+        return max(held, 0)
 
 
 def place(job: TrainingJob) -> Placed | Waiting | NeverFits:
@@ -116,7 +122,7 @@ def place(job: TrainingJob) -> Placed | Waiting | NeverFits:
 def _place_locked(job: TrainingJob, demand: Demand, nodes: list[Node]) -> Placed | Waiting | NeverFits:
     if not nodes:
         return Waiting("Waiting for a worker node to register its capacity.")
-    if not any(_could_ever_hold(node, demand) for node in nodes):
+    if not _could_ever_hold_all(nodes, demand):
         return NeverFits(_never_fits_reason(demand, nodes))
     ahead = _older_jobs_waiting(job, demand, nodes)
     if ahead:
@@ -124,18 +130,52 @@ def _place_locked(job: TrainingJob, demand: Demand, nodes: list[Node]) -> Placed
             f"Waiting for capacity: {ahead} older job{'s are' if ahead > 1 else ' is'} waiting first "
             "(first come, first served)."
         )
-    candidates = [capacity for capacity in _capacities(_live(nodes)) if capacity.fits(demand)]
-    if not candidates:
+    capacities = _capacities(_live(nodes))
+    shares = _on_one_node(capacities, demand)
+    if not shares and settings.SAGEPORT_SPAN_NODES:
+        shares = _spread(capacities, demand)
+    if not shares:
         return Waiting(_waiting_reason(demand, nodes))
+    _create_placements(job, demand, shares)
+    return Placed(shares[0][0].node.name)
+
+
+Shares = list[tuple["_Capacity", int]]  # (node, how many instances go there), algo-1's node first
+
+
+def _on_one_node(capacities: list[_Capacity], demand: Demand) -> Shares:
+    """The node that fits the whole job with the fewest free GPUs left (packing)."""
+    candidates = [capacity for capacity in capacities if capacity.fits(demand)]
+    if not candidates:
+        return []
     best = min(candidates, key=lambda capacity: (len(capacity.free_gpus), capacity.node.name))
-    _create_placements(job, demand, best)
-    return Placed(best.node.name)
+    return [(best, demand.count)]
 
 
-def _could_ever_hold(node: Node, demand: Demand) -> bool:
-    """On an empty node. Lost nodes count: they are expected back (delete a node to retire it)."""
-    empty = _Capacity(node, node.gpu_ids, node.cpus * _NANO_CPUS_PER_CPU, node.memory_bytes)
-    return empty.fits(demand)
+def _spread(capacities: list[_Capacity], demand: Demand) -> Shares:
+    """The fewest nodes that hold the job together: those holding the most instances first."""
+    shares, left = [], demand.count
+    for capacity in sorted(capacities, key=lambda c: (-c.instances_held(demand), c.node.name)):
+        take = min(left, capacity.instances_held(demand))
+        if take:
+            shares.append((capacity, take))
+            left -= take
+        if not left:
+            return shares
+    return []
+
+
+def _empty(node: Node) -> _Capacity:
+    return _Capacity(node, node.gpu_ids, node.cpus * _NANO_CPUS_PER_CPU, node.memory_bytes)
+
+
+def _could_ever_hold_all(nodes: list[Node], demand: Demand) -> bool:
+    """On empty nodes: one of them, or with SAGEPORT_MULTI_NODE_NETWORK=overlay all together.
+    Lost nodes count: they are expected back (delete a node to retire it)."""
+    if any(_empty(node).fits(demand) for node in nodes):
+        return True
+    together = sum(_empty(node).instances_held(demand) for node in nodes)
+    return settings.SAGEPORT_SPAN_NODES and together >= demand.count
 
 
 def _older_jobs_waiting(job: TrainingJob, demand: Demand, nodes: list[Node]) -> int:
@@ -166,7 +206,7 @@ def _holds_the_line(job: TrainingJob, nodes: list[Node]) -> bool:
     return (
         _competes(demand)
         and demand.instance_type.accelerator in (None, "nvidia")
-        and any(_could_ever_hold(node, demand) for node in nodes)
+        and _could_ever_hold_all(nodes, demand)
     )
 
 
@@ -190,18 +230,21 @@ def _capacities(nodes: list[Node]) -> list[_Capacity]:
     return capacities
 
 
-def _create_placements(job: TrainingJob, demand: Demand, capacity: _Capacity) -> None:
-    node = capacity.node
-    limits = instance_types.container_limits(demand.instance_type, node.cpus, node.memory_bytes)
-    nano_cpus, memory_bytes = limits
-    free = iter(capacity.free_gpus)
-    for host in workspace.host_names(demand.count):
-        placement = Placement.objects.create(
-            job=job, host=host, node=node, nano_cpus=nano_cpus, memory_bytes=memory_bytes
-        )
-        GpuAllocation.objects.bulk_create(
-            GpuAllocation(placement=placement, node=node, device_id=next(free)) for _ in range(demand.gpus)
-        )
+def _create_placements(job: TrainingJob, demand: Demand, shares: Shares) -> None:
+    hosts = iter(workspace.host_names(demand.count))  # in order: algo-1 on the first share's node
+    for capacity, count in shares:
+        node = capacity.node
+        limits = instance_types.container_limits(demand.instance_type, node.cpus, node.memory_bytes)
+        nano_cpus, memory_bytes = limits
+        free = iter(capacity.free_gpus)
+        for _ in range(count):
+            placement = Placement.objects.create(
+                job=job, host=next(hosts), node=node, nano_cpus=nano_cpus, memory_bytes=memory_bytes
+            )
+            GpuAllocation.objects.bulk_create(
+                GpuAllocation(placement=placement, node=node, device_id=next(free))
+                for _ in range(demand.gpus)
+            )
 
 
 def _never_fits_reason(demand: Demand, nodes: list[Node]) -> str:
@@ -213,7 +256,7 @@ def _never_fits_reason(demand: Demand, nodes: list[Node]) -> str:
             f"{demand.instance_type.memory_mib * demand.count} MiB of memory"
         )
     return (
-        f"ResourceLimitExceeded: {demand.describe()} needs {wanted} on one node, and no node has that "
+        f"ResourceLimitExceeded: {demand.describe()} needs {wanted} {_where()}, and no node has that "
         f"much (the largest, {largest.name}, has {len(largest.gpus)} GPUs, {largest.cpus} CPUs and "
         f"{largest.memory_bytes // _MIB} MiB)."
     )
@@ -227,16 +270,22 @@ def _waiting_reason(demand: Demand, nodes: list[Node]) -> str:
     also = " with its vCPUs and memory" if settings.SAGEPORT_STRICT_CPU_MEMORY else ""
     return (
         f"Waiting for capacity: {demand.describe()} needs {demand.gpus * demand.count} NVIDIA GPUs "
-        f"on one node{also}; free GPUs now: {free}."
+        f"{_where()}{also}; free GPUs now: {free}."
     )
+
+
+def _where() -> str:
+    return "on one node or spread over several" if settings.SAGEPORT_SPAN_NODES else "on one node"
 
 
 # --- What a placed job holds --------------------------------------------------------------
 
 
 def node_of(job_id: int) -> str | None:
-    """The name of the node a job's instances are placed on; None while it is not placed."""
-    return Placement.objects.filter(job_id=job_id).values_list("node__name", flat=True).first()
+    """The node of the job's algo-1 (all its instances' node, unless it spans nodes): the one that
+    runs the job's steps. None while the job is not placed."""
+    placements = Placement.objects.filter(job_id=job_id).order_by("host")  # "algo-1" sorts first
+    return placements.values_list("node__name", flat=True).first()
 
 
 def placement_of(job: TrainingJob, host: str) -> Placement:

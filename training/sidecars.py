@@ -20,12 +20,16 @@ def pipe_channels(job: TrainingJob) -> list[dict]:
 
 
 def prepare(job: TrainingJob, hosts: list[str]) -> None:
-    """Define every host's helpers and restore the checkpoints (idempotent, before containers
-    start). A Pipe channel with no objects fails here, as a File channel does when staged."""
-    for index, host in enumerate(hosts):
+    """Define the helpers of `hosts` (this node's) and restore their checkpoints (idempotent,
+    before containers start). A Pipe channel with no objects fails here, as a File channel does
+    when staged."""
+    every_host = workspace.host_names(job.request["ResourceConfig"]["InstanceCount"])
+    for index, host in enumerate(every_host):  # each host's index picks its shard
+        if host not in hosts:
+            continue
         host_workspace = workspace.host_workspace(job, host)
         for channel in pipe_channels(job):
-            objects = host_object_keys(channel, index, len(hosts))
+            objects = host_object_keys(channel, index, len(every_host))
             name = f"pipe-{host}-{channel['ChannelName']}"
             pipe_feeder.define(directory(job), name, host_workspace.data_dir, channel, objects)
         if "CheckpointConfig" in job.request:

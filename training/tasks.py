@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from capacity import nodes
-from training import reaper, scheduler
+from training import member, reaper, scheduler, spans
 from training import reconciler as training
 from training.models import TERMINAL_STATUSES, TrainingJob
 
@@ -23,9 +23,19 @@ def reconcile_training_job(job_id: int) -> None:
     if node is not None and node != nodes.local_name():
         _enqueue(job_id, 0, node)
         return
+    members = spans.member_nodes(job_id)  # before the step, which may release the placements
     delay = training.reconcile(job_id)
+    for member_node in sorted(set(members) | set(spans.member_nodes(job_id))):
+        sync_training_instances.apply_async((job_id,), queue=nodes.queue_name(member_node))
     if delay is not None:
         _enqueue(job_id, delay, scheduler.node_of(job_id))
+
+
+@shared_task(name="training.tasks.sync_training_instances", acks_late=True, ignore_result=True)
+def sync_training_instances(job_id: int) -> None:
+    """A member node's share of a job spanning nodes (training/member.py), after each step of
+    the job's node; only the member's own queue carries it."""
+    member.sync(job_id)
 
 
 def _enqueue(job_id: int, countdown: float, node: str | None) -> None:
@@ -56,5 +66,6 @@ def _handle_lost_nodes() -> None:
     """Declare silent nodes lost, then fail or restart every job still placed on a lost node."""
     nodes.declare_lost()
     for job in TrainingJob.objects.filter(placements__node__lost_at__isnull=False).distinct():
-        training.on_node_lost(job, scheduler.node_of(job.pk))
+        lost = job.placements.filter(node__lost_at__isnull=False).order_by("host").first()
+        training.on_node_lost(job, lost.node.name if lost else scheduler.node_of(job.pk))
         reconcile_training_job.delay(job.pk)

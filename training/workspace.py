@@ -133,11 +133,15 @@ def checkpoint_local_path(request: dict) -> str | None:
     return request["CheckpointConfig"].get("LocalPath") or DEFAULT_CHECKPOINT_PATH
 
 
-def prepare(job: TrainingJob) -> None:
-    """Create every host's tree and write its config files (idempotent: rewrites them)."""
+def prepare(job: TrainingJob, only: list[str]) -> None:
+    """Create the trees of the hosts in `only` (this node's) afresh and write their config files;
+    the configs name every host of the job. Called before any container of the attempt exists: a
+    tree an earlier attempt left on this node (a job that spans nodes may come back to a node
+    after a retry) is removed first, so none of its files reach this attempt's artifacts."""
     hosts = host_names(job.request["ResourceConfig"]["InstanceCount"])
-    for host in hosts:
+    for host in only:
         workspace = host_workspace(job, host)
+        safe_files.remove_tree(workspace.root)
         directories = [workspace.config_dir, workspace.data_dir, workspace.model_dir]
         directories.append(workspace.output_data_dir)
         if workspace.checkpoint_path:

@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 
 from devstack.stack import ServiceSpec, _celery_answers
-from tests.conftest import _manage
+from tests.conftest import WORKER_ENV, _manage
 from tests.e2e.conftest import shell_job, unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, wait_for_endpoint, wait_until
 
@@ -51,23 +51,26 @@ def node_b_address():
 
 
 class NodeB:
-    """`manage.py runnode` for node B, a child of the session's supervisor."""
+    """`manage.py runnode` for node B (or another `name`), a child of the session's supervisor."""
 
-    def __init__(self, stack, address: str, data_dir: Path):
-        self.supervisor, self.address = stack.supervisor, address
+    def __init__(
+        self, stack, address: str, data_dir: Path, name: str = NODE_B, gpus: str = "0,1,2,3,4,5,6,7"
+    ):
+        self.supervisor, self.address, self.name = stack.supervisor, address, name
         env = {
+            **WORKER_ENV,  # what the session's worker (node A) runs with
             "DATABASE_URL": f"sqlite:///{Path(settings.DATA_DIR) / 'sageport.sqlite3'}",
             "SAGEPORT_API_URL": stack.endpoint_url,
             "SAGEPORT_S3_SECRET_ACCESS_KEY": settings.SAGEPORT_S3_SECRET_ACCESS_KEY,  # the installation's
             "SAGEPORT_STACK_ID": settings.SAGEPORT_STACK_ID,  # the test session cleans up by it
             "SAGEPORT_DATA_DIR": str(data_dir),
-            "SAGEPORT_NODE_NAME": NODE_B,
+            "SAGEPORT_NODE_NAME": name,
             "SAGEPORT_NODE_ADDRESS": address,
-            "SAGEPORT_NODE_GPUS": "0,1,2,3,4,5,6,7",
+            "SAGEPORT_NODE_GPUS": gpus,
         }
-        self.worker = worker = f"sageport-worker-{NODE_B}@{os.uname().nodename}"
+        self.worker = worker = f"sageport-worker-{name}@{os.uname().nodename}"
         self.spec = ServiceSpec(
-            name="runnode-b",
+            name=f"runnode-{name}",
             argv=[sys.executable, "manage.py", "runnode"],
             env=env,
             ready=lambda: _celery_answers(worker),

@@ -2,7 +2,8 @@
 channel staging built on it) where a reconciler test needs S3: objects are bytes by (bucket, key).
 
 `install` patches the few functions the training reconciler reaches (artifact uploads, channel
-staging); the archives are still packed for real, so a test can open what was "uploaded"."""
+staging, the instance archives of a job spanning nodes); the archives are still packed for real,
+so a test can open what was "uploaded"."""
 import io
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -37,6 +38,23 @@ class FakeStore:
         self._answer()
         self.objects[(bucket, key)] = path.read_bytes()
 
+    def download_many(self, items: list[tuple[str, str, Path]], budget=None) -> None:
+        self._answer()
+        for bucket, key, destination in items:
+            if (bucket, key) not in self.objects:
+                raise s3.StorageError(f"Could not read {s3.s3_uri(bucket, key)}: NoSuchKey")
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(self.objects[(bucket, key)])
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        self._answer()
+        return [key for key in self.keys(bucket) if key.startswith(prefix)]
+
+    def delete_keys(self, bucket: str, keys: list[str]) -> None:
+        self._answer()
+        for key in keys:
+            self.objects.pop((bucket, key), None)
+
     def upload_tree(self, root: Path, bucket: str, prefix: str) -> int:
         files = [path for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()]
         for path in files:
@@ -59,5 +77,7 @@ class FakeStore:
     def install(self, monkeypatch) -> "FakeStore":
         monkeypatch.setattr(s3, "upload_file", self.upload_file)
         monkeypatch.setattr(s3, "upload_tree", self.upload_tree)
+        for name in ("download_many", "list_keys", "delete_keys"):
+            monkeypatch.setattr(s3, name, getattr(self, name))
         monkeypatch.setattr(training, "stage_channel", self.stage_channel)
         return self

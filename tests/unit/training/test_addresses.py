@@ -49,9 +49,9 @@ def hosts_file(job, host: str) -> list[str]:
 
 def started_specs(job, engine):
     scheduler.place(job)
-    workspace.prepare(job)
+    workspace.prepare(job, containers.hosts(job))
     states = {host: None for host in containers.hosts(job)}
-    assert training._start_missing(job, states) is None
+    assert training.start_missing(job, states) is None
     return {host: engine.containers[containers.container_name(job, host)].spec for host in states}
 
 
@@ -78,7 +78,7 @@ def test_every_instance_lists_every_peer_at_its_fixed_address(engine, settings):
 
 def test_two_jobs_offered_the_same_subnets_never_share_one(engine, monkeypatch):
     offered = ["10.213.0.0/24", "10.213.1.0/24"]
-    monkeypatch.setattr(addresses, "candidate_subnets", lambda job_id, count: offered)
+    monkeypatch.setattr(addresses, "candidate_subnets", lambda job_id, count, overlay=False: offered)
     make_node(gpus=0, cpus=8, memory_gib=64)
     first, second = make_job("ml.m5.large", count=2), make_job("ml.m5.large", count=2)
 
@@ -97,3 +97,15 @@ def test_an_isolated_lone_instance_has_no_network_but_resolves_its_own_name(engi
 
     assert spec.network == "none"
     assert hosts_file(job, "algo-1")[-1] == "127.0.0.1\talgo-1"
+
+
+def test_an_overlay_network_is_offered_twice_the_room_so_fixed_addresses_stay_in_its_lower_half(settings):
+    settings.SAGEPORT_TRAINING_SUBNET_POOL = "10.213.0.0/16"
+    bridge = addresses.candidate_subnets(5, 200)
+    overlay = addresses.candidate_subnets(5, 200, overlay=True)
+
+    assert ipaddress.IPv4Network(bridge[0]).prefixlen == 24
+    assert ipaddress.IPv4Network(overlay[0]).prefixlen == 23
+    fixed = addresses.host_addresses(overlay[0], workspace.host_names(200)).values()
+    lower_half = list(ipaddress.IPv4Network(overlay[0]).subnets(prefixlen_diff=1))[0]
+    assert all(ipaddress.IPv4Address(address) in lower_half for address in fixed)
