@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "logs",
     "capacity",
     "gateway",
+    "clusters",
     "devstack",
     "console",
 ]
@@ -328,6 +329,15 @@ if SAGEPORT_MULTI_NODE_NETWORK not in ("", "off", "overlay"):
         f"SAGEPORT_MULTI_NODE_NETWORK must be overlay or off, got {SAGEPORT_MULTI_NODE_NETWORK!r}"
     )
 SAGEPORT_SPAN_NODES = SAGEPORT_MULTI_NODE_NETWORK == "overlay"
+
+# --- The checkpoint tier (clusters/tier_agent.py, the `tier` service) ---------------------------
+# Where a node's tier service keeps checkpoints: memory-backed (tmpfs), never the disk.
+SAGEPORT_TIER_MEMORY_DIR = Path(os.environ.get("SAGEPORT_TIER_MEMORY_DIR", "/dev/shm"))
+# A namespace whose job has no container left is deleted after this long unused: a retried or
+# restarted job resumes from memory within it.
+SAGEPORT_TIER_NAMESPACE_GRACE_SECONDS = _env_positive_seconds("SAGEPORT_TIER_NAMESPACE_GRACE_SECONDS", 3600.0)
+# How often a node's worker compares its tier service with what its cluster asks.
+SAGEPORT_TIER_AGENT_SECONDS = _env_positive_seconds("SAGEPORT_TIER_AGENT_SECONDS", 2.0)
 # How a container gets its GPUs: "device-request" (Docker DeviceRequest with the device ids plus
 # NVIDIA_VISIBLE_DEVICES; needs the NVIDIA container toolkit) or "env-only" (NVIDIA_VISIBLE_DEVICES
 # alone: for hosts whose default runtime is nvidia, and for tests on machines without GPUs).

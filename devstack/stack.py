@@ -13,7 +13,6 @@ SIGKILL if the supervisor itself dies, so that a crashed stack leaves no orphan 
 The API's listening socket belongs to the supervisor, which hands it to gunicorn
 (`--bind fd://N`): while the API restarts, connections wait in the kernel's backlog instead of
 being refused."""
-import ctypes
 import ipaddress
 import json
 import logging
@@ -39,6 +38,7 @@ import kombu.exceptions
 import redis
 
 from devstack.log_rotation import rotate_if_large
+from runtime.child_process import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ MAX_RESTART_DELAY_SECONDS = 30.0
 LOG_CHECK_SECONDS = 5.0  # how often the supervisor looks at its children's log sizes
 STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
 LISTEN_BACKLOG = 1024
-_PR_SET_PDEATHSIG = 1
 SDK_CONFIG_NAME = "sagemaker-config.yaml"
 # SeaweedFS keeps each bucket in volumes of its own, and left to itself allows only free disk /
 # volume size of them (70 with 70 GiB free): the 71st bucket's first write answered 500. Volumes
@@ -270,7 +269,7 @@ class Supervisor:
             return subprocess.Popen(
                 spec.argv, cwd=PROJECT_DIR, env=_child_env(spec), stdin=subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
-                preexec_fn=_die_with_parent(os.getpid()),
+                preexec_fn=die_with_parent(os.getpid()),
             )
 
     def _wait_until_ready(self, spec: ServiceSpec, process: subprocess.Popen) -> str | None:
@@ -309,19 +308,6 @@ def _describe_exit(status: int) -> str:
     if status < 0:
         return f"was killed by {signal.Signals(-status).name}"
     return f"exited with status {status}"
-
-
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
-    """A preexec function: the child gets SIGKILL when the supervisor dies (Linux). Strictly,
-    when the THREAD that forked it ends: see `Supervisor.watching`."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent_pid:  # the supervisor died before prctl took effect
-            os._exit(1)
-
-    return preexec
 
 
 @contextmanager

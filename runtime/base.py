@@ -121,6 +121,12 @@ class ContainerRuntime(Protocol):
         on which containers reach the host's `gateway` address and not each other. It belongs to
         the engine, not to one stack: it carries no stack label, so no stack's clean-up removes it."""
 
+    def ensure_gateway_network(self, name: str, labels: dict[str, str]) -> str:
+        """Get-or-create an internal bridge on a subnet the engine picks, on which containers reach
+        the host's side of the bridge (the gateway address, returned) and not each other: where a
+        host process listens for the containers of one node (e.g. the checkpoint tier service).
+        `labels` are its own (the runtime adds nothing)."""
+
     def remove_network(self, name: str) -> None:
         """Remove the network if it exists (missing is fine)."""
 

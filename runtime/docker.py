@@ -163,24 +163,35 @@ class DockerRuntime:
         return bool(swarm.get("ControlAvailable"))
 
     def ensure_services_network(self, name: str, subnet: str, gateway: str) -> None:
+        labels = {keys.MANAGED: "true", keys.ROLE: keys.SERVICES_ROLE}
+        ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)])
+        self._ensure_internal_bridge(name, labels, ipam)
+
+    def ensure_gateway_network(self, name: str, labels: dict[str, str]) -> str:
+        return _gateway_of(self._ensure_internal_bridge(name, labels, None))
+
+    def _ensure_internal_bridge(self, name: str, labels: dict[str, str], ipam: IPAMConfig | None):
         with _engine_errors():
-            if self._network(name) is not None:
-                return
+            existing = self._network(name)
+            if existing is not None:
+                return existing
             try:
-                self.client.networks.create(
+                created = self.client.networks.create(
                     name,
                     driver="bridge",
                     # Internal: no route to anywhere through it, only the gateway's own address.
                     internal=True,
-                    ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)]),
+                    ipam=ipam,
                     # Containers of different tenants share it: the bridge forwards nothing
                     # between them (Docker drops bridge-to-bridge traffic in iptables' FORWARD).
                     options={"com.docker.network.bridge.enable_icc": "false"},
-                    labels={keys.MANAGED: "true", keys.ROLE: keys.SERVICES_ROLE},
+                    labels=labels,
                 )
+                return self.client.networks.get(created.id)
             except APIError as error:
                 if error.status_code != _HTTP_CONFLICT:
                     raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
+                return self._network(name)  # a concurrent creator won the race: fine
 
     def remove_network(self, name: str) -> None:
         with _engine_errors():
@@ -376,6 +387,15 @@ def _python_path(spec: ContainerSpec, image_environment: dict[str, str]) -> str:
     or the user put first keeps precedence."""
     first = spec.environment.get("PYTHONPATH", image_environment.get("PYTHONPATH", ""))
     return ":".join([part for part in first.split(":") if part] + list(spec.python_paths))
+
+
+def _gateway_of(network) -> str:
+    """The host's address on a bridge network (the engine's IPAM records it)."""
+    configs = (network.attrs.get("IPAM") or {}).get("Config") or []
+    gateways = [config["Gateway"] for config in configs if config.get("Gateway")]
+    if not gateways:
+        raise RuntimeError_(f'Network "{network.name}" has no gateway address')
+    return gateways[0]
 
 
 def _ipam(subnet: str | None, overlay: bool = False) -> IPAMConfig | None:

@@ -132,6 +132,14 @@ class FakeRuntime:
             "gateway": gateway,
         })
 
+    def ensure_gateway_network(self, name: str, labels: dict[str, str]) -> str:
+        self._answer()
+        taken = len(self.networks)
+        network = self.networks.setdefault(name, {
+            "labels": dict(labels), "internal": True, "gateway": f"172.30.{taken}.1",
+        })
+        return network["gateway"]
+
     def remove_network(self, name: str) -> None:
         self._answer()
         self.networks.pop(name, None)

@@ -23,6 +23,7 @@ def upload(job: TrainingJob, host_names: list[str]) -> None:
         s3.upload_file(model_archive, bucket, f"{prefix}/model.tar.gz")
         model_archive.unlink()
     output_archive = staging / "output.tar.gz"
-    archives.pack_tar_gz([host.output_data_dir for host in hosts], output_archive)
+    logs = [host.checkpointing_log_root for host in hosts if host.checkpointing_log_root.is_dir()]
+    archives.pack_tar_gz([host.output_data_dir for host in hosts] + logs, output_archive)
     s3.upload_file(output_archive, bucket, f"{prefix}/output.tar.gz")
     output_archive.unlink()

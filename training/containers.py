@@ -3,6 +3,8 @@
 from django.conf import settings
 
 from capacity import gpus
+from clusters import tier_network
+from clusters.tier_network import TierReach
 from gateway.environment import container_reach
 from logs import store
 from logs.models import LogStream
@@ -57,8 +59,11 @@ def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
     return entrypoint, ([] if entrypoint else ["train"])
 
 
-def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> ContainerSpec:
-    """`subnet`: the job network's (training/addresses.py), None when the job has no network."""
+def spec_for(
+    job: TrainingJob, host: str, subnet: str | None = None, tier: TierReach | None = None
+) -> ContainerSpec:
+    """`subnet`: the job network's (training/addresses.py), None when the job has no network;
+    `tier`: its node's checkpoint tier service, when its cluster enables one (clusters/tier_network.py)."""
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
     placement = scheduler.placement_of(job, host)
@@ -81,21 +86,34 @@ def spec_for(job: TrainingJob, host: str, subnet: str | None = None) -> Containe
         command=command,
         entrypoint=entrypoint,
         environment=environment,
-        mounts=workspace.host_workspace(job, host).mounts() + _library_mounts(job),
+        mounts=_mounts(job, host, tier),
         python_paths=_library_paths(job),
         ssh_server=modelparallel.runs_sshd(job.request),
         launcher=modelparallel.launcher(job.request, hosts(job), host, len(gpus.gpu_ids(placement))),
         hostname=host,
         **_network_settings(job, host, subnet),
-        extra_networks=reach.networks,
+        extra_networks=reach.networks + ((tier.network,) if tier else ()),
         nano_cpus=placement.nano_cpus,
         memory_bytes=placement.memory_bytes,
         gpu_device_ids=gpu_ids,
     )
 
 
+def _mounts(job: TrainingJob, host: str, tier: TierReach | None) -> tuple[Mount, ...]:
+    return workspace.host_workspace(job, host).mounts() + _library_mounts(job) + _tier_mount(job, host, tier)
+
+
 def _library_mounts(job: TrainingJob) -> tuple[Mount, ...]:
     return (modelparallel.library_mount(),) if modelparallel.modelparallel_enabled(job.request) else ()
+
+
+def _tier_mount(job: TrainingJob, host: str, tier: TierReach | None) -> tuple[Mount, ...]:
+    """The tier library's log directory, kept by Sageport: it outlives the container and goes
+    into output.tar.gz (training/artifacts.py)."""
+    if tier is None:
+        return ()
+    log_dir = workspace.host_workspace(job, host).checkpointing_log_dir
+    return (Mount(str(log_dir), tier_network.LIBRARY_LOG_PATH),)
 
 
 def _library_paths(job: TrainingJob) -> tuple[str, ...]:
@@ -113,13 +131,16 @@ def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
     }
 
 
-def host_entries(job: TrainingJob, host: str, subnet: str | None) -> dict[str, str]:
+def host_entries(
+    job: TrainingJob, host: str, subnet: str | None, tier: TierReach | None = None
+) -> dict[str, str]:
     """What the container's /etc/hosts names (training/addresses.py): every algo-N at its fixed
     address; its own name alone, on the loopback, without a network; nothing without a subnet
-    (then Docker's DNS answers the aliases)."""
+    (then Docker's DNS answers the aliases); and the checkpoint tier's service name, when `tier`."""
     if not needs_network(job):
         return addresses.isolated_hosts(host)
-    return addresses.host_addresses(subnet, hosts(job)) if subnet else {}
+    entries = addresses.host_addresses(subnet, hosts(job)) if subnet else {}
+    return {**entries, **(tier.host_entries() if tier else {})}
 
 
 def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts import container_credentials
 from capacity import nodes
+from clusters import tier_network
 from gateway import network as gateway_network
 from logs import container_logs
 from reconcile import leases
@@ -225,10 +226,14 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
         if overlay and not recorded:
             spans.record_network_subnet(job, network_subnet)
         subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
+    tier = tier_network.reach_for(runtime, nodes.local_name(), isolated=job.request["EnableNetworkIsolation"])
     for host in missing:
         try:
-            spec = containers.spec_for(job, host, subnet)
-            workspace.host_workspace(job, host).write_hosts(containers.host_entries(job, host, subnet))
+            spec = containers.spec_for(job, host, subnet, tier)
+            host_workspace = workspace.host_workspace(job, host)
+            host_workspace.write_hosts(containers.host_entries(job, host, subnet, tier))
+            if tier:
+                host_workspace.checkpointing_log_dir.mkdir(parents=True, exist_ok=True)
             gateway_network.ensure(runtime, spec.extra_networks)
             states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:

@@ -84,6 +84,17 @@ class HostWorkspace:
         return self.root / "checkpoints"
 
     @property
+    def checkpointing_log_root(self) -> Path:
+        """Packed into output.tar.gz beside the output data: `sagemaker_checkpointing/<host>/`."""
+        return self.root / "checkpointing-logs"
+
+    @property
+    def checkpointing_log_dir(self) -> Path:
+        """Mounted where the tier library writes its log. Created by Sageport, beside the
+        container's trees, so no container can swap it for a link before a restart mounts it."""
+        return self.checkpointing_log_root / "sagemaker_checkpointing" / self.root.name
+
+    @property
     def hosts_file(self) -> Path:
         return self.root / "hosts"  # beside the mounted trees, in none the container can write
 
