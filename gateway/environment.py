@@ -5,7 +5,8 @@ credentials); any other joins the services network and gets
 - its resource's region: AWS_REGION, AWS_DEFAULT_REGION (the region the job or endpoint was
   created in: the SigV4 scope of the request that created it);
 - endpoints for every service Sageport serves, on the forwarder's ports of the gateway address
-  (AWS_ENDPOINT_URL_<service id>, the names botocore's configprovider reads);
+  (AWS_ENDPOINT_URL_<service id>, the names botocore's configprovider reads), and S3's as the
+  global AWS_ENDPOINT_URL too;
 - role credentials the ECS/SageMaker way: AWS_CONTAINER_CREDENTIALS_FULL_URI, the API's
   credentials endpoint through the forwarder, and AWS_CONTAINER_AUTHORIZATION_TOKEN, its
   training job's or endpoint's grant (accounts/container_credentials.py);
@@ -37,10 +38,16 @@ def container_reach(*, isolated: bool, holder: str, account_id: str, region: str
     if isolated:
         return Reach()
     api = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_API_PORT}"
+    s3 = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_S3_PORT}"
     environment = {
         "AWS_REGION": region,
         "AWS_DEFAULT_REGION": region,
-        "AWS_ENDPOINT_URL_S3": f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_S3_PORT}",
+        "AWS_ENDPOINT_URL_S3": s3,
+        # For S3 clients that read only the global variable (s3torchconnector, which AWS's
+        # tiered-checkpointing library uses): an IP literal, so that they address buckets by
+        # path. botocore prefers each service's own variable above, so this redirects only the
+        # services Sageport does not serve, which a container could not have reached anyway.
+        "AWS_ENDPOINT_URL": s3,
         **{f"AWS_ENDPOINT_URL_{service_id}": api for service_id in API_SERVICE_IDS},
         "AWS_CONTAINER_CREDENTIALS_FULL_URI": api + CREDENTIALS_PATH,
         "AWS_CONTAINER_AUTHORIZATION_TOKEN": grant(holder, account_id),

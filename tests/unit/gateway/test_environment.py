@@ -39,6 +39,7 @@ def test_any_other_container_joins_the_services_network_with_region_endpoints_an
         "AWS_REGION": "eu-west-1",
         "AWS_DEFAULT_REGION": "eu-west-1",
         "AWS_ENDPOINT_URL_S3": "http://169.254.170.2:18333",
+        "AWS_ENDPOINT_URL": "http://169.254.170.2:18333",
         "AWS_ENDPOINT_URL_SAGEMAKER": api,
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api,
@@ -62,7 +63,7 @@ def test_any_other_container_joins_the_services_network_with_region_endpoints_an
 def test_botocore_sends_each_service_where_the_container_was_told(db, monkeypatch, service, port):
     for name, value in reach().environment.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_CONFIG_FILE"):
+    for name in ("AWS_PROFILE", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
 
     client = boto3.Session(botocore_session=botocore.session.Session()).client(
