@@ -158,9 +158,9 @@ def largest_that_fits(candidates: Iterable[str], cpus: int, memory_mib: int, nvi
 
     A type fits when its vCPUs and memory are at most the host's and it is a CPU type or an NVIDIA
     type with at most the host's GPUs (other accelerators never fit: nodes report NVIDIA GPUs
-    only). Largest means most GPUs, then most vCPUs, then most memory; the name breaks ties, so
-    the answer never depends on the candidates' order. Names the catalog does not know are
-    skipped."""
+    only). Largest means most GPUs, then most vCPUs, then most memory, then the first name in
+    alphabetical order, so the answer never depends on the candidates' order. Names the catalog
+    does not know are skipped."""
     fitting = []
     for name in candidates:
         try:
@@ -170,8 +170,8 @@ def largest_that_fits(candidates: Iterable[str], cpus: int, memory_mib: int, nvi
         if spec.accelerator not in (None, "nvidia"):
             continue
         if spec.vcpus <= cpus and spec.memory_mib <= memory_mib and spec.gpus <= nvidia_gpus:
-            fitting.append((spec.gpus, spec.vcpus, spec.memory_mib, spec.name))
-    return max(fitting)[3] if fitting else ""
+            fitting.append((-spec.gpus, -spec.vcpus, -spec.memory_mib, spec.name))
+    return min(fitting)[3] if fitting else ""
 
 
 def container_limits(

@@ -1,5 +1,6 @@
 """Calling the cluster operations as a signed request would (shape validation included), and
 registered nodes to fill clusters with."""
+
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,16 +21,26 @@ def call(operation: str, ctx: RequestContext = CTX, **params) -> dict:
 
 
 def group(name: str = "workers", instance_type: str = "ml.g5.12xlarge", count: int = 1, **extra) -> dict:
-    return {"InstanceGroupName": name, "InstanceType": instance_type, "InstanceCount": count,
-            "ExecutionRole": ROLE, **extra}
+    return {
+        "InstanceGroupName": name,
+        "InstanceType": instance_type,
+        "InstanceCount": count,
+        "ExecutionRole": ROLE,
+        **extra,
+    }
 
 
 def register_node(name: str, instance_type: str = "ml.g5.12xlarge", *, lost: bool = False) -> Node:
     now = timezone.now()
     beat = now - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS + 5) if lost else now
     return Node.objects.create(
-        name=name, cpus=48, memory_bytes=192 << 30, registered_at=now, heartbeat_at=beat,
-        lost_at=beat if lost else None, instance_type=instance_type,
+        name=name,
+        cpus=48,
+        memory_bytes=192 << 30,
+        registered_at=now,
+        heartbeat_at=beat,
+        lost_at=beat if lost else None,
+        instance_type=instance_type,
     )
 
 

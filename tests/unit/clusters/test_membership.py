@@ -1,4 +1,5 @@
 """How instance groups are filled with registered nodes, and the statuses that follow."""
+
 from datetime import timedelta
 
 from django.utils import timezone
@@ -23,8 +24,10 @@ def test_groups_take_live_free_nodes_of_their_type_first_registered_first(db):
     assert member_names("first") == {"gpus": ["gpu-a", "gpu-b"], "cpus": ["cpu-a"]}
     described = _describe("first")
     assert described["ClusterStatus"] == "InService"
-    counts = [(g["InstanceGroupName"], g["CurrentCount"], g["TargetCount"], g["Status"])
-              for g in described["InstanceGroups"]]
+    counts = [
+        (g["InstanceGroupName"], g["CurrentCount"], g["TargetCount"], g["Status"])
+        for g in described["InstanceGroups"]
+    ]
     assert counts == [("gpus", 2, 2, "InService"), ("cpus", 1, 1, "InService")]
 
     # A node belongs to one cluster: the second cluster gets what is left.
@@ -133,8 +136,12 @@ def test_groups_can_be_added_and_deleted_by_an_update(db):
     register_node("gpu-a")
     register_node("cpu-a", "ml.m5.large")
     call("CreateCluster", ClusterName="c", InstanceGroups=[group()])
-    call("UpdateCluster", ClusterName="c", InstanceGroups=[group("cpus", "ml.m5.large")],
-         InstanceGroupsToDelete=["workers"])
+    call(
+        "UpdateCluster",
+        ClusterName="c",
+        InstanceGroups=[group("cpus", "ml.m5.large")],
+        InstanceGroupsToDelete=["workers"],
+    )
     assert member_names("c") == {"cpus": ["cpu-a"]}
     assert [g["InstanceGroupName"] for g in _describe("c")["InstanceGroups"]] == ["cpus"]
 
