@@ -134,7 +134,8 @@ def test_update_needs_an_in_service_cluster_and_keeps_group_types(db):
     )
     assert message == (
         "InstanceGroupsToDelete: the cluster has no instance group 'nope'. "
-        "The InstanceType of instance group 'workers' is ml.g5.12xlarge and cannot be changed to ml.m5.large: "
+        "The InstanceType of instance group 'workers' is ml.g5.12xlarge and cannot be changed to "
+        "ml.m5.large: "
         "create a new instance group instead."
     )
     assert call("DescribeCluster", ClusterName="c")["InstanceGroups"][0]["InstanceType"] == "ml.g5.12xlarge"
