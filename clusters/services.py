@@ -99,7 +99,7 @@ def update_cluster(ctx: RequestContext, params: dict) -> Cluster:
                 cluster.request[key] = params[key]
         if "TieredStorageConfig" in params:
             cluster.tiered_storage = params["TieredStorageConfig"]
-        if _any_short(cluster):
+        if _any_short(cluster, {spec["InstanceGroupName"] for spec in specs}):
             cluster.cluster_status = ClusterStatus.UPDATING
             cluster.provisioning_since = timezone.now()
         cluster.save(update_fields=["request", "tiered_storage", "cluster_status", "provisioning_since"])
@@ -114,8 +114,12 @@ def _update_group(group: InstanceGroup, spec: dict) -> None:
     group.save(update_fields=["target_count", "min_count", "spec"])
 
 
-def _any_short(cluster: Cluster) -> bool:
-    return any(group.members.count() < group.target_count for group in cluster.instance_groups.all())
+def _any_short(cluster: Cluster, named: set[str]) -> bool:
+    """Whether a group the update named now wants more nodes than it holds: only such an update
+    has an Updating phase (a tier change alone, or one leaving a partly filled group as it was,
+    applies at once)."""
+    groups = cluster.instance_groups.filter(name__in=named)
+    return any(group.members.count() < group.target_count for group in groups)
 
 
 def delete_cluster(ctx: RequestContext, name_or_arn: str) -> Cluster:

@@ -59,3 +59,12 @@ def test_a_cluster_being_deleted_has_no_tier_and_its_nodes_are_free_afterwards(d
     membership.settle_all()
     call("CreateCluster", ClusterName="d", TieredStorageConfig=ENABLED, InstanceGroups=[group()])
     assert tier_for_node("node-a").cluster_name == "d"
+
+
+def test_a_tier_change_of_a_partly_filled_cluster_applies_without_an_updating_phase(db):
+    register_node("node-a")
+    groups = [group(count=2, MinInstanceCount=1)]
+    call("CreateCluster", ClusterName="c", TieredStorageConfig=ENABLED, InstanceGroups=groups)
+    call("UpdateCluster", ClusterName="c", TieredStorageConfig={"Mode": "Disable"})
+    assert call("DescribeCluster", ClusterName="c")["ClusterStatus"] == "InService"
+    assert tier_for_node("node-a") is None
