@@ -47,6 +47,10 @@ def _error(call) -> tuple[str, int, str]:
     )
 
 
+def _arns(sagemaker) -> set[str]:
+    return {summary["ClusterArn"] for summary in sagemaker.list_clusters()["ClusterSummaries"]}
+
+
 def _status_or_error(sagemaker, name: str) -> str:
     try:
         return sagemaker.describe_cluster(ClusterName=name)["ClusterStatus"]
@@ -76,7 +80,7 @@ def cluster(sagemaker):
     except ClientError as error:
         assert error.response["Error"]["Code"] == "ResourceNotFound"
     _poll(
-        lambda: [c["ClusterArn"] for c in sagemaker.list_clusters()["ClusterSummaries"]],
+        lambda: _arns(sagemaker),
         lambda arns: arn not in arns,
         30,
         "cluster gone",
@@ -159,7 +163,7 @@ def test_a_node_whose_worker_stops_shows_failure_and_running_again_when_it_retur
 
 def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluster):
     name, _ = cluster
-    before = sagemaker.list_clusters()["ClusterSummaries"]
+    before = _arns(sagemaker)
 
     code, status, message = _error(
         lambda: sagemaker.create_cluster(
@@ -190,7 +194,9 @@ def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluste
         :2
     ] == ("ResourceNotFound", 400)
     waiting = unique_name("hp")  # no free node of this type: it stays Creating
-    sagemaker.create_cluster(ClusterName=waiting, InstanceGroups=[_group(instance_type="ml.m5.large")])
+    waiting_arn = sagemaker.create_cluster(
+        ClusterName=waiting, InstanceGroups=[_group(instance_type="ml.m5.large")]
+    )["ClusterArn"]
     try:
         assert _error(lambda: sagemaker.update_cluster(ClusterName=waiting, InstanceGroups=[_group(0)])) == (
             "ConflictException",
@@ -199,4 +205,4 @@ def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluste
         )
     finally:
         sagemaker.delete_cluster(ClusterName=waiting)
-    assert [c for c in sagemaker.list_clusters()["ClusterSummaries"] if c["ClusterName"] != waiting] == before
+    assert _arns(sagemaker) - {waiting_arn} == before  # the refused requests created nothing
