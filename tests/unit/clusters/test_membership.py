@@ -157,3 +157,15 @@ def test_a_deleted_cluster_shows_deleting_then_is_gone_and_its_nodes_are_free(db
     assert not Cluster.objects.exists()
     call("CreateCluster", ClusterName="c", InstanceGroups=[group()])
     assert member_names("c") == {"workers": ["gpu-a"]}
+
+
+def test_a_node_taken_by_a_racing_pass_is_skipped_and_stays_in_one_cluster(db, monkeypatch):
+    taken = register_node("gpu-a")
+    spare = register_node("gpu-b")
+    call("CreateCluster", ClusterName="first", InstanceGroups=[group()])
+    assert member_names("first") == {"workers": ["gpu-a"]}
+    # A pass that listed the free nodes before "first" took gpu-a still offers it.
+    monkeypatch.setattr(membership, "_free_live_nodes", lambda instance_type, now: [taken, spare])
+    call("CreateCluster", ClusterName="second", InstanceGroups=[group()])
+    assert member_names("first") == {"workers": ["gpu-a"]}
+    assert member_names("second") == {"workers": ["gpu-b"]}
