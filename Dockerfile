@@ -29,6 +29,7 @@ COPY devstack ./devstack
 COPY console ./console
 COPY training ./training
 COPY hosting ./hosting
+COPY clusters ./clusters
 COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity

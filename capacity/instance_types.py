@@ -4,6 +4,7 @@ Figures are AWS's published ones. Rather than a 350-row table, a type is derived
 (memory per vCPU, accelerator, device count per size) and its size word (`xlarge` = 4 vCPUs,
 `Nxlarge` = 4N vCPUs); the few types that break the family rule are listed as exceptions."""
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -150,6 +151,27 @@ def lookup(name: str) -> InstanceType:
         gpu_model=family.device_model,
         accelerator=family.accelerator,
     )
+
+
+def largest_that_fits(candidates: Iterable[str], cpus: int, memory_mib: int, nvidia_gpus: int) -> str:
+    """The largest of `candidates` a host of this size can stand for, or "" when none fits.
+
+    A type fits when its vCPUs and memory are at most the host's and it is a CPU type or an NVIDIA
+    type with at most the host's GPUs (other accelerators never fit: nodes report NVIDIA GPUs
+    only). Largest means most GPUs, then most vCPUs, then most memory, then the first name in
+    alphabetical order, so the answer never depends on the candidates' order. Names the catalog
+    does not know are skipped."""
+    fitting = []
+    for name in candidates:
+        try:
+            spec = lookup(name)
+        except UnknownInstanceType:
+            continue
+        if spec.accelerator not in (None, "nvidia"):
+            continue
+        if spec.vcpus <= cpus and spec.memory_mib <= memory_mib and spec.gpus <= nvidia_gpus:
+            fitting.append((-spec.gpus, -spec.vcpus, -spec.memory_mib, spec.name))
+    return min(fitting)[3] if fitting else ""
 
 
 def container_limits(

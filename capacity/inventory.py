@@ -2,7 +2,9 @@
 
 GPUs are found with `nvidia-smi` when it is installed, or declared with SAGEPORT_NODE_GPUS (so
 the scheduler can be run and tested on machines without GPUs); CPUs and memory are the host's
-unless SAGEPORT_NODE_CPUS / SAGEPORT_NODE_MEMORY_MIB say otherwise."""
+unless SAGEPORT_NODE_CPUS / SAGEPORT_NODE_MEMORY_MIB say otherwise. Its instance type (what a
+HyperPod cluster's instance groups match nodes by) is SAGEPORT_NODE_INSTANCE_TYPE, or else the
+largest HyperPod instance type of the catalog that the host's size can stand for."""
 import logging
 import os
 import shutil
@@ -10,6 +12,9 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
+
+from capacity import instance_types
+from protocol import shapes
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,7 @@ class Inventory:
     cpus: int
     memory_bytes: int
     gpus: tuple[Gpu, ...]
+    instance_type: str = ""  # "" when declared by no setting and no catalog type fits
 
     def gpus_as_json(self) -> list[dict]:
         return [asdict(gpu) for gpu in self.gpus]
@@ -42,12 +48,23 @@ class InventoryError(RuntimeError):
 
 
 def detect() -> Inventory:
+    cpus = settings.SAGEPORT_NODE_CPUS or os.cpu_count() or 1
+    memory_bytes = settings.SAGEPORT_NODE_MEMORY_MIB * 1024 * 1024 or _physical_memory_bytes()
+    gpus = _gpus(settings.SAGEPORT_NODE_GPUS)
     return Inventory(
         name=settings.SAGEPORT_NODE_NAME,
-        cpus=settings.SAGEPORT_NODE_CPUS or os.cpu_count() or 1,
-        memory_bytes=settings.SAGEPORT_NODE_MEMORY_MIB * 1024 * 1024 or _physical_memory_bytes(),
-        gpus=_gpus(settings.SAGEPORT_NODE_GPUS),
+        cpus=cpus,
+        memory_bytes=memory_bytes,
+        gpus=gpus,
+        instance_type=settings.SAGEPORT_NODE_INSTANCE_TYPE
+        or instance_types.largest_that_fits(cluster_instance_types(), cpus, memory_bytes >> 20, len(gpus)),
     )
+
+
+def cluster_instance_types() -> list[str]:
+    """The instance types a HyperPod instance group may name (botocore's ClusterInstanceType):
+    a node's type only matters to clusters, so a default is chosen among these."""
+    return list(shapes.service_model("sagemaker").shape_for("ClusterInstanceType").enum)
 
 
 def _physical_memory_bytes() -> int:

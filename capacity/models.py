@@ -24,6 +24,13 @@ class Node(models.Model):
     # Set when the heartbeat went stale (its jobs were then failed or restarted); cleared when the
     # node's worker comes back.
     lost_at = models.DateTimeField(null=True)
+    # The instance type this node stands for (SAGEPORT_NODE_INSTANCE_TYPE, else the largest
+    # catalog type its size fits; "" when none does): HyperPod instance groups are filled with
+    # nodes of their InstanceType.
+    instance_type = models.CharField(max_length=64, blank=True, default="")
+    # Where the node's checkpoint tier service listens for its peers (SAGEPORT_TIER_PEER_PORT),
+    # on `address`.
+    tier_peer_port = models.PositiveIntegerField(default=9201)
 
     def __str__(self):
         return self.name

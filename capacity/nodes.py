@@ -43,14 +43,17 @@ def register() -> Node:
             "cpus": found.cpus,
             "memory_bytes": found.memory_bytes,
             "gpus": found.gpus_as_json(),
+            "instance_type": found.instance_type,
+            "tier_peer_port": settings.SAGEPORT_TIER_PEER_PORT,
             "registered_at": now,
             "heartbeat_at": now,
             "lost_at": None,
         },
     )
     log.info(
-        "node %s registered at %s: %d CPUs, %d MiB, GPUs %s",
+        "node %s registered at %s: %d CPUs, %d MiB, GPUs %s, instance type %s",
         node.name, node.address, node.cpus, node.memory_bytes // (1024 * 1024), node.gpu_ids or "none",
+        node.instance_type or "none (no catalog type fits: set SAGEPORT_NODE_INSTANCE_TYPE)",
     )
     for hook in _registered_hooks:
         hook()

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
+from capacity import instance_types
 from controlplane import secret_key
 from controlplane.startup import SettingsError
 
@@ -113,10 +114,10 @@ INSTALLED_APPS = [
     "accounts",
     "training",
     "hosting",
+    "clusters",
     "logs",
     "capacity",
     "gateway",
-    "clusters",
     "devstack",
     "console",
 ]
@@ -315,6 +316,18 @@ SAGEPORT_NODE_ADDRESS = _env_address("SAGEPORT_NODE_ADDRESS", "127.0.0.1")
 SAGEPORT_NODE_GPUS = os.environ.get("SAGEPORT_NODE_GPUS", "").strip()
 SAGEPORT_NODE_CPUS = _env_int("SAGEPORT_NODE_CPUS", 0)  # 0: os.cpu_count()
 SAGEPORT_NODE_MEMORY_MIB = _env_int("SAGEPORT_NODE_MEMORY_MIB", 0)  # 0: the host's physical memory
+# The instance type this node stands for in HyperPod clusters (clusters/): unset → the largest
+# HyperPod type of the catalog that its CPUs, memory and GPUs fit (capacity/inventory.py).
+SAGEPORT_NODE_INSTANCE_TYPE = os.environ.get("SAGEPORT_NODE_INSTANCE_TYPE", "").strip()
+if SAGEPORT_NODE_INSTANCE_TYPE and instance_types.unknown_type_problems(SAGEPORT_NODE_INSTANCE_TYPE, ""):
+    raise SettingsError(
+        f"SAGEPORT_NODE_INSTANCE_TYPE must be an instance type such as ml.g5.12xlarge, got "
+        f"{SAGEPORT_NODE_INSTANCE_TYPE!r}"
+    )
+# Where this node's checkpoint tier service listens for the other nodes' (on SAGEPORT_NODE_ADDRESS).
+SAGEPORT_TIER_PEER_PORT = _env_int("SAGEPORT_TIER_PEER_PORT", 9201)
+if not 1 <= SAGEPORT_TIER_PEER_PORT <= 65535:
+    raise SettingsError(f"SAGEPORT_TIER_PEER_PORT must be a port (1-65535), got {SAGEPORT_TIER_PEER_PORT}")
 SAGEPORT_NODE_HEARTBEAT_SECONDS = _env_float("SAGEPORT_NODE_HEARTBEAT_SECONDS", 10.0)
 # A node whose heartbeat is older than this is lost: its jobs fail or restart (RetryStrategy).
 SAGEPORT_NODE_LOST_AFTER_SECONDS = _env_float("SAGEPORT_NODE_LOST_AFTER_SECONDS", 60.0)
@@ -346,6 +359,14 @@ if SAGEPORT_GPU_DEVICE_MODE not in ("device-request", "env-only"):
     raise SettingsError(
         f"SAGEPORT_GPU_DEVICE_MODE must be device-request or env-only, got {SAGEPORT_GPU_DEVICE_MODE!r}"
     )
+
+# --- HyperPod clusters (clusters/) ----------------------------------------------------------
+# How long a cluster being created (or updated to more nodes) waits for enough registered nodes of
+# its groups' instance types: then creation fails (an update goes back to InService, short). Three
+# hours, as SageMaker's MinInstanceCount documentation says.
+SAGEPORT_CLUSTER_PROVISIONING_TIMEOUT_SECONDS = _env_positive_seconds(
+    "SAGEPORT_CLUSTER_PROVISIONING_TIMEOUT_SECONDS", 3 * 3600
+)
 
 # --- Hosting (endpoints) -------------------------------------------------------------------
 # Serving containers get `GET /ping` this often, each with this timeout; this many failures in a

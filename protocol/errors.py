@@ -30,6 +30,20 @@ class ResourceInUse(ServiceError):
     status = 400
 
 
+class ResourceNotFound(ServiceError):
+    """SageMaker's unknown resource for the operations that model it (e.g. DescribeCluster)."""
+
+    code = "ResourceNotFound"
+    status = 400
+
+
+class ConflictException(ServiceError):
+    """SageMaker's change refused because of the resource's current state (e.g. UpdateCluster)."""
+
+    code = "ConflictException"
+    status = 400
+
+
 class InvalidParameterException(ServiceError):
     """CloudWatch Logs' name for a bad request, including what SageMaker calls ValidationException."""
 

@@ -43,6 +43,9 @@ def export_session_environment() -> None:
         # (this machine has no NVIDIA runtime), and a short heartbeat so a lost node shows fast.
         "SAGEPORT_NODE_NAME": "test-node-a",
         "SAGEPORT_NODE_GPUS": "0,1,2,3",
+        # What it stands for in HyperPod clusters (the catalog type with four GPUs), so that the
+        # cluster tests can fill an instance group with it.
+        "SAGEPORT_NODE_INSTANCE_TYPE": "ml.g5.12xlarge",
         "SAGEPORT_GPU_DEVICE_MODE": "env-only",
         "SAGEPORT_NODE_HEARTBEAT_SECONDS": "1",
         "SAGEPORT_NODE_LOST_AFTER_SECONDS": "20",  # generous: SQLite lock waits can delay a beat

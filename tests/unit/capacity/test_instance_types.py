@@ -1,7 +1,7 @@
 import botocore.session
 import pytest
 
-from capacity.instance_types import UnknownInstanceType, container_limits, lookup
+from capacity.instance_types import UnknownInstanceType, container_limits, largest_that_fits, lookup
 
 GIB = 1024 * 1024 * 1024
 
@@ -88,3 +88,22 @@ def test_container_limits_are_capped_at_the_host_size():
         2_000_000_000,
         7 * GIB,
     )
+
+
+HYPERPOD_SAMPLE = ["ml.t3.medium", "ml.c5.large", "ml.m5.large", "ml.m5.xlarge", "ml.r6i.large",
+                   "ml.g5.xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.i3en.large"]
+
+
+def test_a_node_stands_for_the_largest_type_its_size_fits():
+    fits = largest_that_fits
+    # 2 CPUs, 8 GiB: m5.large (2, 8 GiB) beats c5.large (2, 4 GiB); r6i.large needs 16 GiB.
+    assert fits(HYPERPOD_SAMPLE, 2, 8 * 1024, 0) == "ml.m5.large"
+    # Slightly less than 8 GiB (what a "8 GiB" machine reports): the next smaller fits, and of
+    # c5.large and t3.medium (2 vCPUs, 4 GiB each) the first name.
+    assert fits(HYPERPOD_SAMPLE, 2, 8 * 1024 - 100, 0) == "ml.c5.large"
+    # GPUs come first: a 48-CPU, 192 GiB node with 4 NVIDIA GPUs is a g5.12xlarge.
+    assert fits(HYPERPOD_SAMPLE, 48, 192 * 1024, 4) == "ml.g5.12xlarge"
+    # GPUs without the CPUs of any GPU type: a CPU type; Trainium never fits an NVIDIA node.
+    assert fits(HYPERPOD_SAMPLE, 2, 8 * 1024, 4) == "ml.m5.large"
+    assert fits(HYPERPOD_SAMPLE, 1, 1024, 0) == ""  # nothing fits
+    assert fits(list(reversed(HYPERPOD_SAMPLE)), 2, 8 * 1024, 0) == "ml.m5.large"  # order does not matter

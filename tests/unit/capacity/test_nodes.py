@@ -34,3 +34,23 @@ def test_registration_runs_the_hooks_features_registered(db, settings, monkeypat
     settings.SAGEPORT_NODE_GPUS = "none"
     nodes.register()
     assert ran == ["node-a"]
+
+
+def test_registration_records_the_declared_instance_type_and_the_tier_peer_port(db, settings, monkeypatch):
+    monkeypatch.setattr(nodes, "_registered_hooks", [])
+    settings.SAGEPORT_NODE_NAME = "node-a"
+    settings.SAGEPORT_NODE_INSTANCE_TYPE = "ml.g5.12xlarge"
+    settings.SAGEPORT_TIER_PEER_PORT = 9301
+    node = nodes.register()
+    assert (node.instance_type, node.tier_peer_port) == ("ml.g5.12xlarge", 9301)
+
+
+def test_an_undeclared_node_registers_as_the_largest_hyperpod_type_it_fits(db, settings, monkeypatch):
+    monkeypatch.setattr(nodes, "_registered_hooks", [])
+    settings.SAGEPORT_NODE_NAME = "node-a"
+    settings.SAGEPORT_NODE_INSTANCE_TYPE = ""
+    settings.SAGEPORT_NODE_GPUS = "none"
+    settings.SAGEPORT_NODE_CPUS = 4
+    settings.SAGEPORT_NODE_MEMORY_MIB = 32 * 1024
+    # 4 vCPUs and 32 GiB: r6i.xlarge and r7i.xlarge (4, 32 GiB) are the largest; the first name wins.
+    assert nodes.register().instance_type == "ml.r6i.xlarge"

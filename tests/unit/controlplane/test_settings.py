@@ -83,3 +83,8 @@ def test_a_listening_address_must_be_an_ip_address(tmp_path):
 def test_a_node_name_that_cannot_name_a_queue_or_container_is_refused(tmp_path):
     error = settings_error(tmp_path, SAGEPORT_NODE_NAME="gpu box/1")
     assert "SAGEPORT_NODE_NAME must be 1 to 63 letters" in error
+
+
+def test_a_node_instance_type_the_catalog_does_not_know_is_refused(tmp_path):
+    error = settings_error(tmp_path, SAGEPORT_NODE_INSTANCE_TYPE="ml.bogus.large")
+    assert "SAGEPORT_NODE_INSTANCE_TYPE must be an instance type such as ml.g5.12xlarge" in error

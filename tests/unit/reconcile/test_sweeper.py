@@ -4,6 +4,7 @@ modules)."""
 from django.conf import settings
 
 from accounts import container_credentials
+from clusters import membership
 from controlplane.celery import app
 from hosting import tasks as hosting_tasks
 from logs import retention
@@ -16,6 +17,7 @@ def test_the_features_register_their_share_in_the_order_of_the_apps():
         container_credentials.sweep,
         training_tasks.sweep_training,
         hosting_tasks.sweep_hosting,
+        membership.settle_all,
         retention.purge_expired_events,
     ]
 

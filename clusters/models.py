@@ -1,0 +1,78 @@
+"""HyperPod clusters as the database records them.
+
+A `Cluster` holds `InstanceGroup`s; each group is filled with registered nodes of its
+InstanceType, one `ClusterMember` row per node. A node belongs to at most one cluster: the unique
+`node` column makes that hold even when two passes race for the same free node."""
+from django.db import models
+
+
+class ClusterStatus(models.TextChoices):
+    CREATING = "Creating"
+    IN_SERVICE = "InService"
+    UPDATING = "Updating"
+    FAILED = "Failed"
+    DELETING = "Deleting"
+
+
+class Cluster(models.Model):
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    cluster_name = models.CharField(max_length=63)
+    # arn:…:cluster/<12 lower-case letters and digits>, SageMaker's form (not the name).
+    cluster_arn = models.CharField(max_length=256, unique=True)
+    cluster_status = models.CharField(max_length=16, default=ClusterStatus.CREATING)
+    failure_message = models.CharField(max_length=1024, blank=True, default="")
+    # The members Sageport keeps and echoes as received (VpcConfig, Orchestrator, NodeRecovery,
+    # NodeProvisioningMode, ClusterRole, AutoScaling); groups and tiered storage have columns.
+    request = models.JSONField(default=dict)
+    # TieredStorageConfig as last given ({"Mode", "InstanceMemoryAllocationPercentage"}); null
+    # when never given (the tier is then off).
+    tiered_storage = models.JSONField(null=True)
+    tags = models.JSONField(default=list)
+    creation_time = models.DateTimeField()
+    # When the last change that needs nodes began (create, or an update raising a count): the
+    # provisioning deadline is timed from here.
+    provisioning_since = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account_id", "region", "cluster_name"], name="one_cluster_per_name"
+            )
+        ]
+        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+
+    def __str__(self):
+        return self.cluster_name
+
+
+class InstanceGroup(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="instance_groups")
+    name = models.CharField(max_length=63)
+    instance_type = models.CharField(max_length=64)
+    target_count = models.PositiveIntegerField()
+    # MinInstanceCount when given: enough for the group to be InService on creation.
+    min_count = models.PositiveIntegerField(null=True)
+    # The group's specification as received (LifeCycleConfig, ExecutionRole, ThreadsPerCore, ...).
+    spec = models.JSONField()
+    # The order of the request: groups are filled and shown in it.
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="one_group_per_name")]
+        ordering = ["position", "pk"]
+
+    def __str__(self):
+        return f"{self.cluster_id}/{self.name}"
+
+
+class ClusterMember(models.Model):
+    group = models.ForeignKey(InstanceGroup, on_delete=models.CASCADE, related_name="members")
+    # By label ("workers" is the capacity app). Deleting the node row (retiring it) removes it.
+    node = models.OneToOneField("workers.Node", on_delete=models.CASCADE, related_name="cluster_member")
+    # `i-` + 17 hex digits derived from the node's name: stable for the node's life.
+    instance_id = models.CharField(max_length=19)
+    launch_time = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.group_id}:{self.node_id}"
