@@ -213,10 +213,19 @@ def train(settings: Settings) -> dict:
     }
 
 
+def configure_logging() -> None:
+    """The library's loggers inherit the root's level and write nothing below WARNING, not even
+    their log file: INFO, without a root handler, since they print to the console themselves."""
+    logging.getLogger().setLevel(logging.INFO)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(f"%(asctime)s [rank {os.environ.get('RANK', '?')}] %(message)s"))
+    log.addHandler(handler)
+    log.propagate = False
+
+
 def main() -> int:
-    # SageMaker's `train` argument (sys.argv) needs nothing. INFO: the library logs at that level.
-    rank = os.environ.get("RANK", "?")
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {rank} %(name)s %(message)s")
+    # SageMaker's `train` argument (sys.argv) needs nothing.
+    configure_logging()
     try:
         settings = read_settings()
     except BadInput as error:
