@@ -152,7 +152,8 @@ build_pytorch_mpi() {
 
 # torch $TIER_TORCH_VERSION, AWS's checkpointing library, its S3 client and their dependencies, for
 # the image's Python. The index's torch is the CUDA build: it does not even import without the
-# nvidia-* libraries it links against (libcudnn, libcublas, libnccl...), so they come too (~3 GB).
+# nvidia-* libraries it links against (libcudnn, libcublas, libnccl...), so they come too (2.6 GB
+# of wheels in all).
 # Two sdists (the library and s3torchconnector) are built into wheels here. Wheels already in the
 # folder are reused, so an interrupted download resumes.
 ensure_tier_wheels() {
@@ -170,6 +171,16 @@ tier_requirements() {
         "s3torchconnector==$S3_CONNECTOR_VERSION" boto3 tenacity xxhash requests
 }
 
+# Run in the framework's container with the requirements as arguments. pip runs from its own wheel
+# (the base has no pip). triton (~640 MB) is removed again: torch imports and runs without it (it
+# only compiles GPU kernels), and removing it before the commit keeps it out of the image.
+# shellcheck disable=SC2016  # expanded by the container's shell
+TIER_INSTALL_SCRIPT='set -e
+pip_wheel=$(echo /wheels/pip-*.whl)
+python3 "$pip_wheel/pip" install --quiet --no-index --no-cache-dir --find-links /wheels \
+    --break-system-packages --root-user-action=ignore "$@"
+python3 -m pip uninstall --quiet --yes --break-system-packages --root-user-action=ignore triton'
+
 # The framework layer: the python base with the wheelhouse installed. It is made by a throwaway
 # container that mounts the wheelhouse read-only and is then committed, so the wheels never
 # become a layer of the image (a Dockerfile's COPY would keep ~3 GB of them in it). When the tag
@@ -180,11 +191,10 @@ ensure_tier_framework() {
     ensure_tier_wheels
     log "installing the wheels into $TIER_FRAMEWORK_TAG (a few minutes, once)"
     local container status=0
-    # shellcheck disable=SC2016  # expanded by the container's shell
+    # shellcheck disable=SC2046  # one word per requirement
     container=$(docker create --label "$BUILD_LABEL" --network none \
-        --volume "$TIER_WHEEL_CACHE:/wheels:ro" "$PYTHON_BASE_TAG" sh -c \
-        'set -- /wheels/pip-*.whl && python3 "$1/pip" install --quiet --no-index --no-cache-dir \
-            --find-links /wheels --break-system-packages --root-user-action=ignore '"$(tier_requirements)")
+        --volume "$TIER_WHEEL_CACHE:/wheels:ro" "$PYTHON_BASE_TAG" sh -c "$TIER_INSTALL_SCRIPT" sh \
+        $(tier_requirements))
     docker start --attach "$container" >&2 || status=$?
     [ "$status" = 0 ] && docker commit --change 'CMD ["python3"]' "$container" "$TIER_FRAMEWORK_TAG" >/dev/null \
         || status=$?
