@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from amzn_sagemaker_checkpointing.checkpointing.filesystem.exceptions import SageMakerTieredStorageError
 from amzn_sagemaker_checkpointing.checkpointing.filesystem.filesystem import (
     SageMakerTieredStorageReader,
     SageMakerTieredStorageWriter,
@@ -152,8 +153,20 @@ class Checkpointer:
         self.config.save_to_s3 = to_s3
         if to_s3:
             self.s3_steps.append(step)
-        writer = SageMakerTieredStorageWriter(checkpoint_config=self.config, step=step)
+        try:
+            writer = SageMakerTieredStorageWriter(checkpoint_config=self.config, step=step)
+        except SageMakerTieredStorageError as error:  # with an S3 path it asks S3 for the bucket's region
+            log.warning("checkpoint of step %d not started: %s", step, error)
+            writer = None
+        if not self.everyone_has(writer):  # a save without every rank would never finish
+            self.failed.append(step)
+            return
         self.pending = (step, dcp.async_save(state, storage_writer=writer, process_group=self.group))
+
+    def everyone_has(self, writer) -> bool:
+        missing = torch.tensor([0 if writer is not None else 1])
+        dist.all_reduce(missing, group=self.group)
+        return missing.item() == 0
 
     def wait(self) -> None:
         if self.pending is None:
