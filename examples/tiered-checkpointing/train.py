@@ -6,9 +6,11 @@ library's fixed address); every `s3_every` steps the same save also goes to S3. 
 script resumes from the newest checkpoint the library finds (RAM first, then S3). The library
 writes its log to /var/log/sagemaker_checkpointing/{namespace}_checkpointing.log (it logs at INFO,
 so the script sets that level). At the end rank 0 writes /opt/ml/model/checkpointing.json: the
-step it resumed from, the last step, the steps saved, and a digest of the final weights. Data
-and initial weights are seeded by step and rank, so a resumed run ends with exactly the weights
-of an uninterrupted one.
+step it resumed from, the last step, the steps whose save the library reported done or failed
+(on an S3 step it only logs a failed RAM write, and the save is done once S3 has it), the steps
+sent to S3, and a digest of the final weights. A failed save does not stop training. Data and
+initial weights are seeded by step and rank, so a resumed run ends with exactly the weights of
+an uninterrupted one.
 
 Hyperparameters (/opt/ml/input/config/hyperparameters.json, strings as SageMaker sends them):
   namespace     the checkpoints' namespace (default: the job's name); a later job that uses the
