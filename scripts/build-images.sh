@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
-#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training|pytorch-mpi]...
+#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training|pytorch-mpi|pytorch-tier]...
 #                                                        (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
@@ -22,6 +22,16 @@ MPI_BASE_TAG=sageport-examples/mpi-base:bookworm
 TORCH_VERSION=2.13.0  # the CPU build this machine's package index has
 PYTORCH_MPI_TAG=sageport-examples/pytorch-mpi:$TORCH_VERSION-$TOOLKIT_VERSION
 TORCH_WHEEL_CACHE=.sageport/cache/wheels/torch-$TORCH_VERSION
+# Managed tiered checkpointing: AWS's library with the newest torch the HyperPod libraries accept.
+TIER_TORCH_VERSION=2.11.0
+CHECKPOINTING_VERSION=1.1.3  # amzn-sagemaker-checkpointing
+S3_CONNECTOR_VERSION=1.5.0   # s3torchconnector, the library's S3 tier
+TIER_VERSIONS=$TIER_TORCH_VERSION-$CHECKPOINTING_VERSION-$S3_CONNECTOR_VERSION
+TIER_FRAMEWORK_TAG=sageport-examples/pytorch-tier-framework:$TIER_VERSIONS
+PYTORCH_TIER_TAG=sageport-examples/pytorch-tier:$TIER_VERSIONS
+# Machine-wide (not in the checkout): a fresh clone on this machine finds the ~3 GB again.
+TIER_WHEEL_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/pytorch-tier-$TIER_VERSIONS
+BUILD_LABEL=sageport.build=build-images  # on the throwaway containers this script makes
 
 log() { echo "build-images: $*" >&2; }
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -74,11 +84,15 @@ build_on_python_base() {
 # The toolkit and its dependencies as wheels for the base's Python (Debian bookworm: 3.11), made
 # once on this machine: `pip wheel` downloads the binary wheels and builds the toolkit's own
 # sdist (it has a small C extension), so the host's Python must be the image's version.
-ensure_toolkit_wheels() {
-    [ -f "$WHEEL_CACHE/.complete" ] && return 0
+require_image_python() {
     local version
     version=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    [ "$version" = 3.11 ] || { log "the toolkit wheels need Python 3.11 (the image's), .venv has $version"; exit 1; }
+    [ "$version" = 3.11 ] || { log "$1 wheels need Python 3.11 (the image's), .venv has $version"; exit 1; }
+}
+
+ensure_toolkit_wheels() {
+    [ -f "$WHEEL_CACHE/.complete" ] && return 0
+    require_image_python "the toolkit"
     log "downloading sagemaker-training $TOOLKIT_VERSION and its dependencies into $WHEEL_CACHE (once)"
     rm -rf "$WHEEL_CACHE" && mkdir -p "$WHEEL_CACHE"
     .venv/bin/pip wheel --quiet --wheel-dir "$WHEEL_CACHE" pip "sagemaker-training==$TOOLKIT_VERSION" >&2
@@ -136,8 +150,72 @@ build_pytorch_mpi() {
     echo "$PYTORCH_MPI_TAG"
 }
 
+# torch $TIER_TORCH_VERSION, AWS's checkpointing library, its S3 client and their dependencies, for
+# the image's Python. The index's torch is the CUDA build: it does not even import without the
+# nvidia-* libraries it links against (libcudnn, libcublas, libnccl...), so they come too (2.6 GB
+# of wheels in all).
+# Two sdists (the library and s3torchconnector) are built into wheels here. Wheels already in the
+# folder are reused, so an interrupted download resumes.
+ensure_tier_wheels() {
+    [ -f "$TIER_WHEEL_CACHE/.complete" ] && return 0
+    require_image_python "the tiered-checkpointing"
+    log "downloading torch $TIER_TORCH_VERSION, amzn-sagemaker-checkpointing $CHECKPOINTING_VERSION and their dependencies into $TIER_WHEEL_CACHE (once)"
+    mkdir -p "$TIER_WHEEL_CACHE"
+    .venv/bin/pip wheel --quiet --wheel-dir "$TIER_WHEEL_CACHE" --find-links "$TIER_WHEEL_CACHE" \
+        $(tier_requirements) >&2
+    touch "$TIER_WHEEL_CACHE/.complete"
+}
+
+tier_requirements() {
+    echo pip "torch==$TIER_TORCH_VERSION" "amzn-sagemaker-checkpointing==$CHECKPOINTING_VERSION" \
+        "s3torchconnector==$S3_CONNECTOR_VERSION" boto3 tenacity xxhash requests
+}
+
+# Run in the framework's container with the requirements as arguments. pip runs from its own wheel
+# (the base has no pip). triton (~640 MB) is removed again: torch imports and runs without it (it
+# only compiles GPU kernels), and removing it before the commit keeps it out of the image.
+# shellcheck disable=SC2016  # expanded by the container's shell
+TIER_INSTALL_SCRIPT='set -e
+pip_wheel=$(echo /wheels/pip-*.whl)
+python3 "$pip_wheel/pip" install --quiet --no-index --no-cache-dir --find-links /wheels \
+    --break-system-packages --root-user-action=ignore "$@"
+python3 -m pip uninstall --quiet --yes --break-system-packages --root-user-action=ignore triton'
+
+# The framework layer: the python base with the wheelhouse installed. It is made by a throwaway
+# container that mounts the wheelhouse read-only and is then committed, so the wheels never
+# become a layer of the image (a Dockerfile's COPY would keep ~3 GB of them in it). When the tag
+# exists nothing is downloaded at all.
+ensure_tier_framework() {
+    have_image "$TIER_FRAMEWORK_TAG" && return 0
+    ensure_python_base
+    ensure_tier_wheels
+    log "installing the wheels into $TIER_FRAMEWORK_TAG (a few minutes, once)"
+    local container status=0
+    # shellcheck disable=SC2046  # one word per requirement
+    container=$(docker create --label "$BUILD_LABEL" --network none \
+        --volume "$TIER_WHEEL_CACHE:/wheels:ro" "$PYTHON_BASE_TAG" sh -c "$TIER_INSTALL_SCRIPT" sh \
+        $(tier_requirements))
+    docker start --attach "$container" >&2 || status=$?
+    [ "$status" = 0 ] && docker commit --change 'CMD ["python3"]' "$container" "$TIER_FRAMEWORK_TAG" >/dev/null \
+        || status=$?
+    docker rm "$container" >/dev/null
+    [ "$status" = 0 ] || { log "installing the wheels failed"; exit 1; }
+}
+
+build_pytorch_tier() {
+    ensure_tier_framework
+    log "building $PYTORCH_TIER_TAG"
+    local output
+    if ! output=$(docker build --quiet --build-arg "BASE=$TIER_FRAMEWORK_TAG" -t "$PYTORCH_TIER_TAG" \
+            -f images/pytorch-tier/Dockerfile examples/tiered-checkpointing 2>&1); then
+        echo "$output" >&2
+        exit 1
+    fi
+    echo "$PYTORCH_TIER_TAG"
+}
+
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training pytorch-mpi)
+[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
@@ -148,6 +226,8 @@ for name in "${images[@]}"; do
         sagemaker-training) build_toolkit ;;
         # MPI and model-parallel jobs (the SDK's `distribution` with mpi/smdistributed) run on it.
         pytorch-mpi) build_pytorch_mpi ;;
-        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training pytorch-mpi)"; exit 2 ;;
+        # Managed tiered checkpointing: the example (examples/tiered-checkpointing) under torchrun.
+        pytorch-tier) build_pytorch_tier ;;
+        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier)"; exit 2 ;;
     esac
 done

@@ -55,7 +55,8 @@ class RedisService:
 NEEDS_BY_FIXTURE = {
     "s3": {"s3_service"},
     "docker": {
-        "docker_engine", "busybox_image", "python_image", "toolkit_image", "pytorch_mpi_image", "stack",
+        "docker_engine", "busybox_image", "python_image", "toolkit_image", "pytorch_mpi_image",
+        "pytorch_tier_image", "stack",
     },
 }
 E2E_DIR = Path(__file__).parent / "e2e"
@@ -144,6 +145,13 @@ def toolkit_image() -> str:
 def pytorch_mpi_image() -> str:
     """The toolkit with PyTorch (CPU), OpenMPI, mpi4py and sshd: MPI and model-parallel jobs."""
     return _build_example_image("pytorch-mpi")
+
+
+@pytest.fixture(scope="session")
+def pytorch_tier_image() -> str:
+    """torch 2.11.0 with AWS's amzn-sagemaker-checkpointing: examples/tiered-checkpointing/train.py
+    under torchrun (two ranks, gloo) is its entry point."""
+    return _build_example_image("pytorch-tier")
 
 
 @dataclass(frozen=True)
