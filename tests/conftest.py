@@ -94,6 +94,7 @@ def supervisor(session_data_dir):
         yield supervisor
         supervisor.stop_all()
     _remove_docker_objects_left_by_this_session()
+    _free_tier_memory_of_this_session()
 
 
 @pytest.fixture(scope="session")
@@ -262,6 +263,14 @@ def _build_example_image(name: str) -> str:
         [str(BUILD_IMAGES_SCRIPT), name], check=True, stdout=subprocess.PIPE, text=True, timeout=1800
     )
     return completed.stdout.strip().splitlines()[-1]
+
+
+def _free_tier_memory_of_this_session() -> None:
+    """The checkpoint tier keeps checkpoints in memory (clusters/tier_service.py) until its cluster
+    turns it off; a session that ended before that leaves them to no one."""
+    pattern = f"sageport-tier-{settings.SAGEPORT_STACK_ID}-*"
+    for directory in Path(settings.SAGEPORT_TIER_MEMORY_DIR).glob(pattern):
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _remove_docker_objects_left_by_this_session() -> None:

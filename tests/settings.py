@@ -46,6 +46,9 @@ def export_session_environment() -> None:
         # What it stands for in HyperPod clusters (the catalog type with four GPUs), so that the
         # cluster tests can fill an instance group with it.
         "SAGEPORT_NODE_INSTANCE_TYPE": "ml.g5.12xlarge",
+        # Its checkpoint tier (when a cluster enables it): a free peer port, and a quick agent.
+        "SAGEPORT_TIER_PEER_PORT": str(free_port()),
+        "SAGEPORT_TIER_AGENT_SECONDS": "0.5",
         "SAGEPORT_GPU_DEVICE_MODE": "env-only",
         "SAGEPORT_NODE_HEARTBEAT_SECONDS": "1",
         "SAGEPORT_NODE_LOST_AFTER_SECONDS": "20",  # generous: SQLite lock waits can delay a beat

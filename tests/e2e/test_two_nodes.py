@@ -54,7 +54,8 @@ class NodeB:
     """`manage.py runnode` for node B (or another `name`), a child of the session's supervisor."""
 
     def __init__(
-        self, stack, address: str, data_dir: Path, name: str = NODE_B, gpus: str = "0,1,2,3,4,5,6,7"
+        self, stack, address: str, data_dir: Path, name: str = NODE_B, gpus: str = "0,1,2,3,4,5,6,7",
+        env: dict[str, str] | None = None,
     ):
         self.supervisor, self.address, self.name = stack.supervisor, address, name
         env = {
@@ -67,6 +68,7 @@ class NodeB:
             "SAGEPORT_NODE_NAME": name,
             "SAGEPORT_NODE_ADDRESS": address,
             "SAGEPORT_NODE_GPUS": gpus,
+            **(env or {}),
         }
         self.worker = worker = f"sageport-worker-{name}@{os.uname().nodename}"
         self.spec = ServiceSpec(
