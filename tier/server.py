@@ -1,0 +1,195 @@
+"""The tier's two HTTP listeners, in the house pattern (s3gateway/server.py): `ThreadingHTTPServer`,
+HTTP/1.1 keep-alive, a thread per connection and at most MAX_CONNECTIONS at once (the rest wait
+in the backlog), a timeout on every socket. Threads fit: a request waits on sockets and files,
+bodies stream in 1 MiB pieces, and xxhash releases the GIL on large buffers.
+
+The container listener identifies its caller by source address (identity.py); the peer listener
+by the installation's token (`X-Sageport-Tier-Token`, compared in constant time) and takes the
+account from `X-Sageport-Tier-Account`. Both answer `GET /health` to anyone."""
+
+import hmac
+import http.client
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tier.api import LocalApi, Request, Response, json_response
+from tier.errors import TierError, bad_request
+from tier.identity import Caller, caller_of_job, is_account
+from tier.peers import ACCOUNT_HEADER, JOB_HEADER, TOKEN_HEADER
+
+log = logging.getLogger("sageport.tier")
+
+MAX_CONNECTIONS = 128
+CLIENT_TIMEOUT_SECONDS = 120.0  # idle keep-alive connections and stalled bodies
+
+Authenticate = Callable[["TierHandler"], Caller]
+
+
+def container_callers(job_of: Callable[[str], str | None]) -> Authenticate:
+    def authenticate(handler: "TierHandler") -> Caller:
+        job_arn = job_of(handler.client_address[0])
+        caller = caller_of_job(job_arn) if job_arn else None
+        if caller is None:
+            raise TierError(403, "AccessDenied",
+                            "Only Sageport training containers on this node may use its checkpoint tier.")
+        return caller
+
+    return authenticate
+
+
+def peer_callers(token: str) -> Authenticate:
+    expected = token.encode()
+
+    def authenticate(handler: "TierHandler") -> Caller:
+        if not hmac.compare_digest(handler.headers.get(TOKEN_HEADER, "").encode(), expected):
+            raise TierError(403, "AccessDenied", f"A peer request needs the installation's {TOKEN_HEADER}.")
+        account = handler.headers.get(ACCOUNT_HEADER, "")
+        if not is_account(account):
+            raise bad_request(f"{ACCOUNT_HEADER} must be a 12-digit account.")
+        return Caller(account, handler.headers.get(JOB_HEADER) or None)
+
+    return authenticate
+
+
+class BoundedReader:
+    """The request body: at most `length` bytes of the connection."""
+
+    def __init__(self, stream, length: int):
+        self._stream = stream
+        self.remaining = length
+
+    def read(self, size: int) -> bytes:
+        piece = self._stream.read(min(size, self.remaining)) if self.remaining else b""
+        self.remaining -= len(piece)
+        return piece
+
+
+class TierServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def __init__(self, address: tuple[str, int], api: LocalApi, authenticate: Authenticate):
+        self.api = api
+        self.authenticate = authenticate
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._busy = 0
+        self._idle = threading.Condition()
+        super().__init__(address, TierHandler)
+
+    def process_request(self, request, client_address) -> None:
+        self._slots.acquire()
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        # socketserver prints tracebacks to stderr; a caller that hung up is not an error
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            log.debug("tier: connection from %s ended: %s", client_address[0], error)
+        else:
+            log.exception("tier: connection from %s failed", client_address[0])
+
+    def request_started(self) -> None:
+        with self._idle:
+            self._busy += 1
+
+    def request_finished(self) -> None:
+        with self._idle:
+            self._busy -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every request in flight finished within `timeout` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy == 0, timeout)
+
+
+class TierHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = CLIENT_TIMEOUT_SECONDS
+    server: TierServer
+
+    def do_any(self) -> None:
+        self.server.request_started()
+        started = time.monotonic()
+        try:
+            status = self._serve()
+        finally:
+            self.server.request_finished()
+        level = logging.WARNING if status == "aborted" or int(status) >= 500 else logging.DEBUG
+        elapsed_ms = (time.monotonic() - started) * 1000
+        log.log(level, "%s %s %s %.0fms", self.command, self.path[:200], status, elapsed_ms)
+
+    do_GET = do_POST = do_DELETE = do_any
+
+    def _serve(self) -> int | str:
+        reader = None
+        try:
+            if self.command == "GET" and self.path == "/health":
+                response = json_response({"status": "healthy"})
+            else:
+                length = self._content_length()
+                caller = self.server.authenticate(self)
+                reader = BoundedReader(self.rfile, length)
+                request = Request(self.command, self.path, self.headers, reader, length, caller)
+                response = self.server.api.handle(request)
+        except TierError as error:
+            response = Response(error.status, error.body(), headers={"Content-Type": "application/json"})
+        except (OSError, http.client.HTTPException) as error:  # the caller or a peer went away
+            log.info("tier: connection dropped: %s", error)
+            self.close_connection = True
+            return "aborted"
+        except Exception:
+            log.exception("tier: %s %s failed", self.command, self.path[:200])
+            response = Response(500, TierError(500, "InternalError", "The tier failed; see its log.").body())
+        unread = reader.remaining > 0 if reader else self.headers.get("Content-Length", "0") not in ("", "0")
+        return self._send(response, unread)
+
+    def _content_length(self) -> int:
+        value = self.headers.get("Content-Length")
+        if value is None:
+            if self.headers.get("Transfer-Encoding"):
+                raise TierError(411, "LengthRequired", "A body needs a Content-Length.")
+            return 0
+        if not value.isdigit():
+            raise bad_request("Content-Length must be a number of bytes.")
+        return int(value)
+
+    def _send(self, response: Response, unread_body: bool) -> int | str:
+        try:
+            body = response.body
+            length = len(body) if isinstance(body, bytes) else response.length
+            self.send_response_only(response.status)
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(length))
+            self.send_header("Date", self.date_time_string())
+            if unread_body:  # left unread (refused first), it would be taken for the next request
+                self.close_connection = True
+                self.send_header("Connection", "close")
+            self.end_headers()
+            for piece in [body] if isinstance(body, bytes) else body:
+                self.wfile.write(piece)
+            return response.status
+        except (OSError, http.client.HTTPException) as error:
+            log.info("tier: connection dropped mid-answer: %s", error)
+            self.close_connection = True
+            return "aborted"
+        finally:
+            response.close()
+
+    def log_message(self, format: str, *args) -> None:
+        pass  # do_any logs one line per request (transfers are logged by the API)
