@@ -18,6 +18,8 @@ from tier.store import Store
 
 log = logging.getLogger("sageport.tier")
 
+POLL_SECONDS = 0.1  # how soon a listener notices it is being stopped
+
 
 @dataclass(frozen=True)
 class NodeSettings:
@@ -48,8 +50,10 @@ class TierNode:
         self.container_server = TierServer(settings.listen, cluster_api, container_callers(settings.job_of))
         peer_api = LocalApi(self.store)
         self.peer_server = TierServer(settings.peer_listen, peer_api, peer_callers(settings.token))
-        self._threads = [threading.Thread(target=server.serve_forever, name="tier-listener", daemon=True)
-                         for server in (self.container_server, self.peer_server)]
+        self._threads = [
+            threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), name="tier-http", daemon=True)
+            for server in (self.container_server, self.peer_server)
+        ]
 
     @property
     def ports(self) -> tuple[int, int]:

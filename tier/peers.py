@@ -6,6 +6,7 @@ a short connect timeout, so a dead node never makes a container's request hang."
 import http.client
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -166,6 +167,7 @@ class Peers:
         try:
             connection.connect()
             connection.sock.settimeout(self._io_timeout)
+            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection.putrequest(method, path, skip_accept_encoding=True)
             sent = {TOKEN_HEADER: self._token, ACCOUNT_HEADER: account, "Content-Length": "0"}
             sent.update(headers or {})
