@@ -140,7 +140,7 @@ class TierHandler(BaseHTTPRequestHandler):
         elapsed_ms = (time.monotonic() - started) * 1000
         log.log(level, "%s %s %s %.0fms", self.command, self.path[:200], status, elapsed_ms)
 
-    do_GET = do_POST = do_DELETE = do_any
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_any  # HEAD: http.server's 501
 
     def _serve(self) -> int | str:
         reader = None
