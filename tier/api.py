@@ -58,6 +58,10 @@ def json_response(document, status: int = 200) -> Response:
     return Response(status, content, headers={"Content-Type": "application/json"})
 
 
+def error_response(error: TierError) -> Response:
+    return Response(error.status, error.body(), headers={"Content-Type": "application/json"})
+
+
 def shard_response(pieces: Iterator[bytes], size: int, shard_meta: str, close: Callable[[], None]
                    ) -> Response:
     """The client needs Shard-Meta (its checksum) and an exact Content-Length."""

@@ -22,7 +22,7 @@ TOKEN_HEADER = "X-Sageport-Tier-Token"
 ACCOUNT_HEADER = "X-Sageport-Tier-Account"
 JOB_HEADER = "X-Sageport-Tier-Job"
 NAMESPACE_HEADER = "X-Sageport-Tier-Namespace"  # a replicated shard's namespace record (JSON)
-DOWN_SECONDS = 5.0
+DOWN_SECONDS = 15.0
 
 
 class PeerUnavailable(Exception):
@@ -66,7 +66,7 @@ def inventory_path(name: str) -> str:
 
 class Peers:
     def __init__(self, node: str, config: Callable[[], NodeConfig], token: str, connect_timeout: float = 2.0,
-                 io_timeout: float = 30.0, clock=time.monotonic):
+                 io_timeout: float = 10.0, clock=time.monotonic):
         self.node = node
         self._config = config
         self._token = token

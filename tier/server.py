@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tier.api import LocalApi, Request, Response, json_response
+from tier.api import LocalApi, Request, Response, error_response, json_response
 from tier.errors import TierError, bad_request
 from tier.identity import Caller, caller_of_job, is_account
 from tier.peers import ACCOUNT_HEADER, JOB_HEADER, TOKEN_HEADER
@@ -57,13 +57,18 @@ def peer_callers(token: str) -> Authenticate:
 
 
 class BoundedReader:
-    """The request body: at most `length` bytes of the connection."""
+    """The request body: at most `length` bytes of the connection. `before_first_read` sends the
+    100 Continue a client that asked for one waits for: only once the write was accepted."""
 
-    def __init__(self, stream, length: int):
+    def __init__(self, stream, length: int, before_first_read: Callable[[], None] | None = None):
         self._stream = stream
+        self._before_first_read = before_first_read
         self.remaining = length
 
     def read(self, size: int) -> bytes:
+        if self._before_first_read:
+            self._before_first_read()
+            self._before_first_read = None
         piece = self._stream.read(min(size, self.remaining)) if self.remaining else b""
         self.remaining -= len(piece)
         return piece
@@ -122,12 +127,20 @@ class TierHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = CLIENT_TIMEOUT_SECONDS
     server: TierServer
+    _expects_continue = False
 
     def setup(self) -> None:
         super().setup()
         # headers and body go out as separate writes: without this, Nagle and the client's
         # delayed ACK add 40 ms to every answer
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle_expect_100(self) -> bool:
+        self._expects_continue = True  # answered by the body's first read (BoundedReader)
+        return True
+
+    def _send_continue(self) -> None:
+        self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def do_any(self) -> None:
         self.server.request_started()
@@ -150,18 +163,20 @@ class TierHandler(BaseHTTPRequestHandler):
             else:
                 length = self._content_length()
                 caller = self.server.authenticate(self)
-                reader = BoundedReader(self.rfile, length)
+                send_continue = self._send_continue if self._expects_continue else None
+                self._expects_continue = False
+                reader = BoundedReader(self.rfile, length, send_continue)
                 request = Request(self.command, self.path, self.headers, reader, length, caller)
                 response = self.server.api.handle(request)
         except TierError as error:
-            response = Response(error.status, error.body(), headers={"Content-Type": "application/json"})
+            response = error_response(error)
         except (OSError, http.client.HTTPException) as error:  # the caller or a peer went away
             log.info("tier: connection dropped: %s", error)
             self.close_connection = True
             return "aborted"
         except Exception:
             log.exception("tier: %s %s failed", self.command, self.path[:200])
-            response = Response(500, TierError(500, "InternalError", "The tier failed; see its log.").body())
+            response = error_response(TierError(500, "InternalError", "The tier failed; see its log."))
         unread = reader.remaining > 0 if reader else self.headers.get("Content-Length", "0") not in ("", "0")
         return self._send(response, unread)
 

@@ -186,7 +186,10 @@ class Store:
             del self._entries[(account, name)]
             self._used -= sum(shard.size for ranks in entry.steps.values() for shard in ranks.values())
             trash = files.temp_path(self._temp)
-            os.replace(entry.directory, trash)  # gone at once; the files go below
+            try:
+                os.replace(entry.directory, trash)  # gone at once; the files go below
+            except FileNotFoundError:
+                return True
         shutil.rmtree(trash, ignore_errors=True)
         return True
 
@@ -233,26 +236,30 @@ class Store:
             shard = entry.steps.get(step, {}).get(rank) if entry else None
             if shard is None:
                 return None
-            handle = open(shard.path, "rb")
-        try:
-            files.read_shard_header(handle)
-        except (OSError, ValueError):
-            handle.close()
-            raise
+            try:
+                handle = open(shard.path, "rb")
+                files.read_shard_header(handle)
+            except (OSError, ValueError) as error:  # damaged under us: it is gone, not an error
+                log.warning("tier store: dropping unreadable %s (%s)", shard.path, error)
+                self.delete_shard_locked(entry, rank, step)
+                return None
         return shard, handle
 
     def delete_shard(self, account: str, name: str, rank: int, step: int) -> bool:
         with self._lock:
             entry = self._entries.get((account, name))
-            shard = entry.steps.get(step, {}).get(rank) if entry else None
-            if shard is None:
-                return False
-            shard.path.unlink(missing_ok=True)
-            self._used -= shard.size
-            del entry.steps[step][rank]
-            if not entry.steps[step]:
-                self._remove_step_dir(entry, step)
-            return True
+            return self.delete_shard_locked(entry, rank, step) if entry else False
+
+    def delete_shard_locked(self, entry: _Entry, rank: int, step: int) -> bool:
+        shard = entry.steps.get(step, {}).get(rank)
+        if shard is None:
+            return False
+        shard.path.unlink(missing_ok=True)
+        self._used -= shard.size
+        del entry.steps[step][rank]
+        if not entry.steps[step]:
+            self._remove_step_dir(entry, step)
+        return True
 
     def used_bytes(self) -> int:
         with self._lock:

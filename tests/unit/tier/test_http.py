@@ -160,3 +160,21 @@ def test_a_peer_that_accepts_but_never_answers_does_not_hang_requests(cluster_of
         create(cluster.url("a"))  # a's namespace GET miss would ask the hung peer; POST does not
         assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/other/0/1", timeout=20)[0] == 404
         assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/ns/latest", timeout=20)[2] == b"[]"
+
+
+def test_a_client_expecting_100_continue_gets_it_only_for_an_accepted_write(cluster_of):
+    cluster = cluster_of(["a"], budget_bytes=1000)
+    create(cluster.url("a"))
+    body = b"x" * 100
+    head = ("POST /v1/cp/checkpoints/ns/0/1 HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+            f"Shard-Meta: {shard_meta(body)}\r\nContent-Length: LENGTH\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", cluster.ports["a"][0]), timeout=30) as raw:
+        answers = raw.makefile("rb")
+        raw.sendall(head.replace("LENGTH", str(len(body))).encode())
+        assert answers.readline().startswith(b"HTTP/1.1 100")
+        answers.readline()
+        raw.sendall(body)
+        assert answers.readline().startswith(b"HTTP/1.1 200")
+    with socket.create_connection(("127.0.0.1", cluster.ports["a"][0]), timeout=30) as raw:
+        raw.sendall(head.replace("LENGTH", str(10**6)).encode())
+        assert raw.makefile("rb").readline().startswith(b"HTTP/1.1 507")

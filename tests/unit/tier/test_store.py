@@ -260,3 +260,11 @@ def test_last_use_and_owner_follow_the_job_that_uses_the_namespace(tmp_path, bud
     assert store.unused_since(1500.0) == []
     again = Store(tmp_path / "root", budget)
     assert again.namespace(A, "ns").owner_job_arn == JOB + "-retry"
+
+
+def test_a_shard_damaged_in_memory_reads_as_absent_and_is_dropped(store):
+    store.create_namespace(A, "ns", 1, 3, JOB)
+    shard = put(store, 1, 0, b"x" * 100)
+    shard.path.write_bytes(b"garbage")
+    assert store.open_shard(A, "ns", 0, 1) is None
+    assert store.inventory(A, "ns") == {} and store.used_bytes() == 0
