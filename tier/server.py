@@ -15,8 +15,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
+from protocol.bounded_server import BoundedThreadingHTTPServer
 from tier.api import LocalApi, Request, Response, error_response, json_response
 from tier.errors import TierError, bad_request
 from tier.identity import Caller, caller_of_job, is_account
@@ -74,31 +75,13 @@ class BoundedReader:
         return piece
 
 
-class TierServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
-
+class TierServer(BoundedThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], api: LocalApi, authenticate: Authenticate):
         self.api = api
         self.authenticate = authenticate
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._busy = 0
         self._idle = threading.Condition()
-        super().__init__(address, TierHandler)
-
-    def process_request(self, request, client_address) -> None:
-        self._slots.acquire()
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+        super().__init__(address, TierHandler, MAX_CONNECTIONS)
 
     def handle_error(self, request, client_address) -> None:
         # socketserver prints tracebacks to stderr; a caller that hung up is not an error
