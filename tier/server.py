@@ -26,6 +26,7 @@ from tier.peers import ACCOUNT_HEADER, JOB_HEADER, TOKEN_HEADER
 log = logging.getLogger("sageport.tier")
 
 MAX_CONNECTIONS = 128
+MAX_CONNECTIONS_PER_ADDRESS = 32  # a rank's client keeps one or two; DCP threads add a few
 CLIENT_TIMEOUT_SECONDS = 120.0  # idle keep-alive connections and stalled bodies
 
 Authenticate = Callable[["TierHandler"], Caller]
@@ -81,7 +82,23 @@ class TierServer(BoundedThreadingHTTPServer):
         self.authenticate = authenticate
         self._busy = 0
         self._idle = threading.Condition()
+        self._open: dict[object, str] = {}  # connection → source address
         super().__init__(address, TierHandler, MAX_CONNECTIONS)
+
+    def verify_request(self, request, client_address) -> bool:
+        """One caller (a hostile container) cannot hold every connection slot of the node."""
+        with self._idle:
+            if list(self._open.values()).count(client_address[0]) >= MAX_CONNECTIONS_PER_ADDRESS:
+                log.warning("tier: %s already holds %d connections; refusing another", client_address[0],
+                            MAX_CONNECTIONS_PER_ADDRESS)
+                return False
+            self._open[request] = client_address[0]
+            return True
+
+    def shutdown_request(self, request) -> None:
+        with self._idle:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
 
     def handle_error(self, request, client_address) -> None:
         # socketserver prints tracebacks to stderr; a caller that hung up is not an error

@@ -30,6 +30,7 @@ CHUNK_BYTES = 1024 * 1024
 MAX_NAMESPACE_CHARS = 255
 MAX_RANKS = 65536
 MAX_STEPS_RETAINED = 100
+MAX_NAMESPACES_PER_ACCOUNT = 1000  # on one node: records are small, but not free
 PERSIST_USE_SECONDS = 10.0  # last_used is written back at most this often (it only drives expiry)
 
 
@@ -153,6 +154,9 @@ class Store:
                     raise conflict(f"Namespace '{name}' exists with num_ranks={entry.record.num_ranks} "
                                    f"and steps_retained={entry.record.steps_retained}.")
                 return entry.record, False
+            if sum(owner == account for owner, _ in self._entries) >= MAX_NAMESPACES_PER_ACCOUNT:
+                raise conflict(f"This account has {MAX_NAMESPACES_PER_ACCOUNT} namespaces on this node; "
+                               "delete some first.")
             now = self._clock()
             record = Namespace(account, name, num_ranks, steps_retained, job_arn, now, now)
             return self._add_entry(record).record, True

@@ -178,3 +178,32 @@ def test_a_client_expecting_100_continue_gets_it_only_for_an_accepted_write(clus
     with socket.create_connection(("127.0.0.1", cluster.ports["a"][0]), timeout=30) as raw:
         raw.sendall(head.replace("LENGTH", str(10**6)).encode())
         assert raw.makefile("rb").readline().startswith(b"HTTP/1.1 507")
+
+
+def test_one_caller_cannot_hold_every_connection(cluster_of, monkeypatch):
+    monkeypatch.setattr("tier.server.MAX_CONNECTIONS_PER_ADDRESS", 2)
+    cluster = cluster_of(["a"])
+    address = ("127.0.0.1", cluster.ports["a"][0])
+    held = [socket.create_connection(address, timeout=30) for _ in range(2)]
+    try:
+        for connection in held:  # answered, and kept open (keep-alive)
+            connection.sendall(b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n")
+            assert connection.recv(1024).startswith(b"HTTP/1.1 200")
+        with socket.create_connection(address, timeout=30) as third:
+            third.sendall(b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n")
+            try:
+                assert third.recv(1024) == b""  # closed unanswered
+            except ConnectionResetError:
+                pass
+        held.pop().close()
+
+        def answered() -> bool:
+            try:
+                return call(cluster.url("a"), "GET", "/health")[0] == 200
+            except (OSError, http.client.HTTPException):
+                return False  # the closed connection's slot is not free yet
+
+        wait_for(answered)
+    finally:
+        for connection in held:
+            connection.close()

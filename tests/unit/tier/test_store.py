@@ -268,3 +268,13 @@ def test_a_shard_damaged_in_memory_reads_as_absent_and_is_dropped(store):
     shard.path.write_bytes(b"garbage")
     assert store.open_shard(A, "ns", 0, 1) is None
     assert store.inventory(A, "ns") == {} and store.used_bytes() == 0
+
+
+def test_an_account_cannot_create_namespaces_without_end(store, monkeypatch):
+    monkeypatch.setattr("tier.store.MAX_NAMESPACES_PER_ACCOUNT", 2)
+    store.create_namespace(A, "one", 1, 3, JOB)
+    store.create_namespace(A, "two", 1, 3, JOB)
+    with pytest.raises(TierError) as refused:
+        store.create_namespace(A, "three", 1, 3, JOB)
+    assert refused.value.status == 409
+    store.create_namespace(B, "one", 1, 3, JOB)
