@@ -46,6 +46,7 @@ class Namespace:
 
     def document(self) -> dict:
         return {
+            "account": self.account,
             "namespace": self.name,
             "num_ranks": self.num_ranks,
             "steps_retained": self.steps_retained,

@@ -4,6 +4,7 @@ it, replication, and a node that lost its memory answering from its neighbour's 
 
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from amzn_sagemaker_checkpointing.config.in_memory_client import InMemoryClientConfig
@@ -95,3 +96,19 @@ def test_each_rank_writes_to_its_own_node_and_every_node_lists_the_whole_step(cl
     for name in "abc":
         assert client(cluster.url(name)).get_latest_checkpoints() == [3]
     assert client(cluster.url("b")).get_checkpoint(3, rank=1) == b"rank 1"
+
+
+def test_ranks_writing_at_once_each_get_their_own_shard_back(cluster_of):
+    cluster = cluster_of(["a", "b"])
+    world = 8
+    clients = [InMemoryCheckpointClient("wide", rank=rank, world_size=world,
+                                        config=InMemoryClientConfig(base_url=cluster.url("a")))
+               for rank in range(world)]
+    clients[0].get_or_create_namespace()
+    blobs = [bytes([rank]) * (2 * 1024 * 1024 + rank) for rank in range(world)]
+    with ThreadPoolExecutor(world) as pool:
+        list(pool.map(lambda rank: clients[rank].put_checkpoint(1, blobs[rank]), range(world)))
+    clients[0].put_checkpoint(1, b"metadata", metadata_index=0)
+    assert clients[0].get_latest_checkpoints() == [1]
+    with ThreadPoolExecutor(world) as pool:
+        assert list(pool.map(lambda rank: clients[rank].get_checkpoint(1), range(world))) == blobs
