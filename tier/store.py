@@ -8,6 +8,7 @@ length first, so concurrent writes never overshoot the budget together."""
 
 import base64
 import binascii
+import errno
 import hashlib
 import json
 import logging
@@ -16,6 +17,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -116,6 +118,19 @@ def expected_checksum(shard_meta: str | None) -> bytes:
     return digest
 
 
+@contextmanager
+def _filesystem():
+    """The root's failures as answers: full memory is 507 (the writer falls back to S3)."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.ENOMEM, errno.EDQUOT):
+            raise insufficient_storage(f"This node's checkpoint memory is full: {error.strerror}.") from error
+        log.error("tier store: %s", error)
+        raise TierError(500, "InternalError", f"The tier could not write its memory: {error.strerror}.") \
+            from error
+
+
 def _free_bytes(path: Path) -> int:
     stat = os.statvfs(path)
     return stat.f_bavail * stat.f_frsize
@@ -180,7 +195,8 @@ class Store:
             new_owner = owner != entry.record.owner_job_arn
             entry.record = replace(entry.record, last_used=now, owner_job_arn=owner)
             if new_owner or now - entry.persisted_use >= PERSIST_USE_SECONDS:
-                self._persist(entry)
+                with _filesystem():
+                    self._persist(entry)
 
     def delete_namespace(self, account: str, name: str, unused_since: float | None = None) -> bool:
         """Whether it was here (and, with `unused_since`, not used since that moment)."""
@@ -279,8 +295,9 @@ class Store:
         return entry
 
     def _receive(self, temp: Path, body, length: int, shard_meta: str, expected: bytes) -> None:
+        """The body's OSErrors (the caller went away) pass through; the file's become answers."""
         hasher = xxhash.xxh3_128()
-        with open(temp, "wb") as out:
+        with _filesystem(), open(temp, "wb") as out:
             out.write(files.shard_header(shard_meta, length))
             remaining = length
             while remaining:
@@ -288,7 +305,8 @@ class Store:
                 if not piece:
                     raise bad_request("The body ended before its Content-Length.")
                 hasher.update(piece)
-                out.write(piece)
+                with _filesystem():
+                    out.write(piece)
                 remaining -= len(piece)
         if hasher.digest() != expected:
             raise bad_request("The body's xxh3_128 checksum does not match Shard-Meta; nothing was kept.")
@@ -297,9 +315,10 @@ class Store:
         if self._entries.get((entry.record.account, entry.record.name)) is not entry:
             raise not_found(f"Namespace '{entry.record.name}' was deleted during the write.")
         step_dir = entry.directory / "steps" / str(step)
-        step_dir.mkdir(parents=True, exist_ok=True)
         shard = Shard(step_dir / f"{rank}.shard", length, shard_meta, self._clock())
-        os.replace(temp, shard.path)
+        with _filesystem():
+            step_dir.mkdir(parents=True, exist_ok=True)
+            os.replace(temp, shard.path)
         previous = entry.steps.setdefault(step, {}).get(rank)
         entry.steps[step][rank] = shard
         self._used += length - (previous.size if previous else 0)
@@ -358,9 +377,10 @@ class Store:
     def _add_entry(self, record: Namespace) -> _Entry:
         digest = hashlib.sha256(record.name.encode()).hexdigest()[:32]
         directory = self._accounts / record.account / digest
-        (directory / "steps").mkdir(parents=True, exist_ok=True)
         entry = _Entry(record, directory)
-        self._persist(entry)
+        with _filesystem():
+            (directory / "steps").mkdir(parents=True, exist_ok=True)
+            self._persist(entry)
         self._entries[(record.account, record.name)] = entry
         return entry
 

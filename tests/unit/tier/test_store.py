@@ -2,6 +2,7 @@
 per-account namespaces, and what a restart finds."""
 
 import base64
+import errno
 import io
 import json
 
@@ -278,3 +279,29 @@ def test_an_account_cannot_create_namespaces_without_end(store, monkeypatch):
         store.create_namespace(A, "three", 1, 3, JOB)
     assert refused.value.status == 409
     store.create_namespace(B, "one", 1, 3, JOB)
+
+
+class FullMemory(io.RawIOBase):
+    """What writing to a full tmpfs raises."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_full_memory_filesystem_is_a_507_not_a_dropped_connection(store, monkeypatch):
+    store.create_namespace(A, "ns", 1, 3, JOB)
+    monkeypatch.setattr("builtins.open", FullMemory)
+    with pytest.raises(TierError) as refused:
+        put(store, 1, 0, b"x" * 10)
+    monkeypatch.undo()
+    assert refused.value.status == 507
+    assert read(store, 1, 0) is None and store.used_bytes() == 0
