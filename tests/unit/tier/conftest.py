@@ -3,6 +3,7 @@ identity table instead of the Docker engine."""
 
 import json
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,14 @@ OTHER_ACCOUNT = "210987654321"
 JOB = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/tier-test"
 OTHER_JOB = f"arn:aws:sagemaker:us-east-1:{OTHER_ACCOUNT}:training-job/tier-test"
 TOKEN = "peer-secret"
+
+
+def wait_for(condition, seconds: float = 20.0) -> None:
+    """Poll until `condition()` holds, failing after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not hold in time"
+        time.sleep(0.05)
 
 
 def free_port() -> int:

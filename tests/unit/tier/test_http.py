@@ -5,13 +5,12 @@ import base64
 import http.client
 import json
 import socket
-import time
 
 import xxhash
 
 from tier.peers import ACCOUNT_HEADER, TOKEN_HEADER
 
-from .conftest import ACCOUNT, OTHER_JOB, TOKEN
+from .conftest import ACCOUNT, OTHER_JOB, TOKEN, wait_for
 
 
 def shard_meta(body: bytes) -> str:
@@ -40,12 +39,6 @@ def put(url: str, step: int, rank: int, body: bytes, name: str = "ns", meta: str
     return call(url, "POST", f"/v1/cp/checkpoints/{name}/{rank}/{step}", body,
                 {"Shard-Meta": meta or shard_meta(body)})
 
-
-def wait_for(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.05)
 
 
 def test_a_caller_that_is_not_a_training_container_is_refused(cluster_of):

@@ -13,15 +13,8 @@ import urllib.request
 from devstack.stack import PROJECT_DIR
 from tier.peers import ACCOUNT_HEADER, NAMESPACE_HEADER, TOKEN_HEADER
 
-from .conftest import ACCOUNT, JOB, TOKEN, free_port
+from .conftest import ACCOUNT, JOB, TOKEN, free_port, wait_for
 from .test_http import shard_meta
-
-
-def wait_for(condition, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.05)
 
 
 def healthy(port: int) -> bool:

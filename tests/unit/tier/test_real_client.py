@@ -3,7 +3,6 @@ writer and reader use) against tier nodes on 127.0.0.1: the wire protocol as the
 it, replication, and a node that lost its memory answering from its neighbour's replica."""
 
 import shutil
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -11,7 +10,7 @@ from amzn_sagemaker_checkpointing.config.in_memory_client import InMemoryClientC
 from amzn_sagemaker_checkpointing.storage.clients.inmemory.exceptions import InMemoryServerError
 from amzn_sagemaker_checkpointing.storage.clients.inmemory.inmemory_client import InMemoryCheckpointClient
 
-from .conftest import ACCOUNT
+from .conftest import ACCOUNT, wait_for
 
 WORLD = 2  # data ranks 0 and 1; the DCP metadata is rank 2
 
@@ -27,12 +26,6 @@ def save_step(writer: InMemoryCheckpointClient, step: int, size: int = 4096) -> 
         writer.put_checkpoint(step, bytes([rank, step % 256]) * (size // 2), rank=rank)
     writer.put_checkpoint(step, f"metadata {step}".encode(), metadata_index=0)
 
-
-def wait_for(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.05)
 
 
 def test_the_library_saves_lists_and_loads_through_the_tier(cluster_of):
