@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 
+import pytest
 import xxhash
 
 from tier.peers import ACCOUNT_HEADER, TOKEN_HEADER
@@ -19,7 +20,7 @@ def shard_meta(body: bytes) -> str:
 
 
 def call(url: str, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
-         timeout: float = 30.0) -> tuple[int, dict, bytes]:
+         timeout: float = 20.0) -> tuple[int, dict, bytes]:
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
@@ -139,20 +140,39 @@ def test_a_stopped_peer_delays_nothing(cluster_of):
     assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/ns/0/2")[0] == 404
 
 
-def test_a_peer_that_accepts_but_never_answers_does_not_hang_requests(cluster_of, tmp_path):
-    cluster = cluster_of(["a"])
-    with socket.socket() as silent:  # a hung node: the kernel accepts, nothing answers
+@pytest.fixture
+def beside_a_hung_peer(cluster_of, tmp_path):
+    """start(peer_io_timeout) → node a, whose ring's next node accepts connections but never
+    answers (a hung machine: the kernel accepts for it)."""
+    with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
-        document = json.loads((tmp_path / "config.json").read_text())
-        document["peers"].append({"node": "hung", "url": f"http://127.0.0.1:{silent.getsockname()[1]}"})
-        cluster.stop("a")
-        (tmp_path / "config.json").write_text(json.dumps(document))
-        cluster.peer_io_timeout = 0.5
-        cluster.start("a")
-        create(cluster.url("a"))  # a's namespace GET miss would ask the hung peer; POST does not
-        assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/other/0/1", timeout=20)[0] == 404
-        assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/ns/latest", timeout=20)[2] == b"[]"
+
+        def start(peer_io_timeout: float):
+            cluster = cluster_of(["a"])
+            document = json.loads((tmp_path / "config.json").read_text())
+            document["peers"].append({"node": "hung", "url": f"http://127.0.0.1:{silent.getsockname()[1]}"})
+            cluster.stop("a")
+            (tmp_path / "config.json").write_text(json.dumps(document))
+            cluster.peer_io_timeout = peer_io_timeout
+            cluster.start("a")
+            return cluster
+
+        yield start
+
+
+def test_a_peer_that_accepts_but_never_answers_does_not_hang_lookups(beside_a_hung_peer):
+    cluster = beside_a_hung_peer(0.5)
+    create(cluster.url("a"))  # a's namespace GET miss would ask the hung peer; POST does not
+    assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/other/0/1", timeout=20)[0] == 404
+    assert call(cluster.url("a"), "GET", "/v1/cp/checkpoints/ns/latest", timeout=20)[2] == b"[]"
+
+
+def test_a_hung_neighbour_never_delays_the_write_it_should_replicate(beside_a_hung_peer):
+    cluster = beside_a_hung_peer(600)  # a copy to it waits ten minutes; the write must not
+    create(cluster.url("a"))
+    for step in (1, 2, 3):
+        assert put(cluster.url("a"), step, 0, b"zero" * 1000)[0] == 200
 
 
 def test_a_client_expecting_100_continue_gets_it_only_for_an_accepted_write(cluster_of):
