@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from tier.config import NodeConfig, Peer
+from tier.errors import TierError
 from tier.store import CHUNK_BYTES, Namespace, Shard
 
 log = logging.getLogger("sageport.tier")
@@ -94,7 +95,7 @@ class Peers:
             if document is not None:
                 try:
                     return Namespace.from_document(account, document)
-                except Exception as error:  # a peer's bad record is that peer's problem
+                except (ValueError, TierError) as error:  # a peer's bad record is that peer's problem
                     log.warning("tier: peer %s sent a bad namespace record: %s", peer.node, error)
         return None
 
@@ -116,7 +117,7 @@ class Peers:
             length, shard_meta = response.getheader("Content-Length"), response.getheader("Shard-Meta")
             if response.status == 200 and length and length.isdigit() and shard_meta:
                 return RemoteShard(int(length), shard_meta, peer.node, connection, response)
-            connection.close()
+            _finish(connection, response)
         return None
 
     def delete_everywhere(self, account: str, method: str, path: str) -> bool:
