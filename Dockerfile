@@ -35,6 +35,7 @@ COPY logs ./logs
 COPY capacity ./capacity
 COPY accounts ./accounts
 COPY s3gateway ./s3gateway
+COPY tier ./tier
 COPY reconcile ./reconcile
 COPY runtime ./runtime
 COPY storage ./storage

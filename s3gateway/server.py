@@ -8,11 +8,10 @@ timeout, so a stalled client or store ties up one thread for a bounded time only
 
 import http.client
 import logging
-import threading
 import time
 import uuid
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -21,6 +20,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from prometheus_client import Histogram
 
+from protocol.bounded_server import BoundedThreadingHTTPServer
 from s3gateway import body, signature
 from s3gateway.errors import S3Error
 from s3gateway.pipeline import Pipeline, Response
@@ -60,28 +60,10 @@ def resolve_credentials(access_key_id: str) -> tuple[str, str] | None:
     return import_string(settings.SAGEPORT_CREDENTIAL_RESOLVER)(access_key_id)
 
 
-class GatewayServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-
+class GatewayServer(BoundedThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], pipeline: Pipeline):
         self.pipeline = pipeline
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        super().__init__(address, GatewayHandler)
-
-    def process_request(self, request, client_address) -> None:
-        self._slots.acquire()
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+        super().__init__(address, GatewayHandler, MAX_CONNECTIONS)
 
 
 class GatewayHandler(BaseHTTPRequestHandler):
