@@ -105,3 +105,15 @@ def test_ranks_writing_at_once_each_get_their_own_shard_back(cluster_of):
     assert clients[0].get_latest_checkpoints() == [1]
     with ThreadPoolExecutor(world) as pool:
         assert list(pool.map(lambda rank: clients[rank].get_checkpoint(1), range(world))) == blobs
+
+
+def test_a_restarted_service_serves_what_it_held(cluster_of):
+    cluster = cluster_of(["a"])
+    writer = client(cluster.url("a"))
+    writer.get_or_create_namespace()
+    save_step(writer, 5)
+    cluster.stop("a")
+    cluster.start("a")  # same root: a supervisor restart, or a new binary
+    reader = client(cluster.url("a"), rank=1)
+    assert reader.get_latest_checkpoints() == [5]
+    assert reader.get_checkpoint(5, rank=1) == bytes([1, 5]) * 2048
