@@ -73,10 +73,15 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def session_data_dir() -> Iterator[Path]:
-    """The session's data dir (settings.DATA_DIR), removed with what it holds at the end."""
+def session_data_dir(request) -> Iterator[Path]:
+    """The session's data dir (settings.DATA_DIR), removed with what it holds at the end; the
+    servers' logs of a session with failures are kept first, to find out why."""
     data_dir = Path(settings.DATA_DIR)
     yield data_dir
+    if request.session.testsfailed and (data_dir / "logs").is_dir():
+        kept = data_dir.with_name(data_dir.name + "-failed-logs")
+        shutil.copytree(data_dir / "logs", kept, dirs_exist_ok=True)
+        print(f"\nThe servers' logs of this session are kept in {kept}")
     shutil.rmtree(data_dir, ignore_errors=True)
 
 
