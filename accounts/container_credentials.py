@@ -15,11 +15,13 @@ end deletes its grant and every key it yielded (`revoke`); the sweeper also dele
 their expiry, and the features revoke holders that ended while nobody revoked them
 (`revoke_ended`, from their reapers, which know what is live).
 
-The keys are plain access keys with an expiry, without a session token (`Token` is empty):
-SigV4 verification needs none, expiry and revocation belong to the key itself, and the bundled
-S3 (SeaweedFS) refuses any request that carries a session token for a key it knows (it takes the
-token for one of its own STS tokens), so a token would only make S3 unusable. Never the stack's
-own S3 key: these are the account's keys, usable wherever the account's user keys are."""
+The keys are plain access keys with an expiry: expiry and revocation belong to the key itself.
+`Token` is the key's session token derived from its secret (protocol/sigv4.session_token_for):
+SigV4 needs none, but clients built on the AWS CRT (s3torchconnector, which AWS's
+tiered-checkpointing library uses) refuse container credentials without one. The API and the
+S3 gateway accept a key's own token and refuse any other; the gateway never passes it on to the
+store. Never the stack's own S3 key: these are the account's keys, usable wherever the account's
+user keys are."""
 
 import secrets
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from django.utils import timezone
 
 from accounts.accesskeys import create_access_key
 from accounts.models import AccessKey, ContainerGrant
+from protocol.sigv4 import session_token_for
 
 TOKEN_BYTES = 32
 SETTLE_SECONDS = 5.0
@@ -48,7 +51,7 @@ class ContainerCredentials:
         return {
             "AccessKeyId": self.access_key_id,
             "SecretAccessKey": self.secret_access_key,
-            "Token": "",  # see the module's docstring: the keys need no session token
+            "Token": session_token_for(self.secret_access_key),  # see the module's docstring
             "Expiration": self.expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "AccountId": self.account_id,
         }

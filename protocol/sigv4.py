@@ -9,6 +9,7 @@ signed, plus whatever headers the caller acts on; the payload hash in the canoni
 always the body's own, so an `X-Amz-Content-SHA256` header must equal it (`UNSIGNED-PAYLOAD`
 is refused); the scope's region must look like a region."""
 
+import base64
 import hmac
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -89,12 +90,12 @@ def verify(
     _check_signed_headers(request.headers, authorization.signed_headers, must_sign)
     amz_date, signed_at = _request_timestamp(request.headers)
     _check_scope(authorization, amz_date, signing_name)
-    if "x-amz-security-token" in request.headers:
-        check_session_token(request.headers["x-amz-security-token"], authorization.access_key_id)
     credentials = resolve(authorization.access_key_id)
     if credentials is None:
         raise UnrecognizedClient(_INVALID_TOKEN)
     secret, account_id = credentials
+    if "x-amz-security-token" in request.headers:
+        check_session_token(request.headers["x-amz-security-token"], secret)
     _check_skew(amz_date, signed_at, now, max_skew)
     _check_payload_hash(request)
     expected = compute_signature(request, authorization, amz_date, secret)
@@ -116,12 +117,21 @@ def parse_authorization(header: str | None) -> Authorization:
     return Authorization(signed_headers=signed_headers, **parts)
 
 
-def check_session_token(token: str, access_key_id: str) -> None:
-    """Refuse a session token Sageport did not issue. It issues none (containers' short-lived
-    keys are access keys with an expiry, checked by the resolver: accounts/container_credentials.py),
-    so every token is refused, as AWS refuses a forged one. A token Sageport issued would be
-    validated here."""
-    raise UnrecognizedClient(_INVALID_TOKEN)
+def session_token_for(secret: str) -> str:
+    """The session token of a key: what the credentials endpoint hands containers beside the key
+    (accounts/container_credentials.py). Clients built on the AWS CRT (s3torchconnector,
+    Mountpoint) refuse credentials from a container endpoint without one, and botocore then
+    sends it with every request. Derived from the secret, so it proves nothing a signature does
+    not already prove, and a key's token is the same wherever it is checked (API, S3 gateway)."""
+    digest = hmac.new(secret.encode(), b"sageport session token v1", sha256).digest()
+    return base64.b64encode(digest + hmac.new(digest, b"2", sha256).digest()).decode()
+
+
+def check_session_token(token: str, secret: str) -> None:
+    """A request may carry its key's session token (`session_token_for`); any other token is
+    refused, as AWS refuses a forged one. Sageport's keys never need one."""
+    if not hmac.compare_digest(token.encode(), session_token_for(secret).encode()):
+        raise UnrecognizedClient(_INVALID_TOKEN)
 
 
 def _check_signed_headers(

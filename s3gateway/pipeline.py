@@ -35,6 +35,7 @@ _NOT_FORWARDED = {
     "x-amz-content-sha256",
     "x-amz-decoded-content-length",
     "x-amz-trailer",
+    "x-amz-security-token",  # the client's key's, checked here; the store gets the platform key's request
 }
 ElementTree.register_namespace("", S3_NAMESPACE)
 

@@ -214,6 +214,17 @@ def _v2_subresources(query: Sequence[tuple[str, str]]) -> str:
     return "?" + "&".join(f"{name}={quote(value)}" if value else name for name, value in kept) if kept else ""
 
 
+def _check_session_token(request, secret: str) -> None:
+    """A key's own session token (in a header, or in a presigned URL's query) is accepted, any
+    other refused (protocol/sigv4.session_token_for says why containers' clients send one)."""
+    tokens = [value for name, value in request.query if name == "X-Amz-Security-Token"]
+    if "x-amz-security-token" in request.headers:
+        tokens.append(request.headers["x-amz-security-token"])
+    for token in tokens:
+        if not hmac.compare_digest(token.encode(), sigv4.session_token_for(secret).encode()):
+            raise S3Error(400, "InvalidToken", "The provided token is malformed or otherwise invalid.")
+
+
 def _credentials(resolve: CredentialResolver, access_key_id: str) -> tuple[str, str]:
     credentials = resolve(access_key_id)
     if credentials is None:
@@ -255,11 +266,8 @@ def _verify(
     )
     if unsigned:
         raise access_denied_unsigned(", ".join(unsigned))
-    if "x-amz-security-token" in request.headers or any(
-        n == "X-Amz-Security-Token" for n, _ in request.query
-    ):
-        raise S3Error(400, "InvalidToken", "The provided token is malformed or otherwise invalid.")
     secret, account_id = _credentials(resolve, access_key_id)
+    _check_session_token(request, secret)
     scope = f"{date}/{region}/s3/aws4_request"
     key = signing_key(secret, date, region)
     query = [(name, value) for name, value in request.query if name != "X-Amz-Signature"]

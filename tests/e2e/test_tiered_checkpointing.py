@@ -164,14 +164,14 @@ def test_checkpoints_resume_from_memory_from_the_neighbours_replica_and_from_s3(
     common = {"namespace": namespace, "s3_base_path": f"s3://{bucket}/tiered", "s3_every": S3_EVERY}
 
     first, output, ran_on = run_example(sagemaker, s3, bucket, pytorch_tier_image, {**common, "steps": "6"})
-    assert (first["resumed_from_step"], first["last_step"], first["failed_steps"]) == (None, 6, [])
+    log = output[f"sagemaker_checkpointing/algo-1/{namespace}_checkpointing.log"].decode()
+    assert (first["resumed_from_step"], first["last_step"], first["failed_steps"]) == (None, 6, []), log
     assert first["s3_steps"] == [5]
     # The namespace's newest three complete steps, on the node that ran the job and on its replica.
     for node in nodes.values():
         assert wait_until(lambda node=node: node.latest(namespace, account) == [4, 5, 6], timeout=30,
                           what=f"steps 4-6 on {node.name}")
     # The library's own log, kept by Sageport beside the job's output data.
-    log = output[f"sagemaker_checkpointing/algo-1/{namespace}_checkpointing.log"].decode()
     assert "In-memory write completed" in log
 
     second, _, ran_on = run_example(sagemaker, s3, bucket, pytorch_tier_image, {**common, "steps": "8"})

@@ -12,6 +12,7 @@ from accounts import accesskeys
 from accounts.accesskeys import create_access_key, resolve_access_key
 from accounts.container_credentials import grant, holders, revoke, revoke_ended, sweep
 from accounts.models import AccessKey, ContainerGrant
+from protocol.sigv4 import session_token_for
 
 JOB = "arn:aws:sagemaker:us-east-1:111122223333:training-job/job-1"
 OTHER_JOB = "arn:aws:sagemaker:us-east-1:111122223333:training-job/job-2"
@@ -42,7 +43,8 @@ def test_the_endpoint_answers_a_key_of_the_holders_account_in_ecs_format(db, cli
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"AccessKeyId", "SecretAccessKey", "Token", "Expiration", "AccountId"}
-    assert body["Token"] == ""  # no session token: see accounts/container_credentials.py
+    # The key's own session token, which CRT-based clients require (accounts/container_credentials.py).
+    assert body["Token"] == session_token_for(body["SecretAccessKey"])
     assert resolve_access_key(body["AccessKeyId"]) == (body["SecretAccessKey"], "111122223333")
     expiration = parse_datetime(body["Expiration"])
     assert before + timedelta(seconds=3590) < expiration <= timezone.now() + timedelta(seconds=3600)

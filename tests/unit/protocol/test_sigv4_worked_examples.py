@@ -108,7 +108,7 @@ def test_invoke_endpoint_capture_collapses_header_whitespace_and_reproduces_sign
     verify(request)
 
 
-def test_prefixed_endpoint_with_session_token_reproduces_signature_but_the_token_is_refused():
+def test_prefixed_endpoint_with_session_token_reproduces_signature_but_a_foreign_token_is_refused():
     request = capture(
         "sagemaker",
         lambda sm: sm.list_models(),
@@ -129,9 +129,22 @@ def test_prefixed_endpoint_with_session_token_reproduces_signature_but_the_token
     expected = "0f704edfc064dcc9273b640a7b22a694ca063fc060d15ae44589c0d3e6f00cd0"
     assert authorization.signature == expected
     assert sigv4.compute_signature(request, authorization, "20240115T120000Z", SECRET) == expected
-    # Sageport issues no session tokens: a correctly signed request carrying one is still refused.
+    # Not the key's own session token: a correctly signed request carrying it is still refused.
     with pytest.raises(sigv4.UnrecognizedClient, match="security token included in the request is invalid"):
         verify(request)
+
+
+def test_a_request_with_its_keys_own_session_token_is_accepted():
+    """What a container's SDK sends with the credentials endpoint's key and Token."""
+    request = capture(
+        "sagemaker", lambda sm: sm.list_models(), aws_session_token=sigv4.session_token_for(SECRET)
+    )
+    assert "x-amz-security-token" in request.headers
+    assert verify(request).account_id == "123456789012"
+    other_key_token = sigv4.session_token_for(SECRET + "x")
+    forged = capture("sagemaker", lambda sm: sm.list_models(), aws_session_token=other_key_token)
+    with pytest.raises(sigv4.UnrecognizedClient):
+        verify(forged)
 
 
 def test_unsigned_headers_added_after_signing_do_not_affect_verification():

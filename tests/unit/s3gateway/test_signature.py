@@ -8,6 +8,7 @@ from botocore.auth import HmacV1QueryAuth, S3SigV4Auth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from protocol import sigv4
 from s3gateway import signature
 from s3gateway.errors import S3Error
 
@@ -157,3 +158,23 @@ def test_the_platform_key_is_the_platform():
     caller = signature.authenticate(received(signed()), lambda key: (SECRET, ""), NOW, SKEW)
 
     assert caller.is_platform
+
+
+def test_a_keys_own_session_token_is_accepted_and_any_other_is_invalid_token():
+    """What a container's SDK sends with the credentials endpoint's key and Token (in a header, or
+    in a presigned URL's query); the store never sees it (pipeline's _NOT_FORWARDED)."""
+    own, other = sigv4.session_token_for(SECRET), sigv4.session_token_for("another")
+
+    def with_token(token: str, presign: bool) -> signature.S3Request:
+        request = AWSRequest(method="GET", url="http://127.0.0.1:8333/my-data/report.csv")
+        credentials = Credentials(KEY_ID, SECRET, token)
+        if presign:
+            S3SigV4QueryAuth(credentials, "s3", "us-east-1", expires=60).add_auth(request)
+        else:
+            S3SigV4Auth(credentials, "s3", "us-east-1").add_auth(request)
+        return received(request)
+
+    for presign in (False, True):
+        assert authenticate(with_token(own, presign)).account_id == ACCOUNT
+        refused = error_of(with_token(other, presign))
+        assert (refused.status, refused.code) == (400, "InvalidToken")
