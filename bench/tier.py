@@ -1,8 +1,9 @@
 """Checkpoint write, read and resume: the RAM tier against S3 and local disk, in one run.
 
 Each step is what PyTorch DCP does through AWS's `amzn-sagemaker-checkpointing`: one blob per rank
-(--ranks blobs of --shard-mib random bytes, the ranks at once, a thread each), then, once every
-rank succeeded, a small metadata shard. The same bytes go to, and are read back from:
+(--ranks blobs of --shard-mib random bytes, the ranks at once, a thread each: on HyperPod each
+rank is a process, so here the clients' Python work shares one GIL), then, once every rank
+succeeded, a small metadata shard. The same bytes go to, and are read back from:
 (a) the RAM tier: Sageport's tier service (`tier/`), one node started in a child process on
     127.0.0.1, its shards in a fresh directory under /dev/shm, driven by AWS's own
     `InMemoryCheckpointClient` (one per rank, as the DCP writer and reader use it); one node, so
