@@ -1,5 +1,6 @@
 """Removing an installation from this host (`make clean`): the containers and networks its
-runtime created, found by this installation's stack label only, then its data directory.
+runtime created, found by this installation's stack label only, the checkpoints its nodes' tier
+services keep in memory, then its data directory.
 
 Nothing is found by name: a container or network without `sageport.stack=<this stack id>` (the
 user's own, another installation's, another test session's) is never touched. The data directory
@@ -33,8 +34,13 @@ class Removed:
     kept_data_dir: str = ""  # why the data directory was left in place
 
 
-def uninstall(runtime: ContainerRuntime, stack_id: str, data_dir: Path, keep_data: bool) -> Removed:
+def uninstall(
+    runtime: ContainerRuntime, stack_id: str, data_dir: Path, keep_data: bool, tier_memory_dir: Path
+) -> Removed:
     removed = Removed()
+    # The checkpoint tier's memory (clusters/tier_service.py) of each of this stack's nodes.
+    for memory in tier_memory_dir.glob(f"sageport-tier-{stack_id}-*"):
+        shutil.rmtree(memory, ignore_errors=True)
     mine = {labels.STACK: stack_id}
     for state in runtime.find(mine):  # stopped ones too
         runtime.remove(state.name)

@@ -18,7 +18,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, keep_data: bool, **options):
         data_dir = Path(settings.DATA_DIR)
-        removed = uninstall(get_runtime(), settings.SAGEPORT_STACK_ID, data_dir, keep_data)
+        removed = uninstall(
+            get_runtime(), settings.SAGEPORT_STACK_ID, data_dir, keep_data, settings.SAGEPORT_TIER_MEMORY_DIR
+        )
         counts = f"{len(removed.containers)} containers and {len(removed.networks)} networks"
         self.stdout.write(f"removed {counts} labelled sageport.stack={settings.SAGEPORT_STACK_ID}")
         if removed.data_dir:

@@ -23,7 +23,10 @@ def make_container(engine, image: str, name: str, **labelled: str):
 
 
 def uninstall(data_dir, stack_id: str, *args: str) -> str:
-    env = {**os.environ, "SAGEPORT_DATA_DIR": str(data_dir), "SAGEPORT_STACK_ID": stack_id}
+    env = {
+        **os.environ, "SAGEPORT_DATA_DIR": str(data_dir), "SAGEPORT_STACK_ID": stack_id,
+        "SAGEPORT_TIER_MEMORY_DIR": str(data_dir.parent / "shm"),
+    }
     completed = subprocess.run(
         [sys.executable, "manage.py", "uninstall", *args],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=120, check=True,
@@ -45,6 +48,10 @@ def test_uninstall_removes_only_what_carries_its_stack_label_then_its_data(engin
     data_dir = tmp_path / "data"
     (data_dir / "jobs").mkdir(parents=True)
     mark(data_dir)
+    our_checkpoints = tmp_path / "shm" / f"sageport-tier-{ours}-node-a"
+    their_checkpoints = tmp_path / "shm" / f"sageport-tier-{theirs}-node-a"
+    for memory in (our_checkpoints, their_checkpoints):
+        (memory / "accounts").mkdir(parents=True)
     created = [
         ("container", make_container(engine, busybox_image, f"{ours}-c", **{labels.STACK: ours}).name),
         ("network", engine.networks.create(f"{ours}-n", labels={labels.STACK: ours}).name),
@@ -60,6 +67,7 @@ def test_uninstall_removes_only_what_carries_its_stack_label_then_its_data(engin
         assert [thing for thing in created if exists(engine, *thing)] == []
         assert [thing for thing in kept if exists(engine, *thing)] == kept
         assert not data_dir.exists()
+        assert not our_checkpoints.exists() and their_checkpoints.exists()
         assert f"removed 1 containers and 1 networks labelled sageport.stack={ours}" in output
     finally:
         for kind, name in created + kept:
