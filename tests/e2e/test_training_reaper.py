@@ -18,10 +18,16 @@ def test_orphan_training_containers_and_networks_are_removed(stack, busybox_imag
         keys.STACK: settings.SAGEPORT_STACK_ID,
         keys.RESOURCE: f"arn:aws:sagemaker:us-east-1:123456789012:training-job/gone-{suffix}",
     }
-    network = client.networks.create(f"sageport-train-orphan-{suffix}", labels=labels)
-    container = client.containers.run(
-        busybox_image, ["sleep", "300"], name=f"sageport-train-orphan-{suffix}", labels=labels, detach=True
-    )
+    # Low-level calls that return the id at once: the sweeper may reap an orphan before the
+    # high-level ones would have read it back (or started it).
+    network_id = client.api.create_network(f"sageport-train-orphan-{suffix}", labels=labels)["Id"]
+    container_id = client.api.create_container(
+        busybox_image, ["sleep", "300"], name=f"sageport-train-orphan-{suffix}", labels=labels
+    )["Id"]
+    try:
+        client.api.start(container_id)
+    except docker.errors.NotFound:
+        pass  # reaped already
     foreign = client.containers.run(
         busybox_image,
         ["sleep", "300"],
@@ -31,11 +37,13 @@ def test_orphan_training_containers_and_networks_are_removed(stack, busybox_imag
     )
     try:
         deadline = time.monotonic() + 30
-        while _exists(client.containers, container.id) and time.monotonic() < deadline:
+        while (
+            _exists(client.containers, container_id) or _exists(client.networks, network_id)
+        ) and time.monotonic() < deadline:
             time.sleep(0.5)
 
-        assert not _exists(client.containers, container.id)
-        assert not _exists(client.networks, network.id)
+        assert not _exists(client.containers, container_id)
+        assert not _exists(client.networks, network_id)
         assert _exists(client.containers, foreign.id), (
             "another installation's containers are not ours to reap"
         )
