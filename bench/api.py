@@ -41,7 +41,10 @@ import boto3
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from bench.common import SignedHttp, delete_bucket, load_arguments, measure, ratios
+try:
+    from bench.common import SignedHttp, delete_bucket, load_arguments, measure, ratios
+except ModuleNotFoundError:  # run as a script, the repository root is not on the path
+    sys.exit("run it from the repository root as: .venv/bin/python -m bench.api")
 
 IMAGE = "sageport-examples/busybox:latest"
 MOTO_REQUIREMENT = "moto[server]>=5,<6"
@@ -54,8 +57,6 @@ CLIENTS = ("signed", "boto3")
 
 
 def main() -> int:
-    if not __package__:
-        sys.exit("run it from the repository root as: .venv/bin/python -m bench.api")
     options = _arguments()
     moto_server = _moto_server()
     name = f"bench-{uuid.uuid4().hex[:8]}"

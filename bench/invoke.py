@@ -27,7 +27,10 @@ import docker
 import urllib3
 from botocore.config import Config
 
-from bench.common import SignedHttp, load_arguments, measure, ratios
+try:
+    from bench.common import SignedHttp, load_arguments, measure, ratios
+except ModuleNotFoundError:  # run as a script, the repository root is not on the path
+    sys.exit("run it from the repository root as: .venv/bin/python -m bench.invoke")
 
 IMAGE = "sageport-examples/python-serve:latest"
 BODY = b"1.5,-2\n"
@@ -35,8 +38,6 @@ MODEL = {"coefficients": [2.0, -3.0], "intercept": 5.0}
 
 
 def main() -> int:
-    if not __package__:
-        sys.exit("run it from the repository root as: .venv/bin/python -m bench.invoke")
     options = _arguments()
     sagemaker = boto3.client("sagemaker")
     runtime = boto3.client(

@@ -27,7 +27,10 @@ import uuid
 import boto3
 import docker
 
-from bench.common import delete_bucket
+try:
+    from bench.common import delete_bucket
+except ModuleNotFoundError:  # run as a script, the repository root is not on the path
+    sys.exit("run it from the repository root as: .venv/bin/python -m bench.job_lifecycle")
 
 IMAGE = "sageport-examples/busybox:latest"
 COMMAND = ["true"]
@@ -36,8 +39,6 @@ TRAINING, COMPLETED, DOCKER = "Sageport → Training", "Sageport → Completed",
 
 
 def main() -> int:
-    if not __package__:
-        sys.exit("run it from the repository root as: .venv/bin/python -m bench.job_lifecycle")
     options = _arguments()
     sagemaker, s3, engine = boto3.client("sagemaker"), boto3.client("s3"), docker.from_env()
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
