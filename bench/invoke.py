@@ -7,7 +7,9 @@ keep-alive connections, and (b) through InvokeEndpoint with boto3 (SigV4 signing
 users see it). Prints requests/s, p50 and p99 of each, and the ratios. Bounded: each phase stops
 after --requests requests or --max-seconds seconds. The endpoint is deleted at the end.
 
-    make up && . .sageport/env && .venv/bin/python bench/invoke.py [--requests 2000] [--concurrency 8]
+    make up && . .sageport/env && .venv/bin/python -m bench.invoke [--requests 2000] [--concurrency 8]
+
+Run it as a module from the repository root (it imports bench.common).
 
 The stack is found through the standard variables (<data>/env sets them): AWS_ENDPOINT_URL_SAGEMAKER,
 AWS_ENDPOINT_URL_S3, the access key and AWS_DEFAULT_REGION.
@@ -16,19 +18,19 @@ AWS_ENDPOINT_URL_S3, the access key and AWS_DEFAULT_REGION.
 import argparse
 import io
 import json
-import statistics
 import sys
 import tarfile
-import threading
-import time
 import uuid
 
 import boto3
 import docker
 import urllib3
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+
+try:
+    from bench.common import SignedHttp, load_arguments, measure, ratios
+except ModuleNotFoundError:  # run as a script, the repository root is not on the path
+    sys.exit("run it from the repository root as: .venv/bin/python -m bench.invoke")
 
 IMAGE = "sageport-examples/python-serve:latest"
 BODY = b"1.5,-2\n"
@@ -64,9 +66,9 @@ def main() -> int:
             "InvokeEndpoint, boto3": with_boto3,
         }
         for call in phases.values():
-            _measure(call, 50, options.concurrency, options.max_seconds)  # warm-up
+            measure(call, 50, options.concurrency, options.max_seconds)  # warm-up
         results = {
-            path: _measure(call, options.requests, options.concurrency, options.max_seconds)
+            path: measure(call, options.requests, options.concurrency, options.max_seconds)
             for path, call in phases.items()
         }
     finally:
@@ -76,11 +78,7 @@ def main() -> int:
 
 
 def _arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=2000, help="requests per phase (default 2000)")
-    parser.add_argument("--concurrency", type=int, default=8, help="concurrent clients (default 8)")
-    parser.add_argument("--max-seconds", type=float, default=60.0, help="time limit per phase (default 60)")
-    return parser.parse_args()
+    return load_arguments(__doc__).parse_args()
 
 
 def _deploy(sagemaker, s3, name: str) -> str:
@@ -115,16 +113,13 @@ def _deploy(sagemaker, s3, name: str) -> str:
 
 
 def _signed_invoker(runtime, name: str, concurrency: int):
-    """InvokeEndpoint over pooled urllib3 connections, each request SigV4-signed by botocore: the
-    platform's cost without boto3's per-call client overhead."""
+    """InvokeEndpoint signed per request over pooled connections, without boto3's per-call work."""
     url = f"{runtime.meta.endpoint_url}/endpoints/{name}/invocations"
-    signer = SigV4Auth(runtime._request_signer._credentials, "sagemaker", runtime.meta.region_name)
-    pool = urllib3.PoolManager(maxsize=concurrency)
+    credentials = runtime._request_signer._credentials
+    http = SignedHttp(credentials, "sagemaker", runtime.meta.region_name, concurrency)
 
     def invoke() -> None:
-        request = AWSRequest(method="POST", url=url, data=BODY, headers={"Content-Type": "text/csv"})
-        signer.add_auth(request)
-        response = pool.urlopen("POST", url, body=BODY, headers=dict(request.headers.items()))
+        response = http.post(url, BODY, {"Content-Type": "text/csv"})
         if response.status != 200:
             raise RuntimeError(f"InvokeEndpoint answered {response.status}: {response.data[:200]!r}")
 
@@ -134,46 +129,6 @@ def _signed_invoker(runtime, name: str, concurrency: int):
 def _container_port(arn: str) -> int:
     [container] = docker.from_env().containers.list(filters={"label": f"sageport.resource={arn}"})
     return int(container.ports["8080/tcp"][0]["HostPort"])
-
-
-def _measure(call, requests: int, concurrency: int, max_seconds: float) -> dict:
-    latencies: list[float] = []
-    failures = started_requests = 0
-    lock = threading.Lock()
-    started = time.perf_counter()
-    deadline = started + max_seconds
-
-    def worker() -> None:
-        nonlocal failures, started_requests
-        while time.perf_counter() < deadline:
-            with lock:
-                if started_requests >= requests:
-                    return
-                started_requests += 1
-            begin = time.perf_counter()
-            try:
-                call()
-            except Exception:
-                with lock:
-                    failures += 1
-                continue
-            with lock:
-                latencies.append(time.perf_counter() - begin)
-
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
-    return {
-        "requests": len(latencies),
-        "failures": failures,
-        "per_second": len(latencies) / elapsed,
-        "p50_ms": cuts[49] * 1000,
-        "p99_ms": cuts[98] * 1000,
-    }
 
 
 def _delete(sagemaker, name: str) -> None:
@@ -200,9 +155,9 @@ def _report(results: dict, options: argparse.Namespace) -> None:
     direct = results["direct to the container"]
     for path, result in results.items():
         if result is not direct:
-            throughput = result["per_second"] / direct["per_second"]
-            p50, p99 = result["p50_ms"] / direct["p50_ms"], result["p99_ms"] / direct["p99_ms"]
-            print(f"ratio {path} / direct: throughput {throughput:.2f}x, p50 {p50:.2f}x, p99 {p99:.2f}x")
+            ratio = ratios(result, direct)
+            print(f"ratio {path} / direct: throughput {ratio['throughput']:.2f}x, p50 {ratio['p50']:.2f}x, "
+                  f"p99 {ratio['p99']:.2f}x")
 
 
 if __name__ == "__main__":

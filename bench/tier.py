@@ -46,6 +46,8 @@ from amzn_sagemaker_checkpointing.config.in_memory_client import InMemoryClientC
 from amzn_sagemaker_checkpointing.storage.clients.inmemory.inmemory_client import InMemoryCheckpointClient
 from botocore.config import Config
 
+from bench.common import delete_bucket
+
 LOOPBACK = "127.0.0.1"
 ACCOUNT = "123456789012"
 JOB = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/tier-bench"
@@ -75,7 +77,7 @@ def main() -> int:
                      DiskPath(Path(disk), options.ranks))
             seconds = _measure(*paths, shards, metadata, options)
     finally:
-        _delete_bucket(s3, bucket)
+        delete_bucket(s3, bucket)
     print(f"{options.ranks} ranks x {options.shard_mib} MiB + {METADATA_BYTES // 1024} KiB metadata a step, "
           f"steps measured: {len(seconds[TIER, 'write'])}")
     print(f"S3 {s3.meta.endpoint_url} (put_object/get_object); disk {options.disk_dir} (write + fsync; "
@@ -315,17 +317,6 @@ def _report(summary: dict[str, float]) -> str:
         "write RAM/S3", "write RAM/local disk", "read RAM/S3", "read RAM/local disk", "resume S3/RAM")]
     lines.append("summary (medians): " + ", ".join(ratios))
     return "\n".join(lines)
-
-
-def _delete_bucket(s3, bucket: str) -> None:
-    try:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            objects = [{"Key": entry["Key"]} for entry in page.get("Contents", [])]
-            if objects:
-                s3.delete_objects(Bucket=bucket, Delete={"Objects": objects})
-        s3.delete_bucket(Bucket=bucket)
-    except Exception as error:  # never hide the measurement behind a cleanup problem
-        print(f"warning: could not delete bucket {bucket}: {error}", file=sys.stderr)
 
 
 if __name__ == "__main__":
