@@ -226,7 +226,8 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
         if overlay and not recorded:
             spans.record_network_subnet(job, network_subnet)
         subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
-    tier = tier_network.reach_for(runtime, nodes.local_name(), isolated=job.request["EnableNetworkIsolation"])
+    isolated = job.request["EnableNetworkIsolation"]
+    tier = tier_network.reach_for(runtime, nodes.local_name(), isolated=isolated) if missing else None
     for host in missing:
         try:
             spec = containers.spec_for(job, host, subnet, tier)

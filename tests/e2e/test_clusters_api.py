@@ -9,6 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.e2e.conftest import unique_name
+from tests.unit.protocol.test_authentication import error_of
 
 NODE_TYPE = "ml.g5.12xlarge"
 ROLE = "arn:aws:iam::123456789012:role/HyperPodRole"
@@ -34,17 +35,6 @@ def _poll(read, accept, timeout: float, what: str):
             return answer
         assert time.monotonic() < deadline, f"{what} not reached after {timeout}s: {answer}"
         time.sleep(0.5)
-
-
-def _error(call) -> tuple[str, int, str]:
-    with pytest.raises(ClientError) as raised:
-        call()
-    response = raised.value.response
-    return (
-        response["Error"]["Code"],
-        response["ResponseMetadata"]["HTTPStatusCode"],
-        response["Error"]["Message"],
-    )
 
 
 def _arns(sagemaker) -> set[str]:
@@ -165,7 +155,7 @@ def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluste
     name, _ = cluster
     before = _arns(sagemaker)
 
-    code, status, message = _error(
+    code, status, message = error_of(
         lambda: sagemaker.create_cluster(
             ClusterName=unique_name("hp"), InstanceGroups=[_group(instance_type="ml.i3en.large")]
         )
@@ -173,24 +163,24 @@ def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluste
     assert (code, status) == ("ValidationException", 400)
     assert message == "InstanceGroups.1.InstanceType 'ml.i3en.large' is not a known instance type."
 
-    code, status, message = _error(
+    code, status, message = error_of(
         lambda: sagemaker.create_cluster(
             ClusterName=unique_name("hp"), InstanceGroups=[_group(instance_type="ml.nope.large")]
         )
     )
     assert (code, status) == ("ValidationException", 400) and "ml.nope.large" in message
 
-    assert _error(lambda: sagemaker.create_cluster(ClusterName=name, InstanceGroups=[_group()])) == (
+    assert error_of(lambda: sagemaker.create_cluster(ClusterName=name, InstanceGroups=[_group()])) == (
         "ResourceInUse",
         400,
         f"Resource Already Exists: Cluster with name '{name}' already exists. Choose a different name.",
     )
-    assert _error(lambda: sagemaker.describe_cluster(ClusterName="no-such-cluster")) == (
+    assert error_of(lambda: sagemaker.describe_cluster(ClusterName="no-such-cluster")) == (
         "ResourceNotFound",
         400,
         "Resource Not Found: Cluster 'no-such-cluster' does not exist.",
     )
-    assert _error(lambda: sagemaker.describe_cluster_node(ClusterName=name, NodeId="i-0123456789abcdef0"))[
+    assert error_of(lambda: sagemaker.describe_cluster_node(ClusterName=name, NodeId="i-0123456789abcdef0"))[
         :2
     ] == ("ResourceNotFound", 400)
     waiting = unique_name("hp")  # no free node of this type: it stays Creating
@@ -198,7 +188,8 @@ def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluste
         ClusterName=waiting, InstanceGroups=[_group(instance_type="ml.m5.large")]
     )["ClusterArn"]
     try:
-        assert _error(lambda: sagemaker.update_cluster(ClusterName=waiting, InstanceGroups=[_group(0)])) == (
+        update = lambda: sagemaker.update_cluster(ClusterName=waiting, InstanceGroups=[_group(0)])  # noqa: E731
+        assert error_of(update) == (
             "ConflictException",
             400,
             f"Cluster '{waiting}' is Creating: only an InService cluster can be updated.",
