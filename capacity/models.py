@@ -1,4 +1,4 @@
-"""Worker nodes and what training jobs and serving containers hold on them.
+"""Worker nodes and what training jobs, serving containers and elastic replicas hold on them.
 
 A `Node` is one worker host (one Docker engine) with its inventory, as its worker registered it,
 and the time of its last heartbeat. A `Placement` says on which node one instance (`algo-N`) of a
@@ -74,12 +74,15 @@ class Placement(models.Model):
 
 
 class GpuAllocation(models.Model):
-    """One GPU held by exactly one holder: a training instance or a serving container. Deleting
-    the holder row releases the GPU (cascade)."""
+    """One GPU held by exactly one holder: a training instance, a serving container or an elastic
+    replica. Deleting the holder row releases the GPU (cascade)."""
 
     placement = models.ForeignKey(Placement, null=True, on_delete=models.CASCADE, related_name="gpus")
     container = models.ForeignKey(
         "endpoints.ServingContainer", null=True, on_delete=models.CASCADE, related_name="gpus"
+    )
+    replica = models.ForeignKey(
+        "elastic.ElasticReplica", null=True, on_delete=models.CASCADE, related_name="gpus"
     )
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpu_allocations")
     device_id = models.CharField(max_length=64)
@@ -88,9 +91,10 @@ class GpuAllocation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["node", "device_id"], name="one_holder_per_gpu"),
             models.CheckConstraint(
-                condition=Q(placement__isnull=False, container__isnull=True)
-                | Q(placement__isnull=True, container__isnull=False),
-                name="gpu_held_by_a_placement_or_a_serving_container",
+                condition=Q(placement__isnull=False, container__isnull=True, replica__isnull=True)
+                | Q(placement__isnull=True, container__isnull=False, replica__isnull=True)
+                | Q(placement__isnull=True, container__isnull=True, replica__isnull=False),
+                name="gpu_held_by_exactly_one_holder",
             ),
         ]
 

@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "training",
     "hosting",
     "clusters",
+    "elastic",
     "logs",
     "capacity",
     "gateway",
