@@ -64,9 +64,9 @@ class HyperPodJob(LeasedRow):
     short_since = models.DateTimeField(null=True)
     # The newest complete checkpoint every agent agreed on ({prefix: {progressData, progressCount}}).
     progress = models.JSONField(default=dict)
-    conditions = models.JSONField(default=list)
-    faulty_replicas = models.JSONField(default=list)
-    message = models.TextField(blank=True, default="")
+    # The Kubernetes `status` object as the operator last wrote it (conditions, restartCount,
+    # elasticScalingStatus, ...): the API shows it as it is.
+    status = models.JSONField(default=dict)
 
     class Meta:
         constraints = [
