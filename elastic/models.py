@@ -62,6 +62,9 @@ class HyperPodJob(LeasedRow):
     last_scaling_at = models.DateTimeField(null=True)
     # Since when the job has run short of a replica that faulted, with no capacity to replace it.
     short_since = models.DateTimeField(null=True)
+    # GPUs ("node:device") of replicas that faulted: their replacement is placed elsewhere (the
+    # way HyperPod replaces a faulty instance); forgotten when the job next restarts its world.
+    avoided_gpus = models.JSONField(default=list)
     # The newest complete checkpoint every agent agreed on ({prefix: {progressData, progressCount}}).
     progress = models.JSONField(default=dict)
     # The Kubernetes `status` object as the operator last wrote it (conditions, restartCount,
