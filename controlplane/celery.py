@@ -12,5 +12,5 @@ with exit_on_settings_error():  # read now (not when a task first runs): a bad v
     app.config_from_object("django.conf:settings", namespace="CELERY", force=True)
 # Task names are explicit (`name=`, the modules' names before issue 8): queued messages and the
 # beat schedule keep working whatever module a task lives in.
-app.autodiscover_tasks(["training", "hosting"])
+app.autodiscover_tasks(["training", "hosting", "elastic"])
 app.autodiscover_tasks(["reconcile"], related_name="sweeper")

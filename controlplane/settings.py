@@ -258,6 +258,11 @@ if SAGEPORT_CONTAINER_CREDENTIALS_SECONDS < 900:
         f"got {SAGEPORT_CONTAINER_CREDENTIALS_SECONDS}"
     )
 
+# --- Elastic training (HyperPodPyTorchJobs) ----------------------------------------------------
+# From a world's replicas being created until every agent answers ready (images are local, so
+# this covers the container's start and the agent's import of torch).
+SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS = _env_positive_int("SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS", 300)
+
 # --- Training ------------------------------------------------------------------------------
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
 # Every algorithm and model container: at most this many processes and threads (generous: a

@@ -1,5 +1,374 @@
-"""The HyperPod training operator (being written)."""
+"""The HyperPod training operator: one reconcile chain per HyperPodPyTorchJob, level-triggered and
+restart-safe (every decision is made again from the rows, the containers and the agents' answers
+at each look; nothing lives in memory between looks).
+
+Phases (elastic/models.JobPhase):
+- Pending: the planner (elastic/planner.py) finds a node and a size, preempting lower weights if
+  the job is short of GPUs; the replica rows and their GPUs are created → Creating.
+- Creating: every replica of the target world has a running container; once every agent answers
+  `ready`, each is sent `/start` (rank, nnodes, master_addr = rank 0's pod name, faultCount, the
+  agreed progress, the log rules) → Running.
+- Running: agents all `completed` → `/shutdown` → Succeeded. A replica that faulted or vanished →
+  its container and GPUs go (the job avoids those GPUs for the replacement), the others are told
+  `/stop` → Stopping, unless `jobMaxRetryCount` is spent → Failed. A new target (preemption) or
+  room to grow (planner.growth_size) → graceful `/stop` to every agent → Stopping.
+- Stopping: wait until every agent is `ready` again (its workers saw SIGUSR1, checkpointed and
+  exited); past `gracefulShutdownTimeoutInSeconds` (plus a margin: the agent SIGKILLs its workers
+  at the timeout itself) a replica still stopping is removed. Then replicas beyond the target go,
+  missing ones are created → Creating; an evicted job (target 0) goes back to Pending. A job
+  short of a replica with no spare capacity waits `faultyScaleDownTimeoutInSeconds`, then
+  continues at the largest allowed size it holds.
+- A deletion removes the containers, the network and the rows, whatever the phase."""
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from accounts import container_credentials
+from elastic import planner, replicas, sizing, status
+from elastic.agents import Agent, AgentUnreachable
+from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
+from elastic.spec import JobSpec
+from reconcile.loop import reconcile_once
+from runtime.base import ContainerState
+from runtime.docker import get_runtime
+
+log = logging.getLogger(__name__)
+
+# Beyond gracefulShutdownTimeoutInSeconds before a replica still stopping is removed: the agent
+# itself SIGKILLs its workers at the timeout, and needs a moment to report `ready`.
+FORCE_KILL_MARGIN_SECONDS = 10
+# The stop timeout of a fault restart, or of a job without an elasticPolicy.
+NON_ELASTIC_STOP_SECONDS = 30
 
 
-def reconcile(pk: int) -> None:
+def reconcile(pk: int) -> float | None:
+    return reconcile_once(HyperPodJob, pk, _step, _give_up)
+
+
+def _step(job: HyperPodJob, token: str) -> float | None:
+    spec = planner.spec_of(job)
+    if job.deletion_requested_at is not None:
+        return _delete(job)
+    return _STEPS[job.phase](job, spec)
+
+
+def _poll() -> float:
+    return settings.SAGEPORT_POLL_INTERVAL_SECONDS
+
+
+# --- Pending -----------------------------------------------------------------------------------
+
+def _pending(job: HyperPodJob, spec: JobSpec) -> float | None:
+    plan = planner.plan_start(job, spec)
+    if isinstance(plan, planner.NeverFits):
+        return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "Unschedulable", plan.reason))
+    if isinstance(plan, planner.Wait):
+        message = (plan.for_capacity and planner.reclaim_for(job, spec)) or plan.reason
+        status.say(job, spec, "Pending", message)
+        return _poll()
+    if planner.allocate(job, spec, plan.node, plan.size):
+        status.move(job, spec, JobPhase.CREATING, None, node=plan.node, target_replicas=plan.size)
+    return _poll()
+
+
+# --- Creating ----------------------------------------------------------------------------------
+
+def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
+    if job.target_replicas == 0:  # evicted before its world started
+        _release(job, spec, keep=0)
+        return _to_pending(job, spec)
+    _release(job, spec, keep=job.target_replicas)
+    world = _world(job, spec, job.target_replicas)
+    runtime = get_runtime()
+    runtime.ensure_network(replicas.network_name(job), replicas.job_labels(job))
+    states = _states(job)
+    for group, replica in world:
+        state = states.get(replica.container_name)
+        if state is not None and state.exited:
+            return _on_fault(job, spec, [replica], f"Replica {replica.container_name} exited ({_exit(state)}) before the world started.")
+        if state is None:
+            runtime.run(replicas.container_spec(job, spec, group, replica, job.target_replicas))
+    answers = [_status_of(replica, states.get(replica.container_name)) for _, replica in world]
+    if all(answer == "ready" for answer in answers):
+        return _start_world(job, spec, [replica for _, replica in world], states)
+    if (timezone.now() - job.phase_since).total_seconds() > settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS:
+        waiting = [r.container_name for (_, r), a in zip(world, answers, strict=True) if a != "ready"]
+        reason = f"Replicas not ready within {settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS} s: {', '.join(waiting)}."
+        return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "ReplicasNotReady", reason))
+    return _poll()
+
+
+def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], states: dict) -> float:
+    first = sizing.slots(spec, len(world))[0]
+    body = {
+        "nnodes": len(world),
+        "faultCount": job.fault_count,
+        "master_addr": replicas.pod_name(job, first[0].name, first[1]),
+        "master_port": replicas.MASTER_PORT,
+        "progress": job.progress,
+        "log_monitoring_configuration": list(spec.log_monitoring),
+    }
+    for rank, replica in enumerate(world):
+        _agent(replica, states[replica.container_name]).start({**body, "rank": rank})
+        ElasticReplica.objects.filter(pk=replica.pk).update(rank=rank)
+    resized = job.world_size not in (0, len(world))
+    reason, message = ("Resized", f"Running at {len(world)} replicas.") if resized else ("Running", f"{len(world)} replicas running.")
+    status.move(
+        job, spec, JobPhase.RUNNING, (status.RUNNING, reason, message),
+        world_size=len(world), started_at=job.started_at or timezone.now(), avoided_gpus=[], short_since=None,
+    )
+    return _poll()
+
+
+# --- Running -----------------------------------------------------------------------------------
+
+def _running(job: HyperPodJob, spec: JobSpec) -> float | None:
+    ranked = _ranked(job)
+    states = _states(job)
+    answers = {replica.pk: _answer(replica, states.get(replica.container_name)) for replica in ranked}
+    faulty = [r for r in ranked if _is_faulty(states.get(r.container_name), answers[r.pk])]
+    if faulty:
+        return _on_fault(job, spec, faulty, _fault_reason(faulty, states, answers))
+    if ranked and all(answer.get("status") == "completed" for answer in answers.values()):
+        for replica in ranked:
+            _quietly(_agent(replica, states[replica.container_name]).shutdown)
+        return _finish(job, spec, JobPhase.SUCCEEDED, (status.SUCCEEDED, "Completed", "Every replica completed."))
+    _agree_on_progress(job, spec, answers.values())
+    if job.target_replicas != job.world_size:
+        evicted = job.target_replicas == 0
+        message = "Evicted by a higher-priority job." if evicted else f"Scaling to {job.target_replicas} replicas."
+        return _begin_stop(job, spec, StopReason.EVICT if evicted else StopReason.RESIZE, message)
+    larger = planner.growth_size(job, spec)
+    if larger is not None:
+        job.target_replicas = larger
+        return _begin_stop(job, spec, StopReason.RESIZE, f"Scaling up to {larger} replicas.")
+    return _poll()
+
+
+def _begin_stop(job: HyperPodJob, spec: JobSpec, reason: str, message: str, graceful: bool = True) -> float:
+    states = _states(job)
+    for replica in _ranked(job):
+        state = states.get(replica.container_name)
+        if state is not None and state.running:
+            _quietly(lambda r=replica, s=state: _agent(r, s).stop(graceful, _stop_timeout(spec, reason)))
+    status.move(
+        job, spec, JobPhase.STOPPING, (status.RESTARTING, reason, message),
+        stop_reason=reason, stop_sent_at=timezone.now(), target_replicas=job.target_replicas,
+    )
+    return _poll()
+
+
+def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], reason: str) -> float | None:
+    job.status = {**job.status, "latestFaultyPodInstanceList": {
+        "restartType": "JobLevelRestart",
+        "faultyPodList": [r.container_name for r in faulty],
+        "faultyRankList": [r.rank for r in faulty if r.rank is not None],
+    }}
+    if job.fault_count >= spec.job_max_retry_count:
+        return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "JobMaxRetryCountReached", reason))
+    avoided = [f"{r.node.name}:{device}" for r in faulty for device in r.gpus.values_list("device_id", flat=True)]
+    for replica in faulty:
+        _remove_replica(replica)
+    job.avoided_gpus = sorted(set(job.avoided_gpus) | set(avoided))
+    job.fault_count += 1
+    return _begin_stop(job, spec, StopReason.FAULT, reason, graceful=False)
+
+
+# --- Stopping ----------------------------------------------------------------------------------
+
+def _stopping(job: HyperPodJob, spec: JobSpec) -> float | None:
+    states = _states(job)
+    stopping = [r for r in _ranked(job) if _answer(r, states.get(r.container_name)).get("status") not in ("ready", None)]
+    alive = [r for r in stopping if states.get(r.container_name) is not None and states[r.container_name].running]
+    deadline = job.stop_sent_at + timedelta(seconds=_stop_timeout(spec, job.stop_reason) + FORCE_KILL_MARGIN_SECONDS)
+    if alive and timezone.now() < deadline:
+        return _poll()
+    for replica in alive:  # past the deadline: force-killed, created again in Creating
+        log.warning("hyperpod job %s: %s did not stop in time; removing it", job, replica.container_name)
+        get_runtime().remove(replica.container_name)
+    ElasticReplica.objects.filter(job=job).update(rank=None)
+    if job.stop_reason == StopReason.EVICT or job.target_replicas == 0:
+        _release(job, spec, keep=0)
+        return _to_pending(job, spec)
+    return _regroup(job, spec)
+
+
+def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
+    """Every agent is ready: give the world its target size, or wait for spare capacity."""
+    _release(job, spec, keep=job.target_replicas)
+    if planner.allocate(job, spec, job.node, job.target_replicas):
+        return _restart(job, spec, job.target_replicas)
+    now = timezone.now()
+    if job.short_since is None:
+        status.refresh(job, spec, short_since=now)
+    timeout = spec.elastic.faulty_scale_down_timeout if spec.elastic else None
+    if timeout is not None and (now - job.short_since).total_seconds() >= timeout:
+        for size in reversed([s for s in sizing.allowed_sizes(spec) if s < job.target_replicas]):
+            _release(job, spec, keep=size)
+            if planner.allocate(job, spec, job.node, size):
+                return _restart(job, spec, size)
+    status.say(job, spec, "WaitingForCapacity", f"Waiting for capacity to replace a faulty replica ({job.target_replicas} wanted).")
+    return _poll()
+
+
+def _restart(job: HyperPodJob, spec: JobSpec, size: int) -> float:
+    resized = job.stop_reason == StopReason.RESIZE or size != job.target_replicas
+    status.move(
+        job, spec, JobPhase.CREATING, None,
+        target_replicas=size, restart_count=job.restart_count + 1, stop_reason=StopReason.NONE,
+        last_scaling_at=timezone.now() if resized else job.last_scaling_at,
+    )
+    return 0.0
+
+
+def _to_pending(job: HyperPodJob, spec: JobSpec) -> float:
+    status.move(
+        job, spec, JobPhase.PENDING, (status.RESTARTING, "Evicted", "Waiting for capacity after an eviction."),
+        node=None, world_size=0, stop_reason=StopReason.NONE,
+    )
+    return _poll()
+
+
+# --- Ending ------------------------------------------------------------------------------------
+
+def _finish(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, str, str]) -> float | None:
+    """Free the job's GPUs (and, unless cleanPodPolicy is None, its containers), then end it."""
+    keep_containers = spec.clean_pod_policy == "None" and phase == JobPhase.SUCCEEDED
+    for replica in job.replicas.all():
+        if not keep_containers:
+            get_runtime().remove(replica.container_name)
+        replica.delete()
+    if not keep_containers:
+        get_runtime().remove_network(replicas.network_name(job))
+    container_credentials.revoke(replicas.holder_arn(job))
+    status.move(job, spec, phase, condition, completed_at=timezone.now(), world_size=0, node=None)
+    return _finished(job, spec)
+
+
+def _finished(job: HyperPodJob, spec: JobSpec) -> float | None:
+    """A finished job waits out ttlSecondsAfterFinished, then is deleted; without one it stays."""
+    if spec.ttl_seconds_after_finished is None:
+        return None
+    left = (job.completed_at + timedelta(seconds=spec.ttl_seconds_after_finished) - timezone.now()).total_seconds()
+    if left > 0:
+        return left
+    return _delete(job)
+
+
+def _delete(job: HyperPodJob) -> None:
+    runtime = get_runtime()
+    for state in runtime.find(replicas.job_labels(job)):
+        runtime.remove(state.name)
+    runtime.remove_network(replicas.network_name(job))
+    container_credentials.revoke(replicas.holder_arn(job))
+    job.delete()
     return None
+
+
+def _give_up(job: HyperPodJob, reason: str) -> float | None:
+    return _finish(job, planner.spec_of(job), JobPhase.FAILED, (status.FAILED, "InternalError", reason))
+
+
+# --- Helpers -----------------------------------------------------------------------------------
+
+def _world(job: HyperPodJob, spec: JobSpec, size: int) -> list[tuple]:
+    rows = {(r.group, r.index): r for r in job.replicas.select_related("node")}
+    return [(group, rows[(group.name, index)]) for group, index in sizing.slots(spec, size)]
+
+
+def _ranked(job: HyperPodJob) -> list[ElasticReplica]:
+    return list(job.replicas.filter(rank__isnull=False).select_related("node").order_by("rank"))
+
+
+def _release(job: HyperPodJob, spec: JobSpec, keep: int) -> None:
+    """Remove the replicas (containers, rows, hence GPUs) outside a world of `keep`."""
+    wanted = {(group.name, index) for group, index in sizing.slots(spec, keep)}
+    for replica in job.replicas.all():
+        if (replica.group, replica.index) not in wanted:
+            _remove_replica(replica)
+
+
+def _remove_replica(replica: ElasticReplica) -> None:
+    get_runtime().remove(replica.container_name)
+    replica.delete()
+
+
+def _states(job: HyperPodJob) -> dict[str, ContainerState]:
+    return {state.name: state for state in get_runtime().find(replicas.job_labels(job))}
+
+
+def _agent(replica: ElasticReplica, state: ContainerState) -> Agent:
+    return Agent(replica.node.address, state.host_port)
+
+
+def _answer(replica: ElasticReplica, state: ContainerState | None) -> dict:
+    """The agent's /status, {} when its container is not running or it does not answer."""
+    if state is None or not state.running or state.host_port is None:
+        return {}
+    try:
+        return _agent(replica, state).status()
+    except AgentUnreachable:
+        return {}
+
+
+def _status_of(replica: ElasticReplica, state: ContainerState | None) -> str | None:
+    return _answer(replica, state).get("status")
+
+
+def _is_faulty(state: ContainerState | None, answer: dict) -> bool:
+    return state is None or state.exited or answer.get("status") == "faulted"
+
+
+def _fault_reason(faulty: list[ElasticReplica], states: dict, answers: dict) -> str:
+    parts = []
+    for replica in faulty:
+        state, answer = states.get(replica.container_name), answers[replica.pk]
+        if state is None:
+            parts.append(f"{replica.container_name} vanished")
+        elif state.exited:
+            parts.append(f"{replica.container_name} exited ({_exit(state)})")
+        else:
+            parts.append(f"{replica.container_name}: {answer.get('reason', 'Fault')}: {answer.get('message', '')}".rstrip(": "))
+    return "; ".join(parts)[:1024]
+
+
+def _exit(state: ContainerState) -> str:
+    return "out of memory" if state.oom_killed else f"exit code {state.exit_code}"
+
+
+def _agree_on_progress(job: HyperPodJob, spec: JobSpec, answers) -> None:
+    """The checkpoint every agent reported complete, per prefix: the one to resume from."""
+    reported = [answer.get("progress") or {} for answer in answers]
+    if not reported or not all(reported):
+        return
+    agreed = {}
+    for prefix in set.intersection(*(set(progress) for progress in reported)):
+        agreed[prefix] = min((progress[prefix] for progress in reported), key=lambda p: p.get("progressCount", 0))
+    if agreed and agreed != job.progress:
+        status.refresh(job, spec, progress=agreed)
+
+
+def _stop_timeout(spec: JobSpec, reason: str) -> int:
+    if spec.elastic is None or reason == StopReason.FAULT:
+        return NON_ELASTIC_STOP_SECONDS
+    return spec.elastic.graceful_shutdown_timeout
+
+
+def _quietly(call) -> None:
+    """An agent that does not answer a command is judged by its /status at the next look."""
+    try:
+        call()
+    except AgentUnreachable as error:
+        log.info("agent did not take a command: %s", error)
+
+
+_STEPS = {
+    JobPhase.PENDING: _pending,
+    JobPhase.CREATING: _creating,
+    JobPhase.RUNNING: _running,
+    JobPhase.STOPPING: _stopping,
+    JobPhase.SUCCEEDED: _finished,
+    JobPhase.FAILED: _finished,
+}

@@ -1,16 +1,57 @@
-"""The operator's Celery side: one reconcile chain per HyperPodPyTorchJob (elastic/operator.py)."""
+"""The operator's Celery side: one reconcile chain per HyperPodPyTorchJob (elastic/operator.py).
+A job's steps run on its node's queue (its containers live on that engine); a message that
+reached another worker is handed on unprocessed."""
+from datetime import timedelta
+
 from celery import shared_task
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from capacity import nodes
+from elastic import operator
+from elastic.models import FINISHED_PHASES, HyperPodJob
 
 
-@shared_task(name="elastic.tasks.reconcile_hyperpod_job", ignore_result=True)
+@shared_task(name="elastic.tasks.reconcile_hyperpod_job", acks_late=True, ignore_result=True)
 def reconcile_hyperpod_job(pk: int) -> None:
-    from elastic import operator
-
-    operator.reconcile(pk)
+    node = _node_of(pk)
+    if node is not None and node != nodes.local_name():
+        _enqueue(pk, 0, node)
+        return
+    delay = operator.reconcile(pk)
+    if delay is not None:
+        _enqueue(pk, delay, _node_of(pk))
 
 
 def nudge(pk: int) -> None:
     """Have the operator look at the job once the caller's transaction commits (a submission, a
     deletion): the sweeper would find it too, a sweep later."""
     transaction.on_commit(lambda: reconcile_hyperpod_job.delay(pk))
+
+
+def sweep_hyperpod_jobs() -> None:
+    """The sweeper's share: re-enqueue every job whose next look is overdue and that nobody holds
+    (a lost message, a killed worker), finished ones waiting out a TTL included."""
+    now = timezone.now()
+    slack = timedelta(seconds=max(2.0, 2 * settings.SAGEPORT_POLL_INTERVAL_SECONDS))
+    overdue = (
+        HyperPodJob.objects.filter(
+            Q(next_check_at__lt=now - slack)
+            | Q(next_check_at__isnull=True) & (~Q(phase__in=FINISHED_PHASES) | Q(deletion_requested_at__isnull=False))
+        )
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+    )
+    for pk in overdue.values_list("pk", flat=True):
+        HyperPodJob.objects.filter(pk=pk).update(next_check_at=now)
+        reconcile_hyperpod_job.delay(pk)
+
+
+def _node_of(pk: int) -> str | None:
+    return HyperPodJob.objects.filter(pk=pk).values_list("node__name", flat=True).first()
+
+
+def _enqueue(pk: int, countdown: float, node: str | None) -> None:
+    routing = {"queue": nodes.queue_name(node)} if node else {}
+    reconcile_hyperpod_job.apply_async((pk,), countdown=countdown, **routing)

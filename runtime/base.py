@@ -49,6 +49,7 @@ class ContainerSpec:
     mounts: tuple[Mount, ...] = ()
     network: str | None = None  # a network name, "none" for isolation, None for the default
     hostname: str | None = None
+    working_dir: str | None = None  # None keeps the image's WORKDIR
     network_aliases: tuple[str, ...] = ()
     ipv4_address: str | None = None  # a fixed address on `network` (one created with subnets)
     extra_networks: tuple[str, ...] = ()  # further networks joined before the container starts

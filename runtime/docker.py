@@ -354,6 +354,8 @@ def create_kwargs(spec: ContainerSpec, image_config: dict | None = None) -> dict
         kwargs["entrypoint"] = spec.entrypoint
     if spec.hostname:
         kwargs["hostname"] = spec.hostname
+    if spec.working_dir:
+        kwargs["working_dir"] = spec.working_dir
     if spec.network == "none":
         kwargs["network_mode"] = "none"
     elif spec.network:

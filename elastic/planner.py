@@ -1,0 +1,231 @@
+"""Where and at what size HyperPodPyTorchJobs run: the operator's capacity decisions.
+
+GPUs are the scarce resource (exclusive, `capacity.GpuAllocation` rows); a job's replicas all go
+on one node, whose bridge network joins them. The rules:
+- Queue: a pending job starts only when no pending job ahead of it (a higher weight, or the same
+  weight and older) is still waiting; it starts at the largest allowed size, up to the size it
+  asks for, that the node with the most free GPUs holds, and at once at its minimum if only that
+  fits.
+- Growth: a running elastic job grows to the largest allowed size the free GPUs of its node
+  allow, at most once per `scalingTimeoutInSeconds` after its last resize, and never while a
+  pending job of the same or a higher weight waits (waiting work gets free capacity first).
+- Preemption: a pending job that does not fit takes capacity back from lower-weight jobs on the
+  node where that frees the most, lowest weight first, newest first: an elastic job shrinks to
+  the largest allowed size that frees enough (only replicas of a lower weight than the
+  requester's are ever dropped); only when shrinking is not enough is a job all of whose
+  replicas weigh less evicted (back to pending, to start again when capacity allows).
+- Never fits: a job whose smallest world needs more GPUs than any registered node has fails."""
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from capacity import nodes as capacity_nodes
+from capacity.gpus import free_gpus
+from capacity.models import GpuAllocation, Node
+from elastic import priorities, replicas, sizing
+from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
+from elastic.spec import JobSpec, parse
+
+ACTIVE_PHASES = (JobPhase.CREATING, JobPhase.RUNNING, JobPhase.STOPPING)
+
+
+@dataclass(frozen=True)
+class Start:
+    node: Node
+    size: int
+
+
+@dataclass(frozen=True)
+class Wait:
+    reason: str
+    for_capacity: bool = False  # short of GPUs (rather than queued): lower weights may be preempted
+
+
+@dataclass(frozen=True)
+class NeverFits:
+    reason: str
+
+
+def spec_of(job: HyperPodJob) -> JobSpec:
+    return parse(job.manifest)
+
+
+def plan_start(job: HyperPodJob, spec: JobSpec) -> Start | Wait | NeverFits:
+    smallest = sizing.allowed_sizes(spec)[0]
+    needed = sizing.gpus_for(spec, smallest)
+    registered = list(Node.objects.all())
+    if registered and needed > max(len(node.gpu_ids) for node in registered):
+        return NeverFits(
+            f"ResourceLimitExceeded: the smallest world ({smallest} replicas) needs {needed} GPUs; "
+            f"no node has that many."
+        )
+    ahead = first_waiting_ahead(job, spec)
+    if ahead is not None:
+        return Wait(f"Waiting for {ahead.namespace}/{ahead.name}, ahead in the queue.")
+    best = _roomiest_node(job)
+    if best is None:
+        return Wait("Waiting for a worker node.")
+    node, free = best
+    fitting = [size for size in sizing.allowed_sizes(spec) if size <= sizing.initial_size(spec)]
+    fitting = [size for size in fitting if sizing.gpus_for(spec, size) <= free]
+    if not fitting:
+        return Wait(f"Waiting for {needed} GPUs ({free} free on {node.name}).", for_capacity=True)
+    return Start(node, fitting[-1])
+
+
+def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
+    """The larger size a running elastic job may grow to now, or None."""
+    if spec.elastic is None or job.node is None:
+        return None
+    since = job.last_scaling_at or job.started_at
+    if since and (timezone.now() - since).total_seconds() < spec.elastic.scaling_timeout:
+        return None
+    weight = priorities.job_weight(job, spec)
+    if any(priorities.job_weight(other, spec_of(other)) >= weight for other in _pending_others(job)):
+        return None
+    current = job.target_replicas
+    room = len(usable_gpus(job, job.node)) + sizing.gpus_for(spec, current)
+    larger = [s for s in sizing.allowed_sizes(spec) if s > current and sizing.gpus_for(spec, s) <= room]
+    return larger[-1] if larger else None
+
+
+def usable_gpus(job: HyperPodJob, node: Node) -> list[str]:
+    """The node's free GPUs, less those the job avoids after a fault."""
+    return [device for device in free_gpus(node) if f"{node.name}:{device}" not in job.avoided_gpus]
+
+
+def first_waiting_ahead(job: HyperPodJob, spec: JobSpec) -> HyperPodJob | None:
+    weight = priorities.job_weight(job, spec)
+    for other in _pending_others(job):
+        other_weight = priorities.job_weight(other, spec_of(other))
+        if other_weight > weight or (other_weight == weight and other.created_at < job.created_at):
+            return other
+    return None
+
+
+def reclaim_for(job: HyperPodJob, spec: JobSpec) -> str | None:
+    """Ask lower-weight jobs to give back what `job`'s smallest world lacks; a status message
+    for the waiting job, or None when nothing can be taken back."""
+    needed = sizing.gpus_for(spec, sizing.allowed_sizes(spec)[0])
+    weight = priorities.job_weight(job, spec)
+    for node in _live_nodes():
+        coming = sum(_gpus_coming_back(other) for other in _active_on(node))
+        shortfall = needed - len(usable_gpus(job, node)) - coming
+        if shortfall <= 0:
+            return f"Waiting for lower-priority jobs on {node.name} to scale down."
+        victims = _victims(node, weight, job)
+        if sum(freed for _, _, freed in victims) >= shortfall:
+            _shrink_or_evict(victims, shortfall)
+            return f"Preempting lower-priority jobs on {node.name}: {shortfall} GPUs to free."
+    return None
+
+
+def allocate(job: HyperPodJob, spec: JobSpec, node: Node, size: int) -> bool:
+    """Create the replica rows of a world of `size` that the job lacks, each with its GPUs of
+    `node`. False when the GPUs went to someone else meanwhile (nothing is then created)."""
+    existing = {(r.group, r.index) for r in job.replicas.all()}
+    missing = [(group, index) for group, index in sizing.slots(spec, size) if (group.name, index) not in existing]
+    devices = usable_gpus(job, node)
+    if sum(group.gpus for group, _ in missing) > len(devices):
+        return False
+    try:
+        with transaction.atomic():
+            for group, index in missing:
+                replica = ElasticReplica.objects.create(
+                    job=job, group=group.name, index=index, node=node, created_at=timezone.now(),
+                    container_name=replicas.container_name(job, group.name, index),
+                )
+                taken, devices = devices[: group.gpus], devices[group.gpus :]
+                GpuAllocation.objects.bulk_create(
+                    GpuAllocation(replica=replica, node=node, device_id=device) for device in taken
+                )
+    except IntegrityError:  # a racing scheduler booked one of those GPUs first
+        return False
+    return True
+
+
+def _roomiest_node(job: HyperPodJob) -> tuple[Node, int] | None:
+    room = [(len(usable_gpus(job, node)), node.name, node) for node in _live_nodes()]
+    if not room:
+        return None
+    free, _, node = max(room, key=lambda entry: (entry[0], [-ord(c) for c in entry[1]]))
+    return node, free
+
+
+def _live_nodes() -> list[Node]:
+    live = set(capacity_nodes.live_names())
+    return [node for node in Node.objects.order_by("name") if node.name in live]
+
+
+def _pending_others(job: HyperPodJob):
+    return (
+        HyperPodJob.objects.filter(phase=JobPhase.PENDING, deletion_requested_at__isnull=True)
+        .exclude(pk=job.pk)
+        .order_by("created_at", "pk")
+    )
+
+
+def _active_on(node: Node):
+    return HyperPodJob.objects.filter(node=node, phase__in=ACTIVE_PHASES, deletion_requested_at__isnull=True)
+
+
+def _gpus_coming_back(job: HyperPodJob) -> int:
+    """GPUs a job told to shrink still holds beyond its new target."""
+    held = GpuAllocation.objects.filter(replica__job=job).count()
+    return max(0, held - sizing.gpus_for(spec_of(job), job.target_replicas))
+
+
+def _victims(node: Node, weight: int, requester: HyperPodJob) -> list[tuple[HyperPodJob, int, int]]:
+    """(job, new size, GPUs freed) for each job on the node that lower weights can take from,
+    lowest weight first, newest first; new size 0 means eviction."""
+    found = []
+    for other in _active_on(node).exclude(pk=requester.pk).order_by("-created_at"):
+        other_spec = spec_of(other)
+        size = _smallest_lower_size(other, other_spec, weight)
+        if size is None:
+            continue
+        freed = sizing.gpus_for(other_spec, other.target_replicas) - sizing.gpus_for(other_spec, size)
+        if freed > 0:
+            found.append((priorities.job_weight(other, other_spec), other, size, freed))
+    found.sort(key=lambda entry: entry[0])
+    return [(other, size, freed) for _, other, size, freed in found]
+
+
+def _smallest_lower_size(job: HyperPodJob, spec: JobSpec, weight: int) -> int | None:
+    """The smallest size the job can be cut to by dropping only replicas weighing less than
+    `weight`: an allowed size, or 0 (eviction) when every replica weighs less."""
+    current = job.target_replicas
+    sizes = [size for size in sizing.allowed_sizes(spec) if size < current] + [0]
+    lower = [
+        size for size in sizes
+        if all(priorities.replica_weight(job, spec, group) < weight for group, _ in sizing.dropped(spec, current, size))
+    ]
+    return min(lower) if lower else None
+
+
+def _shrink_or_evict(victims: list[tuple[HyperPodJob, int, int]], shortfall: int) -> None:
+    """Cut each victim just enough, in order, until the shortfall is covered: shrinking to an
+    allowed size first; eviction only for what shrinking cannot free."""
+    for victim, smallest, _ in victims:
+        if shortfall <= 0:
+            return
+        spec = spec_of(victim)
+        size = _gentlest_cut(victim, spec, smallest, shortfall)
+        freed = sizing.gpus_for(spec, victim.target_replicas) - sizing.gpus_for(spec, size)
+        reason = StopReason.EVICT if size == 0 else StopReason.RESIZE
+        HyperPodJob.objects.filter(pk=victim.pk, target_replicas=victim.target_replicas).update(
+            target_replicas=size, stop_reason=reason, next_check_at=timezone.now()
+        )
+        shortfall -= freed
+
+
+def _gentlest_cut(job: HyperPodJob, spec: JobSpec, smallest: int, shortfall: int) -> int:
+    """The largest size between `smallest` and the job's target that frees `shortfall` GPUs;
+    `smallest` when none frees enough."""
+    current = job.target_replicas
+    candidates = [s for s in sizing.allowed_sizes(spec) if smallest <= s < current]
+    if smallest == 0:
+        candidates = [0, *candidates]
+    enough = [s for s in candidates if sizing.gpus_for(spec, current) - sizing.gpus_for(spec, s) >= shortfall]
+    return max(enough) if enough else smallest
