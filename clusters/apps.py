@@ -8,16 +8,17 @@ class ClustersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # Registers the cluster handlers with the protocol registry, the taggable resource, and
+        # Registers the cluster handlers with the protocol registry, the taggable resources, and
         # the membership pass with the sweeper and with node registration (a node that registers
         # fills a short instance group at once); and connects the Celery worker start-up: each
         # node's worker keeps its checkpoint tier service (tier_agent).
         from accounts.tagging import register_taggable
         from capacity import nodes
         from clusters import membership, operations, tier_agent  # noqa: F401
-        from clusters.models import Cluster
+        from clusters.models import Cluster, ClusterSchedulerConfig
         from reconcile import sweeper
 
         register_taggable("cluster", Cluster, "cluster_arn")
+        register_taggable("cluster-scheduler-config", ClusterSchedulerConfig, "arn")
         sweeper.register(membership.settle_all)
         nodes.on_registered(membership.settle_all)

@@ -2,8 +2,11 @@
 
 A `Cluster` holds `InstanceGroup`s; each group is filled with registered nodes of its
 InstanceType, one `ClusterMember` row per node. A node belongs to at most one cluster: the unique
-`node` column makes that hold even when two passes race for the same free node."""
+`node` column makes that hold even when two passes race for the same free node. A cluster has at
+most one live `ClusterSchedulerConfig` (its priority classes), whose replaced versions are kept as
+`SchedulerConfigRevision`s."""
 from django.db import models
+from django.db.models import Q
 
 
 class ClusterStatus(models.TextChoices):
@@ -76,3 +79,66 @@ class ClusterMember(models.Model):
 
     def __str__(self):
         return f"{self.group_id}:{self.node_id}"
+
+
+class SchedulerConfigStatus(models.TextChoices):
+    """The SchedulerResourceStatus values Sageport reaches: a change applies within its call."""
+
+    CREATED = "Created"
+    UPDATED = "Updated"
+    DELETED = "Deleted"
+
+
+class ClusterSchedulerConfig(models.Model):
+    """A cluster policy (CreateClusterSchedulerConfig) as it is now. A deleted one is kept, Deleted,
+    for Describe and List, until its cluster is deleted (the rows go with it)."""
+
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="scheduler_configs")
+    # The 12 lower-case letters and digits that name it (the API knows it by this id only).
+    config_id = models.CharField(max_length=12, unique=True)
+    arn = models.CharField(max_length=256, unique=True)
+    name = models.CharField(max_length=63)
+    status = models.CharField(max_length=16, default=SchedulerConfigStatus.CREATED)
+    # ClusterSchedulerConfigVersion: 1 on creation, one more on every update.
+    version = models.PositiveIntegerField(default=1)
+    # SchedulerConfig ({PriorityClasses, FairShare, IdleResourceSharing}) and Description as last given.
+    scheduler_config = models.JSONField()
+    description = models.CharField(max_length=1024, null=True)
+    tags = models.JSONField(default=list)
+    creation_time = models.DateTimeField()
+    last_modified_time = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster"],
+                condition=~Q(status=SchedulerConfigStatus.DELETED),
+                name="one_live_scheduler_config_per_cluster",
+            )
+        ]
+        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+
+    def __str__(self):
+        return self.config_id
+
+
+class SchedulerConfigRevision(models.Model):
+    """A version of a scheduler config that an update replaced, as it was: what
+    DescribeClusterSchedulerConfig answers when asked for that ClusterSchedulerConfigVersion."""
+
+    config = models.ForeignKey(ClusterSchedulerConfig, on_delete=models.CASCADE, related_name="revisions")
+    version = models.PositiveIntegerField()
+    scheduler_config = models.JSONField()
+    description = models.CharField(max_length=1024, null=True)
+    # When this version was made (its LastModifiedTime while it was current).
+    modified_time = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["config", "version"], name="one_revision_per_version")
+        ]
+
+    def __str__(self):
+        return f"{self.config_id}@{self.version}"

@@ -1,5 +1,6 @@
-"""SageMaker HyperPod cluster operations: validate (already done by the protocol layer), delegate."""
-from clusters import presenters, services
+"""SageMaker HyperPod cluster operations, and their cluster policies (scheduler configs): validate
+(already done by the protocol layer), delegate."""
+from clusters import presenters, scheduler_configs, services
 from protocol.context import RequestContext
 from protocol.pagination import paginate
 from protocol.registry import operation
@@ -47,3 +48,39 @@ def list_cluster_nodes(ctx: RequestContext, params: dict) -> dict:
 def describe_cluster_node(ctx: RequestContext, params: dict) -> dict:
     cluster = services.get_cluster(ctx, params["ClusterName"])
     return presenters.node_details(services.get_member(cluster, params))
+
+
+@operation("CreateClusterSchedulerConfig")
+def create_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
+    config = scheduler_configs.create_config(ctx, params)
+    return {"ClusterSchedulerConfigArn": config.arn, "ClusterSchedulerConfigId": config.config_id}
+
+
+@operation("DescribeClusterSchedulerConfig")
+def describe_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
+    config = scheduler_configs.get_config(ctx, params["ClusterSchedulerConfigId"])
+    version = params.get("ClusterSchedulerConfigVersion", config.version)
+    past = None if version == config.version else scheduler_configs.get_revision(config, version)
+    return presenters.describe_scheduler_config(config, past)
+
+
+@operation("ListClusterSchedulerConfigs")
+def list_cluster_scheduler_configs(ctx: RequestContext, params: dict) -> dict:
+    rows = scheduler_configs.list_configs(ctx, params)
+    configs, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
+    return {
+        "ClusterSchedulerConfigSummaries": [presenters.scheduler_config_summary(c) for c in configs],
+        "NextToken": next_token,
+    }
+
+
+@operation("UpdateClusterSchedulerConfig")
+def update_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
+    config = scheduler_configs.update_config(ctx, params)
+    return {"ClusterSchedulerConfigArn": config.arn, "ClusterSchedulerConfigVersion": config.version}
+
+
+@operation("DeleteClusterSchedulerConfig")
+def delete_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
+    scheduler_configs.delete_config(ctx, params["ClusterSchedulerConfigId"])
+    return {}

@@ -1,5 +1,6 @@
 """Response bodies of the cluster operations, built explicitly from the rows (botocore's output
-shapes: DescribeClusterResponse, ClusterSummary, ClusterNodeSummary, ClusterNodeDetails)."""
+shapes: DescribeClusterResponse, ClusterSummary, ClusterNodeSummary, ClusterNodeDetails,
+DescribeClusterSchedulerConfigResponse, ClusterSchedulerConfigSummary)."""
 import ipaddress
 from datetime import datetime
 
@@ -7,7 +8,14 @@ from django.utils import timezone
 
 from capacity import nodes
 from clusters import membership
-from clusters.models import Cluster, ClusterMember, ClusterStatus, InstanceGroup
+from clusters.models import (
+    Cluster,
+    ClusterMember,
+    ClusterSchedulerConfig,
+    ClusterStatus,
+    InstanceGroup,
+    SchedulerConfigRevision,
+)
 
 # Members of a group's specification echoed unchanged (their input and output shapes agree).
 _ECHOED_GROUP_MEMBERS = (
@@ -125,3 +133,30 @@ def _is_ipv4(address: str) -> bool:
         return ipaddress.ip_address(address).version == 4
     except ValueError:
         return False
+
+
+def describe_scheduler_config(
+    config: ClusterSchedulerConfig, past: SchedulerConfigRevision | None = None
+) -> dict:
+    """The config as it is, or as it was at the `past` version an update replaced."""
+    shown = past or config
+    return {
+        **scheduler_config_summary(config),
+        "ClusterSchedulerConfigVersion": past.version if past else config.version,
+        "SchedulerConfig": shown.scheduler_config,
+        "Description": shown.description,
+        "LastModifiedTime": past.modified_time if past else config.last_modified_time,
+    }
+
+
+def scheduler_config_summary(config: ClusterSchedulerConfig) -> dict:
+    return {
+        "ClusterSchedulerConfigArn": config.arn,
+        "ClusterSchedulerConfigId": config.config_id,
+        "ClusterSchedulerConfigVersion": config.version,
+        "Name": config.name,
+        "CreationTime": config.creation_time,
+        "LastModifiedTime": config.last_modified_time,
+        "Status": config.status,
+        "ClusterArn": config.cluster.cluster_arn,
+    }

@@ -1,4 +1,5 @@
-"""Checks on CreateCluster/UpdateCluster requests that the botocore shape cannot express.
+"""Checks on CreateCluster/UpdateCluster and Create/UpdateClusterSchedulerConfig requests that the
+botocore shape cannot express.
 
 The shape validation (types, lengths, patterns, enums) has already run; these are the cross-field
 rules and the limits of what Sageport runs, each problem in one ValidationException."""
@@ -69,6 +70,15 @@ def check_groups(groups: list[dict], existing: set[str] = frozenset()) -> list[s
                 f"InstanceCount ({group['InstanceCount']})."
             )
     return problems
+
+
+def check_scheduler_config(scheduler_config: dict) -> None:
+    """Names, weights (0-100), the count (at most 10) were checked by the shape; a name given twice
+    would make a job's priority ambiguous."""
+    names = [priority_class["Name"] for priority_class in scheduler_config.get("PriorityClasses", [])]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        _raise([f"Priority class names must be unique; repeated: {', '.join(repeated)}."])
 
 
 def _unsupported(params: dict) -> list[str]:

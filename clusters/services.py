@@ -29,7 +29,7 @@ def create_cluster(ctx: RequestContext, params: dict) -> Cluster:
     name = params["ClusterName"]
     now = timezone.now()
     # SageMaker names a cluster by a random 12-character id in its ARN, not by its name.
-    cluster_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
+    cluster_id = random_id()
     try:
         with transaction.atomic():
             cluster = Cluster.objects.create(
@@ -50,6 +50,11 @@ def create_cluster(ctx: RequestContext, params: dict) -> Cluster:
         ) from None
     membership.settle(cluster)
     return cluster
+
+
+def random_id() -> str:
+    """12 lower-case letters and digits: the id SageMaker gives clusters and cluster policies."""
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
 
 
 def _add_groups(cluster: Cluster, specs: list[dict], first_position: int) -> None:
