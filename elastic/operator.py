@@ -30,6 +30,7 @@ from elastic import planner, replicas, sizing, status
 from elastic.agents import Agent, AgentUnreachable
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
+from gateway import network as gateway_network
 from reconcile.loop import reconcile_once
 from runtime.base import ContainerState
 from runtime.docker import get_runtime
@@ -66,7 +67,7 @@ def _pending(job: HyperPodJob, spec: JobSpec) -> float | None:
         return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "Unschedulable", plan.reason))
     if isinstance(plan, planner.Wait):
         message = (plan.for_capacity and planner.reclaim_for(job, spec)) or plan.reason
-        status.say(job, spec, "Pending", message)
+        status.say(job, spec, message)
         return _poll()
     if planner.allocate(job, spec, plan.node, plan.size):
         status.move(job, spec, JobPhase.CREATING, None, node=plan.node, target_replicas=plan.size)
@@ -89,7 +90,9 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
         if state is not None and state.exited:
             return _on_fault(job, spec, [replica], f"Replica {replica.container_name} exited ({_exit(state)}) before the world started.")
         if state is None:
-            runtime.run(replicas.container_spec(job, spec, group, replica, job.target_replicas))
+            container = replicas.container_spec(job, spec, group, replica, job.target_replicas)
+            gateway_network.ensure(runtime, container.extra_networks)
+            runtime.run(container)
     answers = [_status_of(replica, states.get(replica.container_name)) for _, replica in world]
     if all(answer == "ready" for answer in answers):
         return _start_world(job, spec, [replica for _, replica in world], states)
@@ -142,12 +145,11 @@ def _running(job: HyperPodJob, spec: JobSpec) -> float | None:
         return _begin_stop(job, spec, StopReason.EVICT if evicted else StopReason.RESIZE, message)
     larger = planner.growth_size(job, spec)
     if larger is not None:
-        job.target_replicas = larger
-        return _begin_stop(job, spec, StopReason.RESIZE, f"Scaling up to {larger} replicas.")
+        return _begin_stop(job, spec, StopReason.RESIZE, f"Scaling up to {larger} replicas.", target_replicas=larger)
     return _poll()
 
 
-def _begin_stop(job: HyperPodJob, spec: JobSpec, reason: str, message: str, graceful: bool = True) -> float:
+def _begin_stop(job: HyperPodJob, spec: JobSpec, reason: str, message: str, graceful: bool = True, **fields) -> float:
     states = _states(job)
     for replica in _ranked(job):
         state = states.get(replica.container_name)
@@ -155,7 +157,7 @@ def _begin_stop(job: HyperPodJob, spec: JobSpec, reason: str, message: str, grac
             _quietly(lambda r=replica, s=state: _agent(r, s).stop(graceful, _stop_timeout(spec, reason)))
     status.move(
         job, spec, JobPhase.STOPPING, (status.RESTARTING, reason, message),
-        stop_reason=reason, stop_sent_at=timezone.now(), target_replicas=job.target_replicas,
+        stop_reason=reason, stop_sent_at=timezone.now(), **fields,
     )
     return _poll()
 
@@ -171,9 +173,10 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
     avoided = [f"{r.node.name}:{device}" for r in faulty for device in r.gpus.values_list("device_id", flat=True)]
     for replica in faulty:
         _remove_replica(replica)
-    job.avoided_gpus = sorted(set(job.avoided_gpus) | set(avoided))
-    job.fault_count += 1
-    return _begin_stop(job, spec, StopReason.FAULT, reason, graceful=False)
+    return _begin_stop(
+        job, spec, StopReason.FAULT, reason, graceful=False,
+        fault_count=job.fault_count + 1, avoided_gpus=sorted(set(job.avoided_gpus) | set(avoided)),
+    )
 
 
 # --- Stopping ----------------------------------------------------------------------------------
@@ -209,7 +212,7 @@ def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
             _release(job, spec, keep=size)
             if planner.allocate(job, spec, job.node, size):
                 return _restart(job, spec, size)
-    status.say(job, spec, "WaitingForCapacity", f"Waiting for capacity to replace a faulty replica ({job.target_replicas} wanted).")
+    status.say(job, spec, f"Waiting for capacity to replace a faulty replica ({job.target_replicas} wanted).")
     return _poll()
 
 

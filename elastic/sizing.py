@@ -32,20 +32,11 @@ def initial_size(spec: JobSpec) -> int:
     return max((size for size in sizes if size <= wanted), default=sizes[0])
 
 
-def group_caps(spec: JobSpec) -> list[int]:
-    """How many replicas each group may hold. When the groups' maxReplicas add up to less than
-    the policy's maxReplicas, the last group takes the rest (a lone group without maxReplicas)."""
-    caps = [max(group.max_replicas, group.replicas) for group in spec.groups]
-    if spec.elastic is not None and sum(caps) < spec.elastic.max_replicas:
-        caps[-1] += spec.elastic.max_replicas - sum(caps)
-    return caps
-
-
 def slots(spec: JobSpec, size: int) -> list[tuple[ReplicaGroup, int]]:
     """The (group, index) of each replica of a world of `size`, in rank order."""
     result: list[tuple[ReplicaGroup, int]] = []
-    for group, cap in zip(spec.groups, group_caps(spec), strict=True):
-        count = min(cap, size - len(result))
+    for group in spec.groups:  # the spec checked that their maxReplicas cover the policy's
+        count = min(group.max_replicas, size - len(result))
         result.extend((group, index) for index in range(count))
     return result
 

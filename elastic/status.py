@@ -48,13 +48,14 @@ def refresh(job: HyperPodJob, spec: JobSpec, **fields) -> None:
     move(job, spec, job.phase, None, **fields)
 
 
-def say(job: HyperPodJob, spec: JobSpec, reason: str, message: str) -> None:
-    """Record what the job waits for as the message of its current condition (no new condition)."""
+def say(job: HyperPodJob, spec: JobSpec, message: str) -> None:
+    """Record what the job waits for as the message of its newest True condition (which keeps
+    its type and reason: Created while queued, Restarting after an eviction or a fault)."""
     conditions = [dict(c) for c in job.status.get("conditions", [])]
     current = next((c for c in reversed(conditions) if c["status"] == "True"), None)
-    if current is None or (current.get("reason"), current.get("message")) == (reason, message):
+    if current is None or current.get("message") == message[:1024]:
         return
-    current.update(reason=reason, message=message[:1024], lastProbeTime=_iso(timezone.now()))
+    current.update(message=message[:1024], lastProbeTime=_iso(timezone.now()))
     job.status = {**job.status, "conditions": conditions}
     refresh(job, spec)
 

@@ -1,0 +1,253 @@
+"""The HyperPod training operator driven one look at a time through the fake runtime and fake
+agents (tests/unit/elastic/fakes.py): placement, growth, preemption, faults, completion and
+deletion, as the job's status and the agents' commands show them. No Docker, no torch."""
+import pytest
+from django.utils import timezone
+
+from capacity.gpus import free_gpus
+from capacity.models import GpuAllocation
+from elastic import operator, priorities
+from elastic.models import ElasticReplica, HyperPodJob, JobPhase
+from runtime.fake import FakeRuntime
+from tests.unit.elastic.fakes import FakeAgents, manifest, submit
+from tests.unit.training.test_scheduler import make_node
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WEIGHTS = {"high": 100, "mid": 50, "low": 10}
+ELASTIC_1_TO_4 = {"minReplicas": 1, "maxReplicas": 4, "scalingTimeoutInSeconds": 0,
+                  "gracefulShutdownTimeoutInSeconds": 120, "faultyScaleDownTimeoutInSeconds": 0}
+
+
+@pytest.fixture(autouse=True)
+def node(settings):
+    settings.SAGEPORT_POLL_INTERVAL_SECONDS = 0.5
+    return make_node(name=settings.SAGEPORT_NODE_NAME, gpus=4)
+
+
+@pytest.fixture(autouse=True)
+def weights(monkeypatch):
+    monkeypatch.setattr(priorities, "priority_weight", lambda account, region, name: WEIGHTS.get(name))
+
+
+@pytest.fixture(autouse=True)
+def engine(monkeypatch) -> FakeRuntime:
+    fake = FakeRuntime(images=("elastic:latest",))
+    monkeypatch.setattr(operator, "get_runtime", lambda: fake)
+    return fake
+
+
+@pytest.fixture(autouse=True)
+def agents(monkeypatch) -> FakeAgents:
+    fake = FakeAgents()
+    monkeypatch.setattr(operator, "Agent", fake.agent)
+    return fake
+
+
+def look(job: HyperPodJob) -> HyperPodJob | None:
+    """One reconcile, as the message due now would run it; the row reloaded (None once deleted)."""
+    HyperPodJob.objects.filter(pk=job.pk).update(next_check_at=None)
+    operator.reconcile(job.pk)
+    return HyperPodJob.objects.filter(pk=job.pk).first()
+
+
+def settle(*jobs: HyperPodJob, looks: int = 12) -> list[HyperPodJob]:
+    """A few rounds of looks at every job (what the chains do over a few seconds)."""
+    for _ in range(looks):
+        jobs = tuple(look(job) or job for job in jobs)
+    return list(jobs)
+
+
+def ports(engine: FakeRuntime, job: HyperPodJob) -> list[int]:
+    return [state.host_port for state in engine.find({"sageport.role": "elastic"})
+            if state.name.startswith(f"sageport-{_stack()}-hpj-{job.pk}-") and state.running]
+
+
+def _stack() -> str:
+    from django.conf import settings
+    return settings.SAGEPORT_STACK_ID
+
+
+def last_starts(agents: FakeAgents, engine: FakeRuntime, job: HyperPodJob) -> list[dict]:
+    return sorted((agents.started[port][-1] for port in ports(engine, job)), key=lambda body: body["rank"])
+
+
+def complete(agents: FakeAgents, engine: FakeRuntime, job: HyperPodJob) -> None:
+    agents.set_all("completed", ports(engine, job))
+
+
+def elastic_job(**elastic) -> HyperPodJob:
+    return submit(manifest(elastic={**ELASTIC_1_TO_4, **elastic},
+                           groups=[{"name": "pods", "replicas": 1, "max_replicas": elastic.get("maxReplicas", 4)}]))
+
+
+def fixed_job(replicas: int, priority_class: str | None = None) -> HyperPodJob:
+    return submit(manifest(groups=[{"name": "pods", "replicas": replicas, "priority_class": priority_class}]))
+
+
+def test_an_elastic_job_starts_with_what_fits_and_grows_when_capacity_frees(engine, agents, node):
+    blocker = fixed_job(3)
+    (blocker,) = settle(blocker)
+    assert blocker.phase == JobPhase.RUNNING
+    job = elastic_job()
+    (job,) = settle(job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)
+    assert last_starts(agents, engine, job)[0] | {"rank": 0} == last_starts(agents, engine, job)[0]
+
+    complete(agents, engine, blocker)
+    blocker, job = settle(blocker, job)
+    assert blocker.phase == JobPhase.SUCCEEDED
+    assert (job.phase, job.world_size, job.restart_count) == (JobPhase.RUNNING, 4, 1)
+    starts = last_starts(agents, engine, job)
+    assert [body["rank"] for body in starts] == [0, 1, 2, 3]
+    assert {body["nnodes"] for body in starts} == {4}
+    assert {body["master_addr"] for body in starts} == {f"{job.name}-pods-0"}
+    first = ports(engine, job)[0]
+    assert agents.stops[first] == [{"is_graceful": True, "timeout": 120}]  # the resize was graceful
+    assert job.status["elasticScalingStatus"]["targetReplicas"] == {"pods": 4}
+    assert job.status["conditions"][-1]["type"] == "Running"
+    assert free_gpus(node) == []
+
+
+def test_growth_waits_for_the_scaling_timeout_since_the_last_resize(engine, agents):
+    blocker = fixed_job(3)
+    settle(blocker)
+    job = elastic_job(scalingTimeoutInSeconds=3600)
+    (job,) = settle(job)
+    HyperPodJob.objects.filter(pk=job.pk).update(started_at=timezone.now())
+    complete(agents, engine, blocker)
+    blocker, job = settle(blocker, job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)  # an hour has not passed
+
+
+def test_a_higher_priority_job_makes_an_elastic_job_shrink_gracefully_then_it_grows_back(engine, agents):
+    job = elastic_job()
+    (job,) = settle(job)
+    assert job.world_size == 4
+    urgent = fixed_job(2, priority_class="high")
+    urgent, job = settle(urgent, job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 2)
+    assert (urgent.phase, urgent.world_size) == (JobPhase.RUNNING, 2)
+    assert all(stop["is_graceful"] for port in ports(engine, job) for stop in agents.stops[port])
+    assert ElasticReplica.objects.filter(job=job).count() == 2
+
+    complete(agents, engine, urgent)
+    urgent, job = settle(urgent, job)
+    assert urgent.phase == JobPhase.SUCCEEDED
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 4)
+
+
+def test_a_two_level_job_only_ever_loses_its_elastic_group(engine, agents):
+    two_level = submit(manifest(
+        elastic={**ELASTIC_1_TO_4, "minReplicas": 2, "maxReplicas": 4, "replicaIncrementStep": 2},
+        groups=[{"name": "base", "replicas": 2, "priority_class": "high"},
+                {"name": "elastic", "replicas": 0, "max_replicas": 2, "priority_class": "low"}],
+    ))
+    (two_level,) = settle(two_level)
+    assert two_level.world_size == 4
+    needs_three = fixed_job(3, priority_class="mid")
+    needs_three, two_level = settle(needs_three, two_level)
+    assert needs_three.phase == JobPhase.PENDING  # taking 2 is not enough, the base group stays
+    assert two_level.world_size == 4
+    HyperPodJob.objects.filter(pk=needs_three.pk).delete()
+    needs_two = fixed_job(2, priority_class="mid")
+    needs_two, two_level = settle(needs_two, two_level)
+    assert needs_two.phase == JobPhase.RUNNING
+    assert (two_level.world_size, two_level.status["elasticScalingStatus"]["targetReplicas"]) == (
+        2, {"base": 2, "elastic": 0})
+
+
+def test_discrete_sizes_are_the_only_sizes_a_job_runs_at(engine, agents):
+    blocker = fixed_job(1)
+    settle(blocker)
+    job = elastic_job(minReplicas=1, maxReplicas=4, replicaDiscreteValues=[1, 2])
+    (job,) = settle(job)
+    assert job.world_size == 2  # three GPUs free, but 3 is not an allowed size
+
+
+def test_a_lower_priority_job_without_elasticity_is_evicted_and_queues_again(engine, agents):
+    low = fixed_job(4, priority_class="low")
+    (low,) = settle(low)
+    urgent = fixed_job(1, priority_class="high")
+    urgent, low = settle(urgent, low)
+    assert urgent.phase == JobPhase.RUNNING
+    assert (low.phase, low.status["conditions"][-1]["reason"]) == (JobPhase.PENDING, "Evicted")
+    complete(agents, engine, urgent)
+    urgent, low = settle(urgent, low)
+    assert (low.phase, low.world_size) == (JobPhase.RUNNING, 4)
+
+
+def test_a_vanished_replica_is_replaced_on_spare_capacity(engine, agents, node):
+    job = elastic_job(maxReplicas=2)
+    (job,) = settle(job)
+    assert job.world_size == 2
+    lost = ElasticReplica.objects.get(job=job, index=1)
+    lost_gpu = GpuAllocation.objects.get(replica=lost).device_id
+    engine.vanish(lost.container_name)
+    (job,) = settle(job)
+    assert (job.phase, job.world_size, job.fault_count) == (JobPhase.RUNNING, 2, 1)
+    assert {body["faultCount"] for body in last_starts(agents, engine, job)} == {1}
+    replacement = ElasticReplica.objects.get(job=job, index=1)
+    assert GpuAllocation.objects.get(replica=replacement).device_id != lost_gpu
+    assert job.status["latestFaultyPodInstanceList"]["faultyPodList"] == [lost.container_name]
+
+
+def test_without_spare_capacity_a_faulty_job_continues_smaller_then_grows_back(engine, agents):
+    job = elastic_job(faultyScaleDownTimeoutInSeconds=3600)
+    (job,) = settle(job)
+    engine.vanish(ElasticReplica.objects.get(job=job, index=1).container_name)
+    (job,) = settle(job)
+    assert (job.phase, job.world_size) == (JobPhase.STOPPING, 4)  # waiting for spare capacity
+    assert job.status["conditions"][-1]["message"].startswith("Waiting for capacity to replace a faulty replica")
+    HyperPodJob.objects.filter(pk=job.pk).update(short_since=timezone.now() - timezone.timedelta(hours=2))
+    (job,) = settle(job, looks=3)
+    assert (job.phase, job.world_size, job.fault_count) == (JobPhase.RUNNING, 3, 1)
+    (job,) = settle(job)
+    assert job.world_size == 4  # the avoided GPU is taken again by a later resize
+
+
+def test_faults_beyond_job_max_retry_count_fail_the_job_and_free_everything(engine, agents, node):
+    job = submit(manifest(groups=[{"name": "pods", "replicas": 2}], run_policy={"jobMaxRetryCount": 0}))
+    (job,) = settle(job)
+    name = ElasticReplica.objects.get(job=job, index=0).container_name
+    engine.exit(name, 1)
+    (job,) = settle(job)
+    assert job.phase == JobPhase.FAILED
+    assert f"{name} exited (exit code 1)" in job.status["conditions"][-1]["message"]
+    assert engine.find({"sageport.role": "elastic"}) == []
+    assert len(free_gpus(node)) == 4
+
+
+def test_completion_shuts_the_agents_down_and_frees_the_gpus(engine, agents, node):
+    job = fixed_job(2)
+    (job,) = settle(job)
+    used = ports(engine, job)
+    complete(agents, engine, job)
+    (job,) = settle(job)
+    assert job.phase == JobPhase.SUCCEEDED
+    assert agents.shutdowns == set(used)
+    assert job.status["completionTime"] and job.status["conditions"][-1]["type"] == "Succeeded"
+    assert len(free_gpus(node)) == 4
+
+
+def test_a_replica_that_ignores_the_graceful_stop_is_removed_after_the_timeout(engine, agents):
+    job = elastic_job(gracefulShutdownTimeoutInSeconds=30)
+    (job,) = settle(job)
+    stubborn = ports(engine, job)[3]
+    agents.unresponsive_to_stop.add(stubborn)
+    urgent = fixed_job(2, priority_class="high")
+    urgent, job = settle(urgent, job, looks=3)
+    assert job.phase == JobPhase.STOPPING
+    HyperPodJob.objects.filter(pk=job.pk).update(stop_sent_at=timezone.now() - timezone.timedelta(seconds=41))
+    urgent, job = settle(urgent, job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 2)
+    assert urgent.phase == JobPhase.RUNNING
+
+
+def test_deletion_removes_the_containers_the_rows_and_the_gpus(engine, agents, node):
+    job = elastic_job()
+    (job,) = settle(job)
+    HyperPodJob.objects.filter(pk=job.pk).update(deletion_requested_at=timezone.now())
+    assert look(job) is None
+    assert engine.find({"sageport.role": "elastic"}) == []
+    assert ElasticReplica.objects.count() == 0 and len(free_gpus(node)) == 4
