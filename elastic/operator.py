@@ -88,7 +88,8 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     for group, replica in world:
         state = states.get(replica.container_name)
         if state is not None and state.exited:
-            return _on_fault(job, spec, [replica], f"Replica {replica.container_name} exited ({_exit(state)}) before the world started.")
+            reason = f"Replica {replica.container_name} exited ({_exit(state)}) before the world started."
+            return _on_fault(job, spec, [replica], reason)
         if state is None:
             container = replicas.container_spec(job, spec, group, replica, job.target_replicas)
             gateway_network.ensure(runtime, container.extra_networks)
@@ -96,9 +97,10 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     answers = [_status_of(replica, states.get(replica.container_name)) for _, replica in world]
     if all(answer == "ready" for answer in answers):
         return _start_world(job, spec, [replica for _, replica in world], states)
-    if (timezone.now() - job.phase_since).total_seconds() > settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS:
+    limit = settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS
+    if (timezone.now() - job.phase_since).total_seconds() > limit:
         waiting = [r.container_name for (_, r), a in zip(world, answers, strict=True) if a != "ready"]
-        reason = f"Replicas not ready within {settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS} s: {', '.join(waiting)}."
+        reason = f"Replicas not ready within {limit} s: {', '.join(waiting)}."
         return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "ReplicasNotReady", reason))
     return _poll()
 
@@ -117,9 +119,9 @@ def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], s
         _agent(replica, states[replica.container_name]).start({**body, "rank": rank})
         ElasticReplica.objects.filter(pk=replica.pk).update(rank=rank)
     resized = job.world_size not in (0, len(world))
-    reason, message = ("Resized", f"Running at {len(world)} replicas.") if resized else ("Running", f"{len(world)} replicas running.")
+    condition = (status.RUNNING, "Resized" if resized else "Running", f"Running at {len(world)} replicas.")
     status.move(
-        job, spec, JobPhase.RUNNING, (status.RUNNING, reason, message),
+        job, spec, JobPhase.RUNNING, condition,
         world_size=len(world), started_at=job.started_at or timezone.now(), avoided_gpus=[], short_since=None,
     )
     return _poll()
@@ -137,19 +139,23 @@ def _running(job: HyperPodJob, spec: JobSpec) -> float | None:
     if ranked and all(answer.get("status") == "completed" for answer in answers.values()):
         for replica in ranked:
             _quietly(_agent(replica, states[replica.container_name]).shutdown)
-        return _finish(job, spec, JobPhase.SUCCEEDED, (status.SUCCEEDED, "Completed", "Every replica completed."))
+        condition = (status.SUCCEEDED, "Completed", "Every replica completed.")
+        return _finish(job, spec, JobPhase.SUCCEEDED, condition)
     _agree_on_progress(job, spec, answers.values())
     if job.target_replicas != job.world_size:
-        evicted = job.target_replicas == 0
-        message = "Evicted by a higher-priority job." if evicted else f"Scaling to {job.target_replicas} replicas."
-        return _begin_stop(job, spec, StopReason.EVICT if evicted else StopReason.RESIZE, message)
+        if job.target_replicas == 0:
+            return _begin_stop(job, spec, StopReason.EVICT, "Evicted by a higher-priority job.")
+        return _begin_stop(job, spec, StopReason.RESIZE, f"Scaling to {job.target_replicas} replicas.")
     larger = planner.growth_size(job, spec)
     if larger is not None:
-        return _begin_stop(job, spec, StopReason.RESIZE, f"Scaling up to {larger} replicas.", target_replicas=larger)
+        message = f"Scaling up to {larger} replicas."
+        return _begin_stop(job, spec, StopReason.RESIZE, message, target_replicas=larger)
     return _poll()
 
 
-def _begin_stop(job: HyperPodJob, spec: JobSpec, reason: str, message: str, graceful: bool = True, **fields) -> float:
+def _begin_stop(
+    job: HyperPodJob, spec: JobSpec, reason: str, message: str, graceful: bool = True, **fields
+) -> float:
     states = _states(job)
     for replica in _ranked(job):
         state = states.get(replica.container_name)
@@ -170,7 +176,7 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
     }}
     if job.fault_count >= spec.job_max_retry_count:
         return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "JobMaxRetryCountReached", reason))
-    avoided = [f"{r.node.name}:{device}" for r in faulty for device in r.gpus.values_list("device_id", flat=True)]
+    avoided = [f"{r.node.name}:{gpu.device_id}" for r in faulty for gpu in r.gpus.all()]
     for replica in faulty:
         _remove_replica(replica)
     return _begin_stop(
@@ -183,9 +189,9 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
 
 def _stopping(job: HyperPodJob, spec: JobSpec) -> float | None:
     states = _states(job)
-    stopping = [r for r in _ranked(job) if _answer(r, states.get(r.container_name)).get("status") not in ("ready", None)]
-    alive = [r for r in stopping if states.get(r.container_name) is not None and states[r.container_name].running]
-    deadline = job.stop_sent_at + timedelta(seconds=_stop_timeout(spec, job.stop_reason) + FORCE_KILL_MARGIN_SECONDS)
+    alive = [r for r in _ranked(job) if _still_stopping(r, states.get(r.container_name))]
+    patience = _stop_timeout(spec, job.stop_reason) + FORCE_KILL_MARGIN_SECONDS
+    deadline = job.stop_sent_at + timedelta(seconds=patience)
     if alive and timezone.now() < deadline:
         return _poll()
     for replica in alive:  # past the deadline: force-killed, created again in Creating
@@ -212,7 +218,8 @@ def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
             _release(job, spec, keep=size)
             if planner.allocate(job, spec, job.node, size):
                 return _restart(job, spec, size)
-    status.say(job, spec, f"Waiting for capacity to replace a faulty replica ({job.target_replicas} wanted).")
+    wanted = job.target_replicas
+    status.say(job, spec, f"Waiting for capacity to replace a faulty replica ({wanted} wanted).")
     return _poll()
 
 
@@ -228,7 +235,8 @@ def _restart(job: HyperPodJob, spec: JobSpec, size: int) -> float:
 
 def _to_pending(job: HyperPodJob, spec: JobSpec) -> float:
     status.move(
-        job, spec, JobPhase.PENDING, (status.RESTARTING, "Evicted", "Waiting for capacity after an eviction."),
+        job, spec, JobPhase.PENDING,
+        (status.RESTARTING, "Evicted", "Waiting for capacity after an eviction."),
         node=None, world_size=0, stop_reason=StopReason.NONE,
     )
     return _poll()
@@ -254,7 +262,8 @@ def _finished(job: HyperPodJob, spec: JobSpec) -> float | None:
     """A finished job waits out ttlSecondsAfterFinished, then is deleted; without one it stays."""
     if spec.ttl_seconds_after_finished is None:
         return None
-    left = (job.completed_at + timedelta(seconds=spec.ttl_seconds_after_finished) - timezone.now()).total_seconds()
+    expires = job.completed_at + timedelta(seconds=spec.ttl_seconds_after_finished)
+    left = (expires - timezone.now()).total_seconds()
     if left > 0:
         return left
     return _delete(job)
@@ -320,6 +329,14 @@ def _status_of(replica: ElasticReplica, state: ContainerState | None) -> str | N
     return _answer(replica, state).get("status")
 
 
+def _still_stopping(replica: ElasticReplica, state: ContainerState | None) -> bool:
+    """Its container runs and its agent has not come back to `ready` (one that does not answer
+    counts as done: Creating judges it again)."""
+    if state is None or not state.running:
+        return False
+    return _answer(replica, state).get("status") not in ("ready", None)
+
+
 def _is_faulty(state: ContainerState | None, answer: dict) -> bool:
     return state is None or state.exited or answer.get("status") == "faulted"
 
@@ -333,7 +350,8 @@ def _fault_reason(faulty: list[ElasticReplica], states: dict, answers: dict) -> 
         elif state.exited:
             parts.append(f"{replica.container_name} exited ({_exit(state)})")
         else:
-            parts.append(f"{replica.container_name}: {answer.get('reason', 'Fault')}: {answer.get('message', '')}".rstrip(": "))
+            said = f"{answer.get('reason', 'Fault')}: {answer.get('message', '')}".rstrip(": ")
+            parts.append(f"{replica.container_name}: {said}")
     return "; ".join(parts)[:1024]
 
 
@@ -348,7 +366,8 @@ def _agree_on_progress(job: HyperPodJob, spec: JobSpec, answers) -> None:
         return
     agreed = {}
     for prefix in set.intersection(*(set(progress) for progress in reported)):
-        agreed[prefix] = min((progress[prefix] for progress in reported), key=lambda p: p.get("progressCount", 0))
+        entries = [progress[prefix] for progress in reported]
+        agreed[prefix] = min(entries, key=lambda entry: entry.get("progressCount", 0))
     if agreed and agreed != job.progress:
         status.refresh(job, spec, progress=agreed)
 

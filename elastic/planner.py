@@ -125,7 +125,7 @@ def allocate(job: HyperPodJob, spec: JobSpec, node: Node, size: int) -> bool:
     """Create the replica rows of a world of `size` that the job lacks, each with its GPUs of
     `node`. False when the GPUs went to someone else meanwhile (nothing is then created)."""
     existing = {(r.group, r.index) for r in job.replicas.all()}
-    missing = [(group, index) for group, index in sizing.slots(spec, size) if (group.name, index) not in existing]
+    missing = [(g, index) for g, index in sizing.slots(spec, size) if (g.name, index) not in existing]
     devices = usable_gpus(job, node)
     if sum(group.gpus for group, _ in missing) > len(devices):
         return False
@@ -197,11 +197,12 @@ def _smallest_lower_size(job: HyperPodJob, spec: JobSpec, weight: int) -> int | 
     `weight`: an allowed size, or 0 (eviction) when every replica weighs less."""
     current = job.target_replicas
     sizes = [size for size in sizing.allowed_sizes(spec) if size < current] + [0]
-    lower = [
-        size for size in sizes
-        if all(priorities.replica_weight(job, spec, group) < weight for group, _ in sizing.dropped(spec, current, size))
-    ]
+    lower = [s for s in sizes if _all_weigh_less(job, spec, sizing.dropped(spec, current, s), weight)]
     return min(lower) if lower else None
+
+
+def _all_weigh_less(job: HyperPodJob, spec: JobSpec, dropped: list, weight: int) -> bool:
+    return all(priorities.replica_weight(job, spec, group) < weight for group, _ in dropped)
 
 
 def _shrink_or_evict(victims: list[tuple[HyperPodJob, int, int]], shortfall: int) -> None:

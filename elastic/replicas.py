@@ -49,11 +49,15 @@ def pod_name(job: HyperPodJob, group: str, index: int) -> str:
     return f"{job.name}-{group}-{index}"[:63]
 
 
-def container_spec(job: HyperPodJob, spec: JobSpec, group: ReplicaGroup, replica: ElasticReplica, nnodes: int) -> ContainerSpec:
+def container_spec(
+    job: HyperPodJob, spec: JobSpec, group: ReplicaGroup, replica: ElasticReplica, nnodes: int
+) -> ContainerSpec:
     environment = _environment(job, spec, group, replica, nnodes)
     visible, device_ids = gpus.device_selection(gpus.gpu_ids(replica))
     environment["NVIDIA_VISIBLE_DEVICES"] = visible  # last: the template cannot widen it
-    reach = container_reach(isolated=False, holder=holder_arn(job), account_id=job.account_id, region=job.region)
+    reach = container_reach(
+        isolated=False, holder=holder_arn(job), account_id=job.account_id, region=job.region
+    )
     environment = {**reach.environment, **environment}
     name = pod_name(job, group.name, replica.index)
     return ContainerSpec(

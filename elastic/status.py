@@ -20,7 +20,9 @@ CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restart
 _PHASE_CONDITIONS = (RUNNING, RESTARTING, SUCCEEDED, FAILED)
 
 
-def move(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, str, str] | None, **fields) -> bool:
+def move(
+    job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, str, str] | None, **fields
+) -> bool:
     """Phase `job.phase` → `phase`, with `condition` (type, reason, message) made the current one."""
     source, now = job.phase, timezone.now()
     for name, value in fields.items():

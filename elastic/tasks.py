@@ -39,7 +39,8 @@ def sweep_hyperpod_jobs() -> None:
     overdue = (
         HyperPodJob.objects.filter(
             Q(next_check_at__lt=now - slack)
-            | Q(next_check_at__isnull=True) & (~Q(phase__in=FINISHED_PHASES) | Q(deletion_requested_at__isnull=False))
+            | Q(next_check_at__isnull=True)
+            & (~Q(phase__in=FINISHED_PHASES) | Q(deletion_requested_at__isnull=False))
         )
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
     )

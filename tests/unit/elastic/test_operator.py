@@ -77,8 +77,8 @@ def complete(agents: FakeAgents, engine: FakeRuntime, job: HyperPodJob) -> None:
 
 
 def elastic_job(**elastic) -> HyperPodJob:
-    return submit(manifest(elastic={**ELASTIC_1_TO_4, **elastic},
-                           groups=[{"name": "pods", "replicas": 1, "max_replicas": elastic.get("maxReplicas", 4)}]))
+    group = {"name": "pods", "replicas": 1, "max_replicas": elastic.get("maxReplicas", 4)}
+    return submit(manifest(elastic={**ELASTIC_1_TO_4, **elastic}, groups=[group]))
 
 
 def fixed_job(replicas: int, priority_class: str | None = None) -> HyperPodJob:
@@ -198,7 +198,7 @@ def test_without_spare_capacity_a_faulty_job_continues_smaller_then_grows_back(e
     engine.vanish(ElasticReplica.objects.get(job=job, index=1).container_name)
     (job,) = settle(job)
     assert (job.phase, job.world_size) == (JobPhase.STOPPING, 4)  # waiting for spare capacity
-    assert job.status["conditions"][-1]["message"].startswith("Waiting for capacity to replace a faulty replica")
+    assert job.status["conditions"][-1]["message"].startswith("Waiting for capacity to replace")
     HyperPodJob.objects.filter(pk=job.pk).update(short_since=timezone.now() - timezone.timedelta(hours=2))
     (job,) = settle(job, looks=3)
     assert (job.phase, job.world_size, job.fault_count) == (JobPhase.RUNNING, 3, 1)

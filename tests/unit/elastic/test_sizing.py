@@ -17,7 +17,8 @@ def test_sizes_follow_the_increment_step_from_the_minimum():
 def test_sizes_are_the_discrete_values_and_every_size_without_a_rule():
     discrete = spec_of(elastic={"minReplicas": 1, "maxReplicas": 8, "replicaDiscreteValues": [8, 2, 4]},
                        groups=[{"name": "pods", "replicas": 2, "max_replicas": 8}])
-    free = spec_of(elastic={"minReplicas": 1, "maxReplicas": 3}, groups=[{"name": "pods", "replicas": 1, "max_replicas": 3}])
+    free = spec_of(elastic={"minReplicas": 1, "maxReplicas": 3},
+                   groups=[{"name": "pods", "replicas": 1, "max_replicas": 3}])
     assert sizing.allowed_sizes(discrete) == (2, 4, 8)
     assert sizing.allowed_sizes(free) == (1, 2, 3)
 
@@ -45,5 +46,6 @@ def test_the_initial_size_is_the_groups_replicas_within_the_allowed_sizes():
     spec = spec_of(elastic={"minReplicas": 1, "maxReplicas": 8, "replicaDiscreteValues": [2, 4, 8]},
                    groups=[{"name": "pods", "replicas": 3, "max_replicas": 8}])
     assert sizing.initial_size(spec) == 2
-    lone = spec_of(elastic={"minReplicas": 1, "maxReplicas": 4}, groups=[{"name": "pods", "replicas": 1, "max_replicas": 4}])
+    lone = spec_of(elastic={"minReplicas": 1, "maxReplicas": 4},
+                   groups=[{"name": "pods", "replicas": 1, "max_replicas": 4}])
     assert sizing.initial_size(lone) == 1
