@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from capacity import nodes
-from elastic import operator
+from elastic import operator, reaper
 from elastic.models import FINISHED_PHASES, HyperPodJob
 
 
@@ -33,7 +33,8 @@ def nudge(pk: int) -> None:
 
 def sweep_hyperpod_jobs() -> None:
     """The sweeper's share: re-enqueue every job whose next look is overdue and that nobody holds
-    (a lost message, a killed worker), finished ones waiting out a TTL included."""
+    (a lost message, a killed worker), finished ones waiting out a TTL included; then remove what
+    no job owns any more."""
     now = timezone.now()
     slack = timedelta(seconds=max(2.0, 2 * settings.SAGEPORT_POLL_INTERVAL_SECONDS))
     overdue = (
@@ -47,6 +48,7 @@ def sweep_hyperpod_jobs() -> None:
     for pk in overdue.values_list("pk", flat=True):
         HyperPodJob.objects.filter(pk=pk).update(next_check_at=now)
         reconcile_hyperpod_job.delay(pk)
+    reaper.reap_elastic_orphans()
 
 
 def _node_of(pk: int) -> str | None:

@@ -1,0 +1,35 @@
+"""Removes what an ended or deleted HyperPodPyTorchJob left behind after a crash between a decision
+and its clean-up: replica containers no replica row owns (a finished job keeps its containers
+only under cleanPodPolicy None, until it is deleted), job networks of deleted jobs, and the
+credentials of jobs no longer running. Only this installation's resources: they carry its stack.
+
+The engine is listed BEFORE the database is read: a replica row always exists before its
+container, so a container created meanwhile is never taken for an orphan."""
+from django.conf import settings
+
+from accounts import container_credentials
+from elastic import replicas
+from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob
+from runtime import labels
+from runtime.docker import get_runtime
+
+
+def reap_elastic_orphans() -> None:
+    runtime = get_runtime()
+    selector = {labels.ROLE: labels.ELASTIC_ROLE, labels.STACK: settings.SAGEPORT_STACK_ID}
+    found_containers = runtime.find(selector)
+    found_networks = runtime.find_networks(selector)
+    credential_holders = container_credentials.holders("hyperpod-pytorch-job")
+
+    jobs = {replicas.holder_arn(job): job for job in HyperPodJob.objects.all()}
+    owned = set(ElasticReplica.objects.values_list("container_name", flat=True))
+    for state in found_containers:
+        job = jobs.get(state.labels.get(labels.RESOURCE, ""))
+        if job is None or (job.phase not in FINISHED_PHASES and state.name not in owned):
+            runtime.remove(state.name)
+    live_networks = {replicas.network_name(job) for job in jobs.values()}
+    for network in found_networks:
+        if network not in live_networks:
+            runtime.remove_network(network)
+    running = {arn for arn, job in jobs.items() if job.phase not in FINISHED_PHASES}
+    container_credentials.revoke_ended(credential_holders, running)

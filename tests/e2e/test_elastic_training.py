@@ -1,0 +1,212 @@
+"""Elastic training end to end: HyperPodPyTorchJobs submitted through the Kubernetes client, run
+by Sageport's operator with AWS's real `hyperpod-elastic-agent` and torch 2.11 (gloo, CPU) in
+every replica, on the test node's four declared GPUs (tests/settings.py).
+
+Each replica runs examples/elastic-training/train.py, which records the samples every rank
+trained on, each elastic event it saw (SIGUSR1 from the agent's graceful stop) and the checkpoint
+it saved then, in the job's shared volume (a persistentVolumeClaim: a directory of the
+namespace under the data dir). From those records the tests check what a user cares about:
+no sample trained twice and none skipped across resizes, every resize graceful."""
+import json
+import time
+import uuid
+from pathlib import Path
+
+import docker
+import pytest
+from kubernetes import client as kube
+
+from tests.e2e.conftest import shell_job, unique_name, wait_for_status
+
+GROUP, VERSION, PLURAL = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
+NAMESPACE = "default"
+NODE_TYPE = "ml.g5.12xlarge"
+ROLE = "arn:aws:iam::123456789012:role/HyperPodRole"
+CLASSES = [{"Name": "high", "Weight": 100}, {"Name": "low", "Weight": 10}]
+CLAIM_PATH = "/checkpoints"
+# Generous bounds: a world start imports torch in every replica on a 2-core machine.
+PHASE_TIMEOUT = 240.0
+
+
+@pytest.fixture
+def kube_jobs(stack):
+    configuration = kube.Configuration(host=stack.endpoint_url)
+    configuration.api_key = {"authorization": f"Bearer {stack.access_key_id}.{stack.secret_access_key}"}
+    api = kube.CustomObjectsApi(kube.ApiClient(configuration))
+    created: list[str] = []
+    yield api, created
+    for name in created:  # whatever a failed test left: deleted, and waited gone
+        try:
+            api.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
+        except kube.ApiException as error:
+            assert error.status == 404
+    for name in created:
+        _wait(lambda n=name: _absent(api, n), f"{name} deleted", 60)
+
+
+@pytest.fixture
+def priority_classes(sagemaker):
+    """A cluster of the test node with a scheduler config defining `high` and `low`."""
+    name = unique_name("elastic")
+    arn = sagemaker.create_cluster(
+        ClusterName=name,
+        InstanceGroups=[{"InstanceGroupName": "gpus", "InstanceType": NODE_TYPE, "InstanceCount": 1,
+                         "ExecutionRole": ROLE}],
+    )["ClusterArn"]
+    sagemaker.create_cluster_scheduler_config(
+        Name=f"{name}-priorities", ClusterArn=arn, SchedulerConfig={"PriorityClasses": CLASSES}
+    )
+    yield
+    sagemaker.delete_cluster(ClusterName=arn)
+    _wait(lambda: arn not in {c["ClusterArn"] for c in sagemaker.list_clusters()["ClusterSummaries"]},
+          "cluster gone", 30)
+
+
+def job_manifest(name, image, claim, replicas=1, priority="low", elastic=None, **environment) -> dict:
+    env = {"CHECKPOINT_DIR": CLAIM_PATH, "STEP_SECONDS": "0.2", "BATCH_PER_RANK": "2", **environment}
+    container = {
+        "name": "pytorch",
+        "image": image,
+        "env": [{"name": key, "value": str(value)} for key, value in env.items()],
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+        "volumeMounts": [{"name": "checkpoints", "mountPath": CLAIM_PATH}],
+    }
+    spec = {
+        "replicaSpecs": [{
+            "name": "pods",
+            "replicas": replicas,
+            "maxReplicas": (elastic or {}).get("maxReplicas", replicas),
+            "template": {"spec": {
+                "containers": [container],
+                "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}}],
+            }},
+        }],
+        "runPolicy": {"jobMaxRetryCount": 3},
+    }
+    if elastic:
+        spec["elasticPolicy"] = elastic
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "HyperPodPyTorchJob",
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/priority-class": priority}},
+        "spec": spec,
+    }
+
+
+def submit(kube_jobs, manifest: dict) -> str:
+    api, created = kube_jobs
+    api.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, manifest)
+    created.append(manifest["metadata"]["name"])
+    return manifest["metadata"]["name"]
+
+
+def status_of(kube_jobs, name: str) -> dict:
+    api, _ = kube_jobs
+    return api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name).get("status", {})
+
+
+def condition(status: dict) -> str:
+    true = [c["type"] for c in status.get("conditions", []) if c["status"] == "True"]
+    return true[-1] if true else ""
+
+
+def replicas_running(status: dict) -> int:
+    running = condition(status) == "Running"
+    return status.get("elasticScalingStatus", {}).get("currentReplicas", 0) if running else 0
+
+
+def wait_running_at(kube_jobs, name: str, size: int) -> dict:
+    return _wait(lambda: (s := status_of(kube_jobs, name)) and replicas_running(s) == size and s,
+                 f"{name} running at {size}", PHASE_TIMEOUT)
+
+
+def wait_condition(kube_jobs, name: str, wanted: str) -> dict:
+    return _wait(lambda: (s := status_of(kube_jobs, name)) and condition(s) == wanted and s,
+                 f"{name} {wanted}", PHASE_TIMEOUT)
+
+
+def records(claim_dir: Path) -> list[dict]:
+    lines = []
+    for path in sorted((claim_dir / "records").glob("*.jsonl")):
+        lines.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return lines
+
+
+def trained_samples(entries: list[dict]) -> list[int]:
+    return [sample for entry in entries if "samples" in entry for sample in entry["samples"]]
+
+
+def world_sizes(entries: list[dict]) -> list[int]:
+    """The world size of each start, in the order the worlds started."""
+    starts = sorted((e for e in entries if e.get("event") == "started" and e["rank"] == 0), key=lambda e: e["time"])
+    return [start["world_size"] for start in starts]
+
+
+def claim_directory(stack, claim: str) -> Path:
+    return Path(stack.data_dir) / "volumes" / stack.account_id / NAMESPACE / claim
+
+
+def _absent(api, name: str) -> bool:
+    try:
+        api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
+    except kube.ApiException as error:
+        return error.status == 404
+    return False
+
+
+def _wait(probe, what: str, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = probe()
+        if answer:
+            return answer
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not reached within {timeout} s")
+
+
+def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_job_and_grows_back(
+    stack, sagemaker, bucket, shell_algo_image, pytorch_elastic_image, kube_jobs, priority_classes
+):
+    # Three of the four GPUs are held by a training job: the elastic job starts at 1.
+    blocker = unique_name("gpus")
+    sagemaker.create_training_job(**shell_job(
+        blocker, shell_algo_image, bucket, "sleep 600",
+        ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": 3, "VolumeSizeInGB": 1},
+    ))
+    wait_for_status(sagemaker, blocker, statuses={"Training"})
+    claim = f"claim-{uuid.uuid4().hex[:8]}"
+    elastic = submit(kube_jobs, job_manifest(
+        unique_name("elastic"), pytorch_elastic_image, claim, replicas=1, priority="low",
+        elastic={"minReplicas": 1, "maxReplicas": 4, "replicaIncrementStep": 1,
+                 "scalingTimeoutInSeconds": 5, "gracefulShutdownTimeoutInSeconds": 90},
+        TOTAL_SAMPLES=10**6,
+    ))
+    wait_running_at(kube_jobs, elastic, 1)
+
+    # Capacity frees: the job grows to 4.
+    sagemaker.stop_training_job(TrainingJobName=blocker)
+    grown = wait_running_at(kube_jobs, elastic, 4)
+    assert grown["elasticScalingStatus"]["targetReplicas"] == {"pods": 4}
+    assert grown["restartCount"] >= 1
+
+    # A high-priority job needing two GPUs: the elastic job shrinks to 2, the urgent job runs
+    # to completion, and the elastic job grows back.
+    urgent = submit(kube_jobs, job_manifest(
+        unique_name("urgent"), pytorch_elastic_image, f"claim-{uuid.uuid4().hex[:8]}", replicas=2,
+        priority="high", TOTAL_SAMPLES=40,
+    ))
+    wait_running_at(kube_jobs, elastic, 2)
+    wait_condition(kube_jobs, urgent, "Succeeded")
+    wait_running_at(kube_jobs, elastic, 4)
+
+    api, _ = kube_jobs
+    api.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, elastic)
+    _wait(lambda: _absent(api, elastic), "elastic job deleted", 60)
+    entries = records(claim_directory(stack, claim))
+    assert world_sizes(entries)[:4] == [1, 4, 2, 4]
+    samples = trained_samples(entries)
+    assert sorted(samples) == list(range(len(samples)))  # none twice, none skipped
+    events = [e for e in entries if e.get("event") == "elastic"]
+    assert len(events) >= 1 + 4 + 2  # every rank of each stopped world saw SIGUSR1 and saved
+    assert all(event["checkpoint"] for event in events)
+    assert docker.from_env().containers.list(filters={"label": "sageport.role=elastic"}) == []
