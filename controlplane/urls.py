@@ -26,6 +26,9 @@ urlpatterns = [
         invoke_endpoint_view,
         name="invoke-endpoint",
     ),
+    # The Kubernetes-style API of HyperPodPyTorchJobs (`/version`, `/api`, `/apis/...`; README
+    # "Elastic training"), before the catch-all; protocol/middleware.py leaves its answers alone.
+    path("", include("elastic.kube.urls")),
     # JSON 1.1 requests go to whatever path the client's endpoint_url has (boto3 keeps its path).
     re_path(r"^(?!static/|console/)", json_protocol_view, name="json-protocol"),
 ]

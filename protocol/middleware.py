@@ -7,11 +7,13 @@ on the admin site, the console and InvokeEndpoint's path. Everything
 else goes down Django's chain; an error that comes back without an AWS error type (Django's own
 pages: 404, 405, 400 for a bad Host, 500 from a middleware, all HTML or empty) is replaced by an
 AWS JSON error with the same class of status, so that no client ever reads HTML from the API.
-The admin site and the console keep their own pages, and /healthz, /readyz and /metrics their own bodies."""
+The admin site and the console keep their own pages, and /healthz, /readyz and /metrics their own bodies.
+The Kubernetes-style paths (`/version`, `/api`, `/apis/...`) are never read as the query or CBOR
+protocol and keep their own JSON answers; a page of Django's there becomes a Kubernetes `Status`."""
 
 import uuid
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from protocol import cbor, query
 from protocol.errors import (
@@ -30,6 +32,9 @@ _HTML_PREFIXES = ("/admin/", "/console/", "/static/")
 # Operations endpoints answer with their own bodies (a 503 from /readyz names the failing part).
 _OWN_BODY_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _RUNTIME_SUFFIX = "/invocations"
+# The Kubernetes-style API (elastic/kube/): its clients read Kubernetes JSON, errors included.
+_KUBERNETES_PATHS = frozenset({"/version", "/api", "/apis"})
+_KUBERNETES_PREFIXES = ("/api/", "/apis/")
 
 
 class AwsErrorsMiddleware:
@@ -39,7 +44,8 @@ class AwsErrorsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if "x-amz-target" in request.headers:
             return json_protocol_view(request)
-        if not request.path_info.endswith(_RUNTIME_SUFFIX):  # a model may take any body and header
+        own_protocol = request.path_info.endswith(_RUNTIME_SUFFIX) or _is_kubernetes(request.path_info)
+        if not own_protocol:  # a model may take any body and header; Kubernetes clients send JSON
             if cbor.is_cbor_request(request):
                 return cbor.cbor_protocol_view(request)
             if query.is_query_request(request) and not request.path_info.startswith(_HTML_PREFIXES):
@@ -49,9 +55,23 @@ class AwsErrorsMiddleware:
             return response
         if request.path_info.startswith(_HTML_PREFIXES) or request.path_info in _OWN_BODY_PATHS:
             return response
+        if _is_kubernetes(request.path_info):
+            is_ours = response.get("Content-Type") == "application/json"
+            return response if is_ours else _kubernetes_status(response)
         content_type = REST_JSON if request.path_info.endswith(_RUNTIME_SUFFIX) else AMZ_JSON_11
         error = _error_for(response.status_code, request)
         return error_response(error, str(uuid.uuid4()), content_type=content_type)
+
+
+def _is_kubernetes(path: str) -> bool:
+    return path in _KUBERNETES_PATHS or path.startswith(_KUBERNETES_PREFIXES)
+
+
+def _kubernetes_status(response: HttpResponse) -> HttpResponse:
+    """Django's own page (a bad Host header's 400) on a Kubernetes path, as a `Status`."""
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": response.reason_phrase, "reason": "", "code": response.status_code}
+    return JsonResponse(body, status=response.status_code)
 
 
 def _error_for(status: int, request: HttpRequest) -> ServiceError:

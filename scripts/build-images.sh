@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
-#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training|pytorch-mpi|pytorch-tier]...
-#                                                        (no argument: all of them)
+#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training|pytorch-mpi|pytorch-tier|
+#                            pytorch-elastic]...         (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
 # this machine and `docker import`ed; a base image whose tag exists is reused, because making
@@ -31,6 +31,11 @@ TIER_FRAMEWORK_TAG=sageport-examples/pytorch-tier-framework:$TIER_VERSIONS
 PYTORCH_TIER_TAG=sageport-examples/pytorch-tier:$TIER_VERSIONS
 # Machine-wide (not in the checkout): a fresh clone on this machine finds the ~3 GB again.
 TIER_WHEEL_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/pytorch-tier-$TIER_VERSIONS
+# Elastic training: AWS's elastic agent (`hyperpodrun`) on the tiered-checkpointing framework's torch.
+ELASTIC_AGENT_VERSION=1.1.3  # hyperpod-elastic-agent
+ELASTIC_VERSIONS=$TIER_TORCH_VERSION-$ELASTIC_AGENT_VERSION
+PYTORCH_ELASTIC_TAG=sageport-examples/pytorch-elastic:$ELASTIC_VERSIONS
+ELASTIC_WHEEL_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/pytorch-elastic-$ELASTIC_VERSIONS
 BUILD_LABEL=sageport.build=build-images  # on the throwaway containers this script makes
 
 log() { echo "build-images: $*" >&2; }
@@ -214,8 +219,40 @@ build_pytorch_tier() {
     echo "$PYTORCH_TIER_TAG"
 }
 
+# The agent and the libraries it imports (its HTTP server: fastapi, uvicorn; psutil), a few MB. The
+# agent is an sdist, built into a wheel here without its dependencies: it also pins `pip<25.3`,
+# which the image must not downgrade to, so the image installs these wheels with --no-deps and the
+# requirements below name what it actually imports (torch is the framework's).
+ensure_elastic_wheels() {
+    [ -f "$ELASTIC_WHEEL_CACHE/.complete" ] && return 0
+    require_image_python "the elastic agent"
+    log "downloading hyperpod-elastic-agent $ELASTIC_AGENT_VERSION and its server's libraries into $ELASTIC_WHEEL_CACHE (once)"
+    mkdir -p "$ELASTIC_WHEEL_CACHE"
+    .venv/bin/pip wheel --quiet --no-deps --wheel-dir "$ELASTIC_WHEEL_CACHE" \
+        "hyperpod-elastic-agent==$ELASTIC_AGENT_VERSION" >&2
+    .venv/bin/pip wheel --quiet --wheel-dir "$ELASTIC_WHEEL_CACHE" --find-links "$ELASTIC_WHEEL_CACHE" \
+        fastapi uvicorn psutil >&2
+    touch "$ELASTIC_WHEEL_CACHE/.complete"
+}
+
+# The context is the example's folder plus a copy of the (small) wheelhouse under wheels/.
+build_pytorch_elastic() {
+    ensure_tier_framework
+    ensure_elastic_wheels
+    log "building $PYTORCH_ELASTIC_TAG"
+    local context output status=0
+    context=$(mktemp -d)
+    cp examples/elastic-training/train.py "$context"/
+    mkdir "$context/wheels" && cp "$ELASTIC_WHEEL_CACHE"/*.whl "$context/wheels"/
+    output=$(docker build --quiet --build-arg "BASE=$TIER_FRAMEWORK_TAG" -t "$PYTORCH_ELASTIC_TAG" \
+        -f images/pytorch-elastic/Dockerfile "$context" 2>&1) || status=$?
+    rm -rf "$context"
+    [ "$status" = 0 ] || { echo "$output" >&2; exit 1; }
+    echo "$PYTORCH_ELASTIC_TAG"
+}
+
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier)
+[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
@@ -228,6 +265,8 @@ for name in "${images[@]}"; do
         pytorch-mpi) build_pytorch_mpi ;;
         # Managed tiered checkpointing: the example (examples/tiered-checkpointing) under torchrun.
         pytorch-tier) build_pytorch_tier ;;
-        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier)"; exit 2 ;;
+        # Elastic training: examples/elastic-training/train.py under AWS's elastic agent.
+        pytorch-elastic) build_pytorch_elastic ;;
+        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
     esac
 done

@@ -1,0 +1,21 @@
+"""The Kubernetes-style paths, mounted by controlplane/urls.py before the JSON 1.1 catch-all."""
+
+from django.urls import path, re_path
+
+from elastic.kube import views
+from elastic.kube.discovery import GROUP, PLURAL, VERSION
+
+_BASE = f"apis/{GROUP}/{VERSION}"
+
+urlpatterns = [
+    path("version", views.version, name="kube-version"),
+    path("api", views.core_versions, name="kube-core-versions"),
+    path("apis", views.groups, name="kube-groups"),
+    path(f"apis/{GROUP}", views.group, name="kube-group"),
+    path(_BASE, views.resources, name="kube-resources"),
+    path(f"{_BASE}/{PLURAL}", views.all_jobs, name="kube-all-jobs"),
+    path(f"{_BASE}/namespaces/<str:namespace>/{PLURAL}", views.namespace_jobs, name="kube-namespace-jobs"),
+    path(f"{_BASE}/namespaces/<str:namespace>/{PLURAL}/<str:name>", views.job, name="kube-job"),
+    # Anything else under the Kubernetes prefixes: a NotFound Status, not the AWS catch-all.
+    re_path(r"^(?:api|apis)/", views.unknown_path, name="kube-unknown"),
+]
