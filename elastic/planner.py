@@ -8,12 +8,14 @@ on one node, whose bridge network joins them. The rules:
   fits.
 - Growth: a running elastic job grows to the largest allowed size the free GPUs of its node
   allow, at most once per `scalingTimeoutInSeconds` after its last resize, and never while a
-  pending job of the same or a higher weight waits (waiting work gets free capacity first).
+  pending job (a HyperPodPyTorchJob, or a training job waiting for GPUs) of the same or a higher
+  weight waits: waiting work gets freed capacity first.
 - Preemption: a pending job that does not fit takes capacity back from lower-weight jobs on the
   node where that frees the most, lowest weight first, newest first: an elastic job shrinks to
   the largest allowed size that frees enough (only replicas of a lower weight than the
   requester's are ever dropped); only when shrinking is not enough is a job all of whose
-  replicas weigh less evicted (back to pending, to start again when capacity allows).
+  replicas weigh less evicted (back to pending, to start again when capacity allows). Training
+  jobs with a priority tag ask the same way (capacity/preemption.py, training/priority.py).
 - Never fits: a job whose smallest world needs more GPUs than any registered node has fails."""
 from dataclasses import dataclass
 
@@ -21,6 +23,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from capacity import nodes as capacity_nodes
+from capacity import preemption
 from capacity.gpus import free_gpus
 from capacity.models import GpuAllocation, Node
 from elastic import priorities, replicas, sizing
@@ -82,7 +85,8 @@ def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
     if since and (timezone.now() - since).total_seconds() < spec.elastic.scaling_timeout:
         return None
     weight = priorities.job_weight(job, spec)
-    if any(priorities.job_weight(other, spec_of(other)) >= weight for other in _pending_others(job)):
+    waiting = [priorities.job_weight(other, spec_of(other)) for other in _pending_others(job)]
+    if any(other >= weight for other in waiting + preemption.waiting_weights()):
         return None
     current = job.target_replicas
     room = len(usable_gpus(job, job.node)) + sizing.gpus_for(spec, current)
@@ -108,13 +112,21 @@ def reclaim_for(job: HyperPodJob, spec: JobSpec) -> str | None:
     """Ask lower-weight jobs to give back what `job`'s smallest world lacks; a status message
     for the waiting job, or None when nothing can be taken back."""
     needed = sizing.gpus_for(spec, sizing.allowed_sizes(spec)[0])
-    weight = priorities.job_weight(job, spec)
+    return _reclaim(needed, priorities.job_weight(job, spec), lambda node: usable_gpus(job, node), job)
+
+
+def reclaim_for_others(request: preemption.GpuRequest) -> str | None:
+    """The same for another feature's waiting work (a training job with a priority tag)."""
+    return _reclaim(request.gpus, request.weight, free_gpus, None)
+
+
+def _reclaim(needed: int, weight: int, free_on, requester: HyperPodJob | None) -> str | None:
     for node in _live_nodes():
         coming = sum(_gpus_coming_back(other) for other in _active_on(node))
-        shortfall = needed - len(usable_gpus(job, node)) - coming
+        shortfall = needed - len(free_on(node)) - coming
         if shortfall <= 0:
             return f"Waiting for lower-priority jobs on {node.name} to scale down."
-        victims = _victims(node, weight, job)
+        victims = _victims(node, weight, requester)
         if sum(freed for _, _, freed in victims) >= shortfall:
             _shrink_or_evict(victims, shortfall)
             return f"Preempting lower-priority jobs on {node.name}: {shortfall} GPUs to free."
@@ -176,11 +188,12 @@ def _gpus_coming_back(job: HyperPodJob) -> int:
     return max(0, held - sizing.gpus_for(spec_of(job), job.target_replicas))
 
 
-def _victims(node: Node, weight: int, requester: HyperPodJob) -> list[tuple[HyperPodJob, int, int]]:
+def _victims(node: Node, weight: int, requester: HyperPodJob | None) -> list[tuple[HyperPodJob, int, int]]:
     """(job, new size, GPUs freed) for each job on the node that lower weights can take from,
     lowest weight first, newest first; new size 0 means eviction."""
     found = []
-    for other in _active_on(node).exclude(pk=requester.pk).order_by("-created_at"):
+    others = _active_on(node).exclude(pk=requester.pk) if requester else _active_on(node)
+    for other in others.order_by("-created_at"):
         other_spec = spec_of(other)
         size = _smallest_lower_size(other, other_spec, weight)
         if size is None:

@@ -10,18 +10,20 @@ class TrainingConfig(AppConfig):
 
     def ready(self):
         # Registers the training-job handlers with the protocol registry, the taggable resource,
-        # the sweeper's share, the GPUs that ended jobs are about to give back, the clean-up of
+        # the sweeper's share, the GPUs that ended jobs are about to give back, the weights of the
+        # jobs waiting for GPUs (elastic jobs do not grow past them), the clean-up of
         # a node that registers again, and the CloudWatch dimensions of the jobs' metrics.
         from accounts.tagging import register_taggable
-        from capacity import gpus, nodes
+        from capacity import gpus, nodes, preemption
         from logs.metrics import register_point_namespace
         from reconcile import sweeper
-        from training import operations, reaper, scheduler, tasks  # noqa: F401
+        from training import operations, priority, reaper, scheduler, tasks  # noqa: F401
         from training.metrics import TRAINING_JOB_DIMENSION, TRAINING_JOBS_NAMESPACE
         from training.models import TrainingJob
 
         register_taggable("training-job", TrainingJob, "training_job_arn")
         sweeper.register(tasks.sweep_training)
         gpus.register_release_pending(scheduler.gpus_of_ended_jobs_pending)
+        preemption.register_waiting(priority.waiting_weights)
         nodes.on_registered(reaper.remove_disowned_containers)
         register_point_namespace(TRAINING_JOBS_NAMESPACE, TRAINING_JOB_DIMENSION)

@@ -22,7 +22,17 @@ from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
 from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
-from training import addresses, artifacts, containers, metrics, phase_deadlines, scheduler, spans, workspace
+from training import (
+    addresses,
+    artifacts,
+    containers,
+    metrics,
+    phase_deadlines,
+    priority,
+    scheduler,
+    spans,
+    workspace,
+)
 from training import sidecars as training_sidecars
 from training import transitions as t
 from training.data.channels import ChannelError, stage_channel
@@ -73,8 +83,12 @@ def _start(job: TrainingJob, token: str) -> float | None:
     if isinstance(decision, scheduler.NeverFits):
         return _fail_before_training(job, decision.reason)
     if isinstance(decision, scheduler.Waiting):
+        reclaiming = priority.ask_for_gpus(job) if decision.for_capacity else None
+        message = f"{decision.reason} {reclaiming}" if reclaiming else decision.reason
         if t.state_of(job) != t.PENDING:
-            t.transition(job, t.PENDING, message=decision.reason)
+            t.transition(job, t.PENDING, message=message)
+        elif reclaiming:
+            t.set_status_message(job, message)
         return _poll()  # capacity is looked for again at every poll, oldest job first
     if decision.node != nodes.local_name():
         return AT_ONCE  # training.tasks hands the job to that node's own queue

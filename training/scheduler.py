@@ -44,6 +44,9 @@ class Placed:
 @dataclass(frozen=True)
 class Waiting:
     reason: str
+    # Short of free capacity (rather than queued behind older jobs): GPUs may be asked back from
+    # lower-priority work (training/priority.py).
+    for_capacity: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def _place_locked(job: TrainingJob, demand: Demand, nodes: list[Node]) -> Placed
     if not shares and settings.SAGEPORT_SPAN_NODES:
         shares = _spread(capacities, demand)
     if not shares:
-        return Waiting(_waiting_reason(demand, nodes))
+        return Waiting(_waiting_reason(demand, nodes), for_capacity=True)
     _create_placements(job, demand, shares)
     return Placed(shares[0][0].node.name)
 

@@ -10,7 +10,12 @@ from elastic import operator, priorities
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase
 from runtime.fake import FakeRuntime
 from tests.unit.elastic.fakes import FakeAgents, manifest, submit
+from tests.unit.training.test_scheduler import make_job as make_training_job
 from tests.unit.training.test_scheduler import make_node
+from training import priority as training_priority
+from training import scheduler
+from training.models import TrainingJob
+from training.priority import PRIORITY_TAG
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +32,8 @@ def node(settings):
 
 @pytest.fixture(autouse=True)
 def weights(monkeypatch):
-    monkeypatch.setattr(priorities, "priority_weight", lambda account, region, name: WEIGHTS.get(name))
+    for module in (priorities, training_priority):
+        monkeypatch.setattr(module, "priority_weight", lambda account, region, name: WEIGHTS.get(name))
 
 
 @pytest.fixture(autouse=True)
@@ -251,3 +257,29 @@ def test_deletion_removes_the_containers_the_rows_and_the_gpus(engine, agents, n
     assert look(job) is None
     assert engine.find({"sageport.role": "elastic"}) == []
     assert ElasticReplica.objects.count() == 0 and len(free_gpus(node)) == 4
+
+
+def test_a_training_job_with_a_higher_priority_tag_takes_gpus_back_from_an_elastic_job(engine, agents):
+    job = elastic_job()
+    (job,) = settle(job)
+    assert job.world_size == 4
+    training = make_training_job("ml.p3.2xlarge", count=2)
+    TrainingJob.objects.filter(pk=training.pk).update(tags=[{"Key": PRIORITY_TAG, "Value": "high"}])
+    training.refresh_from_db()
+    assert scheduler.place(training).for_capacity
+    assert training_priority.ask_for_gpus(training).startswith("Preempting lower-priority jobs")
+    (job,) = settle(job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 2)
+    assert isinstance(scheduler.place(training), scheduler.Placed)
+
+
+def test_an_untagged_training_job_takes_nothing_back_but_elastic_jobs_do_not_grow_past_it(engine, agents):
+    blocker = fixed_job(3)
+    settle(blocker)
+    job = elastic_job()
+    (job,) = settle(job)
+    waiting = make_training_job("ml.g5.12xlarge")  # four GPUs
+    assert training_priority.ask_for_gpus(waiting) is None  # weight 0 preempts nobody
+    complete(agents, engine, blocker)
+    blocker, job = settle(blocker, job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)  # the freed GPUs wait for it
