@@ -101,10 +101,10 @@ def update_config(ctx: RequestContext, params: dict) -> ClusterSchedulerConfig:
         config = _live(get_config(ctx, params["ClusterSchedulerConfigId"]))
         target = params["TargetVersion"]
         now = timezone.now()
-        # Compare-and-set on the version: of two updates from the same reading, one wins.
-        changed = ClusterSchedulerConfig.objects.filter(pk=config.pk, version=target).exclude(
-            status=SchedulerConfigStatus.DELETED
-        ).update(
+        # Compare-and-set on the version read: of two updates from the same reading, one wins, and
+        # the revision written below is exactly the version replaced.
+        rows = ClusterSchedulerConfig.objects.filter(pk=config.pk, version=config.version)
+        changed = config.version == target and rows.exclude(status=SchedulerConfigStatus.DELETED).update(
             version=target + 1,
             status=SchedulerConfigStatus.UPDATED,
             scheduler_config=params.get("SchedulerConfig", config.scheduler_config),
@@ -112,8 +112,10 @@ def update_config(ctx: RequestContext, params: dict) -> ClusterSchedulerConfig:
             last_modified_time=now,
         )
         if not changed:
+            # Read again: a change that raced this one may have moved the version (or deleted it).
+            current = _live(get_config(ctx, config.config_id))
             raise ConflictException(
-                f"TargetVersion {target} is not the current version ({config.version}) of cluster policy "
+                f"TargetVersion {target} is not the current version ({current.version}) of cluster policy "
                 f"'{config.config_id}': describe it and update from the current version."
             )
         SchedulerConfigRevision.objects.create(

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from clusters import scheduler_configs
 from clusters.models import Cluster, ClusterSchedulerConfig, SchedulerConfigRevision
 from protocol.errors import ConflictException, ResourceNotFound, ValidationException
 from tests.unit.clusters.helpers import CTX, call, group
@@ -110,6 +111,22 @@ def test_an_update_from_a_stale_version_is_a_conflict_and_changes_nothing(db):
         f"TargetVersion 1 is not the current version (2) of cluster policy '{config_id}': describe it and "
         "update from the current version."
     )
+    assert _rows() == before
+
+
+def test_an_update_racing_another_from_the_same_reading_loses_and_changes_nothing(db, monkeypatch):
+    config_id = _create(_cluster())["ClusterSchedulerConfigId"]
+    stale = scheduler_configs.get_config(CTX, config_id)  # what both updates read: version 1
+    _update(config_id, 1, Description="the winner")
+    before = _rows()
+    reads = iter([stale])  # the losing update's first read is the stale one; later reads are fresh
+    fresh = scheduler_configs.get_config
+    monkeypatch.setattr(
+        scheduler_configs, "get_config", lambda ctx, wanted: next(reads, None) or fresh(ctx, wanted)
+    )
+    with pytest.raises(ConflictException) as raised:
+        _update(config_id, 1, Description="the loser")
+    assert raised.value.message.startswith("TargetVersion 1 is not the current version (2) of cluster policy")
     assert _rows() == before
 
 
