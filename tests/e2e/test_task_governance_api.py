@@ -1,6 +1,7 @@
-"""Cluster policies (Create/Describe/List/Update/DeleteClusterSchedulerConfig) through stock boto3
-against the live stack. The clusters want an instance type no test node has (ml.m5.large): they
-stay Creating, which is enough to hold a policy, and leave the session's node to other tests."""
+"""Task governance through stock boto3 against the live stack: cluster policies
+(Create/Describe/List/Update/DeleteClusterSchedulerConfig) and compute quotas (the same five for
+ComputeQuota). The clusters want an instance type no test node has (ml.m5.large): they stay
+Creating, which is enough to hold a policy, and leave the session's node to other tests."""
 
 import re
 import time
@@ -196,3 +197,49 @@ def test_bad_requests_get_sagemakers_errors_and_change_nothing(sagemaker, cluste
     ):
         assert error_of(call)[:2] == ("ResourceNotFound", 400)
     assert _summaries(sagemaker) == before
+
+
+def test_a_teams_compute_quota_is_recorded_versioned_and_refused_when_it_does_not_fit(sagemaker, cluster):
+    def create(team: str, config: dict):
+        return lambda: sagemaker.create_compute_quota(
+            Name=team, ClusterArn=cluster, ComputeQuotaConfig=config, ComputeQuotaTarget={"TeamName": team}
+        )
+
+    quota = {"ComputeQuotaResources": [{"InstanceType": "ml.m5.large", "Count": 1}]}
+    created = create("vision", quota)()
+    quota_id = created["ComputeQuotaId"]
+    assert created["ComputeQuotaArn"].endswith(f":compute-quota/{quota_id}")
+    described = sagemaker.describe_compute_quota(ComputeQuotaId=quota_id)
+    operation = sagemaker.meta.service_model.operation_model("DescribeComputeQuota")
+    assert set(operation.output_shape.required_members) <= set(described)
+    assert (described["Status"], described["ActivationState"], described["ComputeQuotaVersion"]) == (
+        "Created",
+        "Enabled",
+        1,
+    )
+    updated = sagemaker.update_compute_quota(
+        ComputeQuotaId=quota_id, TargetVersion=1, ActivationState="Disabled"
+    )
+    assert updated["ComputeQuotaVersion"] == 2
+    [summary] = sagemaker.list_compute_quotas(ClusterArn=cluster)["ComputeQuotaSummaries"]
+    assert (summary["ComputeQuotaId"], summary["Status"], summary["ActivationState"]) == (
+        quota_id,
+        "Updated",
+        "Disabled",
+    )
+
+    elsewhere = {"ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Count": 1}]}
+    assert error_of(create("speech", elsewhere)) == (
+        "ValidationException",
+        400,
+        "ComputeQuotaConfig.ComputeQuotaResources.1.InstanceType 'ml.p5.48xlarge' is not the type of any "
+        "instance group of the cluster.",
+    )
+    code, status, message = error_of(create("vision", quota))
+    assert (code, status) == ("ConflictException", 400)
+    assert message.startswith(f"Team 'vision' already has compute quota '{quota_id}'")
+    listed = sagemaker.list_compute_quotas(ClusterArn=cluster)["ComputeQuotaSummaries"]
+    assert [s["ComputeQuotaId"] for s in listed] == [quota_id]  # the refused ones created nothing
+
+    sagemaker.delete_compute_quota(ComputeQuotaId=quota_id)
+    assert sagemaker.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] == "Deleted"
