@@ -15,10 +15,11 @@ class ClustersConfig(AppConfig):
         from accounts.tagging import register_taggable
         from capacity import nodes
         from clusters import membership, operations, tier_agent  # noqa: F401
-        from clusters.models import Cluster, ClusterSchedulerConfig
+        from clusters.models import Cluster, ClusterPolicy, PolicyKind
         from reconcile import sweeper
 
         register_taggable("cluster", Cluster, "cluster_arn")
-        register_taggable("cluster-scheduler-config", ClusterSchedulerConfig, "arn")
+        for kind in PolicyKind:
+            register_taggable(kind.value, ClusterPolicy, "arn")
         sweeper.register(membership.settle_all)
         nodes.on_registered(membership.settle_all)

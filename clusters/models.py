@@ -2,9 +2,9 @@
 
 A `Cluster` holds `InstanceGroup`s; each group is filled with registered nodes of its
 InstanceType, one `ClusterMember` row per node. A node belongs to at most one cluster: the unique
-`node` column makes that hold even when two passes race for the same free node. A cluster has at
-most one live `ClusterSchedulerConfig` (its priority classes), whose replaced versions are kept as
-`SchedulerConfigRevision`s."""
+`node` column makes that hold even when two passes race for the same free node. Task governance
+adds `ClusterPolicy` rows (a cluster's scheduler config, its teams' compute quotas), whose
+replaced versions are kept as `PolicyRevision`s."""
 from django.db import models
 from django.db.models import Q
 
@@ -81,7 +81,14 @@ class ClusterMember(models.Model):
         return f"{self.group_id}:{self.node_id}"
 
 
-class SchedulerConfigStatus(models.TextChoices):
+class PolicyKind(models.TextChoices):
+    """Task governance's two resources, by the resource type their ARNs name."""
+
+    SCHEDULER_CONFIG = "cluster-scheduler-config"  # a cluster policy: priority classes, fair share
+    COMPUTE_QUOTA = "compute-quota"  # a team's share of the cluster
+
+
+class PolicyStatus(models.TextChoices):
     """The SchedulerResourceStatus values Sageport reaches: a change applies within its call."""
 
     CREATED = "Created"
@@ -89,23 +96,28 @@ class SchedulerConfigStatus(models.TextChoices):
     DELETED = "Deleted"
 
 
-class ClusterSchedulerConfig(models.Model):
-    """A cluster policy (CreateClusterSchedulerConfig) as it is now. A deleted one is kept, Deleted,
-    for Describe and List, until its cluster is deleted (the rows go with it)."""
+class ClusterPolicy(models.Model):
+    """A scheduler config or a compute quota of a cluster, as it is now. A deleted one is kept,
+    Deleted, for Describe and List, until its cluster is deleted (the rows go with it)."""
 
+    kind = models.CharField(max_length=32, choices=PolicyKind.choices)
     account_id = models.CharField(max_length=12)
     region = models.CharField(max_length=32)
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="scheduler_configs")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="policies")
     # The 12 lower-case letters and digits that name it (the API knows it by this id only).
-    config_id = models.CharField(max_length=12, unique=True)
+    policy_id = models.CharField(max_length=12, unique=True)
     arn = models.CharField(max_length=256, unique=True)
     name = models.CharField(max_length=63)
-    status = models.CharField(max_length=16, default=SchedulerConfigStatus.CREATED)
-    # ClusterSchedulerConfigVersion: 1 on creation, one more on every update.
+    status = models.CharField(max_length=16, default=PolicyStatus.CREATED)
+    # ClusterSchedulerConfigVersion / ComputeQuotaVersion: 1 on creation, one more on every update.
     version = models.PositiveIntegerField(default=1)
-    # SchedulerConfig ({PriorityClasses, FairShare, IdleResourceSharing}) and Description as last given.
-    scheduler_config = models.JSONField()
+    # The kind's members as last given: {SchedulerConfig}, or {ComputeQuotaConfig,
+    # ComputeQuotaTarget, ActivationState}.
+    spec = models.JSONField()
     description = models.CharField(max_length=1024, null=True)
+    # What no two live policies of a kind on a cluster share: "" for scheduler configs (one per
+    # cluster), the team name for compute quotas (one per team).
+    scope = models.CharField(max_length=64, default="", blank=True)
     tags = models.JSONField(default=list)
     creation_time = models.DateTimeField()
     last_modified_time = models.DateTimeField()
@@ -113,32 +125,30 @@ class ClusterSchedulerConfig(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["cluster"],
-                condition=~Q(status=SchedulerConfigStatus.DELETED),
-                name="one_live_scheduler_config_per_cluster",
+                fields=["cluster", "kind", "scope"],
+                condition=~Q(status=PolicyStatus.DELETED),
+                name="one_live_policy_per_scope",
             )
         ]
-        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+        indexes = [models.Index(fields=["account_id", "region", "kind", "creation_time"])]
 
     def __str__(self):
-        return self.config_id
+        return f"{self.kind}/{self.policy_id}"
 
 
-class SchedulerConfigRevision(models.Model):
-    """A version of a scheduler config that an update replaced, as it was: what
-    DescribeClusterSchedulerConfig answers when asked for that ClusterSchedulerConfigVersion."""
+class PolicyRevision(models.Model):
+    """A version of a policy that an update replaced, as it was: what Describe answers when asked
+    for that version."""
 
-    config = models.ForeignKey(ClusterSchedulerConfig, on_delete=models.CASCADE, related_name="revisions")
+    policy = models.ForeignKey(ClusterPolicy, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
-    scheduler_config = models.JSONField()
+    spec = models.JSONField()
     description = models.CharField(max_length=1024, null=True)
     # When this version was made (its LastModifiedTime while it was current).
     modified_time = models.DateTimeField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["config", "version"], name="one_revision_per_version")
-        ]
+        constraints = [models.UniqueConstraint(fields=["policy", "version"], name="one_revision_per_version")]
 
     def __str__(self):
-        return f"{self.config_id}@{self.version}"
+        return f"{self.policy_id}@{self.version}"

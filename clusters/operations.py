@@ -1,6 +1,7 @@
-"""SageMaker HyperPod cluster operations, and their cluster policies (scheduler configs): validate
-(already done by the protocol layer), delegate."""
-from clusters import presenters, scheduler_configs, services
+"""SageMaker HyperPod cluster operations, and task governance's (scheduler configs, compute
+quotas): validate (already done by the protocol layer), delegate."""
+from clusters import policies, policy_kinds, presenters, services
+from clusters.policy_kinds import Kind
 from protocol.context import RequestContext
 from protocol.pagination import paginate
 from protocol.registry import operation
@@ -50,37 +51,39 @@ def describe_cluster_node(ctx: RequestContext, params: dict) -> dict:
     return presenters.node_details(services.get_member(cluster, params))
 
 
-@operation("CreateClusterSchedulerConfig")
-def create_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
-    config = scheduler_configs.create_config(ctx, params)
-    return {"ClusterSchedulerConfigArn": config.arn, "ClusterSchedulerConfigId": config.config_id}
+def _register_policy_operations(kind: Kind) -> None:
+    """Create/Describe/List/Update/Delete of a task governance resource, e.g.
+    CreateClusterSchedulerConfig or ListComputeQuotas: the same five for both kinds."""
+    member = kind.member
+
+    @operation(f"Create{member}")
+    def create(ctx: RequestContext, params: dict) -> dict:
+        policy = policies.create_policy(ctx, kind, params)
+        return {f"{member}Arn": policy.arn, f"{member}Id": policy.policy_id}
+
+    @operation(f"Describe{member}")
+    def describe(ctx: RequestContext, params: dict) -> dict:
+        policy = policies.get_policy(ctx, kind, params[f"{member}Id"])
+        version = params.get(f"{member}Version", policy.version)
+        past = None if version == policy.version else policies.get_revision(kind, policy, version)
+        return presenters.describe_policy(kind, policy, past)
+
+    @operation(f"List{member}s")
+    def list_(ctx: RequestContext, params: dict) -> dict:
+        rows = policies.list_policies(ctx, kind, params)
+        page, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
+        return {kind.list_member: [presenters.policy_summary(kind, p) for p in page], "NextToken": next_token}
+
+    @operation(f"Update{member}")
+    def update(ctx: RequestContext, params: dict) -> dict:
+        policy = policies.update_policy(ctx, kind, params)
+        return {f"{member}Arn": policy.arn, f"{member}Version": policy.version}
+
+    @operation(f"Delete{member}")
+    def delete(ctx: RequestContext, params: dict) -> dict:
+        policies.delete_policy(ctx, kind, params[f"{member}Id"])
+        return {}
 
 
-@operation("DescribeClusterSchedulerConfig")
-def describe_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
-    config = scheduler_configs.get_config(ctx, params["ClusterSchedulerConfigId"])
-    version = params.get("ClusterSchedulerConfigVersion", config.version)
-    past = None if version == config.version else scheduler_configs.get_revision(config, version)
-    return presenters.describe_scheduler_config(config, past)
-
-
-@operation("ListClusterSchedulerConfigs")
-def list_cluster_scheduler_configs(ctx: RequestContext, params: dict) -> dict:
-    rows = scheduler_configs.list_configs(ctx, params)
-    configs, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
-    return {
-        "ClusterSchedulerConfigSummaries": [presenters.scheduler_config_summary(c) for c in configs],
-        "NextToken": next_token,
-    }
-
-
-@operation("UpdateClusterSchedulerConfig")
-def update_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
-    config = scheduler_configs.update_config(ctx, params)
-    return {"ClusterSchedulerConfigArn": config.arn, "ClusterSchedulerConfigVersion": config.version}
-
-
-@operation("DeleteClusterSchedulerConfig")
-def delete_cluster_scheduler_config(ctx: RequestContext, params: dict) -> dict:
-    scheduler_configs.delete_config(ctx, params["ClusterSchedulerConfigId"])
-    return {}
+_register_policy_operations(policy_kinds.SCHEDULER_CONFIG)
+_register_policy_operations(policy_kinds.COMPUTE_QUOTA)

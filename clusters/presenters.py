@@ -1,6 +1,6 @@
 """Response bodies of the cluster operations, built explicitly from the rows (botocore's output
 shapes: DescribeClusterResponse, ClusterSummary, ClusterNodeSummary, ClusterNodeDetails,
-DescribeClusterSchedulerConfigResponse, ClusterSchedulerConfigSummary)."""
+Describe/ClusterSchedulerConfig and ComputeQuota responses and summaries)."""
 import ipaddress
 from datetime import datetime
 
@@ -11,11 +11,12 @@ from clusters import membership
 from clusters.models import (
     Cluster,
     ClusterMember,
-    ClusterSchedulerConfig,
+    ClusterPolicy,
     ClusterStatus,
     InstanceGroup,
-    SchedulerConfigRevision,
+    PolicyRevision,
 )
+from clusters.policy_kinds import Kind
 
 # Members of a group's specification echoed unchanged (their input and output shapes agree).
 _ECHOED_GROUP_MEMBERS = (
@@ -135,28 +136,27 @@ def _is_ipv4(address: str) -> bool:
         return False
 
 
-def describe_scheduler_config(
-    config: ClusterSchedulerConfig, past: SchedulerConfigRevision | None = None
-) -> dict:
-    """The config as it is, or as it was at the `past` version an update replaced."""
-    shown = past or config
+def describe_policy(kind: Kind, policy: ClusterPolicy, past: PolicyRevision | None = None) -> dict:
+    """The policy as it is, or as it was at the `past` version an update replaced."""
+    shown = past or policy
     return {
-        **scheduler_config_summary(config),
-        "ClusterSchedulerConfigVersion": past.version if past else config.version,
-        "SchedulerConfig": shown.scheduler_config,
+        **policy_summary(kind, policy),
+        f"{kind.member}Version": past.version if past else policy.version,
+        **shown.spec,
         "Description": shown.description,
-        "LastModifiedTime": past.modified_time if past else config.last_modified_time,
+        "LastModifiedTime": past.modified_time if past else policy.last_modified_time,
     }
 
 
-def scheduler_config_summary(config: ClusterSchedulerConfig) -> dict:
+def policy_summary(kind: Kind, policy: ClusterPolicy) -> dict:
     return {
-        "ClusterSchedulerConfigArn": config.arn,
-        "ClusterSchedulerConfigId": config.config_id,
-        "ClusterSchedulerConfigVersion": config.version,
-        "Name": config.name,
-        "CreationTime": config.creation_time,
-        "LastModifiedTime": config.last_modified_time,
-        "Status": config.status,
-        "ClusterArn": config.cluster.cluster_arn,
+        f"{kind.member}Arn": policy.arn,
+        f"{kind.member}Id": policy.policy_id,
+        f"{kind.member}Version": policy.version,
+        "Name": policy.name,
+        "CreationTime": policy.creation_time,
+        "LastModifiedTime": policy.last_modified_time,
+        "Status": policy.status,
+        "ClusterArn": policy.cluster.cluster_arn,
+        **(policy.spec if kind.summary_has_spec else {}),
     }

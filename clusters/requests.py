@@ -1,5 +1,5 @@
-"""Checks on CreateCluster/UpdateCluster and Create/UpdateClusterSchedulerConfig requests that the
-botocore shape cannot express.
+"""Checks on CreateCluster/UpdateCluster requests, and on the scheduler configs and compute quotas
+of Create/Update, that the botocore shape cannot express.
 
 The shape validation (types, lengths, patterns, enums) has already run; these are the cross-field
 rules and the limits of what Sageport runs, each problem in one ValidationException."""
@@ -50,11 +50,7 @@ def check_update(params: dict, existing_types: dict[str, str]) -> None:
 
 def check_groups(groups: list[dict], existing: set[str] = frozenset()) -> list[str]:
     """`existing`: names of groups the cluster already has (an update may leave out their type)."""
-    problems = []
-    names = [group["InstanceGroupName"] for group in groups]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        problems.append(f"Instance group names must be unique; repeated: {', '.join(repeated)}.")
+    problems = _repeated([group["InstanceGroupName"] for group in groups], "Instance group names")
     for position, group in enumerate(groups, start=1):
         where = f"InstanceGroups.{position}."
         if "InstanceRequirements" in group:
@@ -72,13 +68,39 @@ def check_groups(groups: list[dict], existing: set[str] = frozenset()) -> list[s
     return problems
 
 
-def check_scheduler_config(scheduler_config: dict) -> None:
+def check_scheduler_config(spec: dict, cluster_types: set[str]) -> None:
     """Names, weights (0-100), the count (at most 10) were checked by the shape; a name given twice
     would make a job's priority ambiguous."""
-    names = [priority_class["Name"] for priority_class in scheduler_config.get("PriorityClasses", [])]
+    classes = spec["SchedulerConfig"].get("PriorityClasses", [])
+    _raise(_repeated([priority_class["Name"] for priority_class in classes], "Priority class names"))
+
+
+def check_compute_quota(spec: dict, cluster_types: set[str]) -> None:
+    """A quota shares out the cluster's own instance types, each once; borrow limits belong to the
+    strategy that borrows. `cluster_types`: the InstanceTypes of the cluster's groups."""
+    config = spec["ComputeQuotaConfig"]
+    resources = config.get("ComputeQuotaResources", [])
+    problems = _repeated([resource["InstanceType"] for resource in resources], "Compute quota instance types")
+    for position, resource in enumerate(resources, start=1):
+        wanted = resource["InstanceType"]
+        if wanted not in cluster_types:
+            problems.append(
+                f"ComputeQuotaConfig.ComputeQuotaResources.{position}.InstanceType '{wanted}' is not the "
+                "type of any instance group of the cluster."
+            )
+    sharing = config.get("ResourceSharingConfig", {})
+    limits = [member for member in ("BorrowLimit", "AbsoluteBorrowLimits") if member in sharing]
+    if limits and sharing["Strategy"] != "LendAndBorrow":
+        problems.append(
+            f"ResourceSharingConfig.{' and '.join(limits)} applies only to the LendAndBorrow strategy, "
+            f"not {sharing['Strategy']}."
+        )
+    _raise(problems)
+
+
+def _repeated(names: list[str], what: str) -> list[str]:
     repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        _raise([f"Priority class names must be unique; repeated: {', '.join(repeated)}."])
+    return [f"{what} must be unique; repeated: {', '.join(repeated)}."] if repeated else []
 
 
 def _unsupported(params: dict) -> list[str]:

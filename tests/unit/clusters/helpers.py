@@ -3,6 +3,7 @@ registered nodes to fill clusters with."""
 
 from datetime import timedelta
 
+import pytest
 from django.conf import settings
 from django.utils import timezone
 
@@ -12,12 +13,21 @@ from protocol.context import RequestContext
 from protocol.validation import validate_input
 
 CTX = RequestContext(account_id="123456789012", region="us-east-1", access_key_id="AKIDTEST")
+OTHER_ACCOUNT = RequestContext(account_id="210987654321", region="us-east-1", access_key_id="AKIDOTHER")
+OTHER_REGION = RequestContext(account_id=CTX.account_id, region="eu-west-1", access_key_id="AKIDTEST")
 ROLE = "arn:aws:iam::123456789012:role/HyperPodRole"
 
 
 def call(operation: str, ctx: RequestContext = CTX, **params) -> dict:
     handler = registry.handler_for("SageMaker", operation)
     return handler(ctx, validate_input("sagemaker", operation, params))
+
+
+def refused(error: type[Exception], operation: str, ctx: RequestContext = CTX, **params) -> str:
+    """The message of the `error` that calling `operation` raises."""
+    with pytest.raises(error) as raised:
+        call(operation, ctx, **params)
+    return raised.value.message
 
 
 def group(name: str = "workers", instance_type: str = "ml.g5.12xlarge", count: int = 1, **extra) -> dict:

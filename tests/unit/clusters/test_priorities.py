@@ -1,10 +1,7 @@
 """priority_weight: what the schedulers read of the cluster policies an account defines."""
 
 from clusters.priorities import priority_weight
-from tests.unit.clusters.helpers import CTX, call, group
-
-OTHER_ACCOUNT = CTX.__class__(account_id="210987654321", region="us-east-1", access_key_id="AKIDOTHER")
-OTHER_REGION = CTX.__class__(account_id=CTX.account_id, region="eu-west-1", access_key_id="AKIDTEST")
+from tests.unit.clusters.helpers import CTX, OTHER_ACCOUNT, OTHER_REGION, call, group
 
 
 def _policy(cluster_name: str, classes: list[dict], ctx=CTX) -> str:

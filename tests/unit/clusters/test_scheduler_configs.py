@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from clusters.models import Cluster, ClusterSchedulerConfig, SchedulerConfigRevision
+from clusters import policies
+from clusters.models import Cluster, ClusterPolicy, PolicyRevision
+from clusters.policy_kinds import SCHEDULER_CONFIG
 from protocol.errors import ConflictException, ResourceNotFound, ValidationException
-from tests.unit.clusters.helpers import CTX, call, group
+from tests.unit.clusters.helpers import CTX, OTHER_ACCOUNT, OTHER_REGION, call, group, refused
 
-OTHER_ACCOUNT = CTX.__class__(account_id="210987654321", region="us-east-1", access_key_id="AKIDOTHER")
-OTHER_REGION = CTX.__class__(account_id=CTX.account_id, region="eu-west-1", access_key_id="AKIDTEST")
 CLASSES = [{"Name": "inference", "Weight": 100}, {"Name": "training", "Weight": 40}]
 
 
@@ -33,18 +33,11 @@ def _summaries(ctx=CTX, **params) -> list[dict]:
     return call("ListClusterSchedulerConfigs", ctx, **params)["ClusterSchedulerConfigSummaries"]
 
 
-def _refused(error, operation: str, ctx=CTX, **params) -> str:
-    with pytest.raises(error) as raised:
-        call(operation, ctx, **params)
-    return raised.value.message
-
-
 def _rows() -> list[tuple]:
     """Everything the database holds about cluster policies, to show a refusal changed nothing."""
-    return [
-        (c.config_id, c.status, c.version, c.scheduler_config, c.description, c.tags)
-        for c in ClusterSchedulerConfig.objects.order_by("pk")
-    ] + list(SchedulerConfigRevision.objects.values_list("config_id", "version"))
+    fields = ("policy_id", "status", "version", "spec", "description", "scope", "tags")
+    rows = list(ClusterPolicy.objects.order_by("pk").values_list(*fields))
+    return rows + list(PolicyRevision.objects.values_list("policy_id", "version"))
 
 
 def test_create_answers_sagemaker_ids_and_describe_shows_what_was_sent(db):
@@ -84,7 +77,7 @@ def test_an_update_from_the_current_version_makes_the_next_and_older_versions_st
     third = call("DescribeClusterSchedulerConfig", ClusterSchedulerConfigId=config_id)
     assert (third["ClusterSchedulerConfigVersion"], third["Description"]) == (3, "v3")
     assert third["SchedulerConfig"] == current["SchedulerConfig"]
-    message = _refused(
+    message = refused(
         ResourceNotFound,
         "DescribeClusterSchedulerConfig",
         ClusterSchedulerConfigId=config_id,
@@ -99,7 +92,7 @@ def test_an_update_from_a_stale_version_is_a_conflict_and_changes_nothing(db):
     config_id = _create(_cluster())["ClusterSchedulerConfigId"]
     _update(config_id, 1, Description="v2")
     before = _rows()
-    message = _refused(
+    message = refused(
         ConflictException,
         "UpdateClusterSchedulerConfig",
         ClusterSchedulerConfigId=config_id,
@@ -113,11 +106,27 @@ def test_an_update_from_a_stale_version_is_a_conflict_and_changes_nothing(db):
     assert _rows() == before
 
 
+def test_an_update_racing_another_from_the_same_reading_loses_and_changes_nothing(db, monkeypatch):
+    config_id = _create(_cluster())["ClusterSchedulerConfigId"]
+    stale = policies.get_policy(CTX, SCHEDULER_CONFIG, config_id)  # what both updates read: version 1
+    _update(config_id, 1, Description="the winner")
+    before = _rows()
+    reads = iter([stale])  # the losing update's first read is the stale one; later reads are fresh
+    fresh = policies.get_policy
+    monkeypatch.setattr(
+        policies, "get_policy", lambda ctx, kind, wanted: next(reads, None) or fresh(ctx, kind, wanted)
+    )
+    with pytest.raises(ConflictException) as raised:
+        _update(config_id, 1, Description="the loser")
+    assert raised.value.message.startswith("TargetVersion 1 is not the current version (2) of cluster policy")
+    assert _rows() == before
+
+
 def test_a_cluster_has_one_live_policy_and_a_deleted_one_stays_visible_as_deleted(db):
     cluster_arn = _cluster()
     first = _create(cluster_arn)["ClusterSchedulerConfigId"]
     before = _rows()
-    message = _refused(
+    message = refused(
         ConflictException,
         "CreateClusterSchedulerConfig",
         Name="second",
@@ -136,7 +145,7 @@ def test_a_cluster_has_one_live_policy_and_a_deleted_one_stays_visible_as_delete
         ("DeleteClusterSchedulerConfig", {}),
         ("UpdateClusterSchedulerConfig", {"TargetVersion": 1}),
     ):
-        message = _refused(ResourceNotFound, operation, ClusterSchedulerConfigId=first, **extra)
+        message = refused(ResourceNotFound, operation, ClusterSchedulerConfigId=first, **extra)
         assert message == f"Resource Not Found: Cluster policy '{first}' has been deleted."
     second = _create(cluster_arn, "second")["ClusterSchedulerConfigId"]  # the cluster may have a new one
     statuses = {
@@ -155,7 +164,7 @@ def test_bad_priority_classes_are_validation_errors_in_awss_words_and_create_not
         "repeated": [{"Name": "same", "Weight": 1}, {"Name": "same", "Weight": 2}],
     }
     messages = {
-        case: _refused(
+        case: refused(
             ValidationException,
             "CreateClusterSchedulerConfig",
             Name="p",
@@ -174,11 +183,11 @@ def test_bad_priority_classes_are_validation_errors_in_awss_words_and_create_not
         messages["count"]
     )
     assert messages["repeated"] == "Priority class names must be unique; repeated: same."
-    assert not ClusterSchedulerConfig.objects.exists()
+    assert not ClusterPolicy.objects.exists()
 
     config_id = _create(cluster_arn)["ClusterSchedulerConfigId"]
     before = _rows()
-    message = _refused(
+    message = refused(
         ValidationException,
         "UpdateClusterSchedulerConfig",
         ClusterSchedulerConfigId=config_id,
@@ -194,7 +203,7 @@ def test_an_unknown_or_another_accounts_cluster_is_not_found(db):
     theirs = _cluster("theirs", OTHER_ACCOUNT)
     unknown = re.sub(r"cluster/[a-z0-9]{12}$", "cluster/abcdefghijkl", mine)
     for arn in (theirs, unknown):
-        message = _refused(
+        message = refused(
             ResourceNotFound, "CreateClusterSchedulerConfig", Name="p", ClusterArn=arn, SchedulerConfig={}
         )
         assert message == f"Resource Not Found: Cluster '{arn}' does not exist."
@@ -206,7 +215,7 @@ def test_an_unknown_or_another_accounts_cluster_is_not_found(db):
             ("UpdateClusterSchedulerConfig", {"TargetVersion": 1}),
             ("DeleteClusterSchedulerConfig", {}),
         ):
-            message = _refused(ResourceNotFound, operation, ctx, ClusterSchedulerConfigId=config_id, **extra)
+            message = refused(ResourceNotFound, operation, ctx, ClusterSchedulerConfigId=config_id, **extra)
             assert message == f"Resource Not Found: Cluster policy '{config_id}' does not exist."
         assert _summaries(ctx) == []
     assert call("DescribeClusterSchedulerConfig", ClusterSchedulerConfigId=config_id)["Status"] == "Created"
@@ -214,26 +223,27 @@ def test_an_unknown_or_another_accounts_cluster_is_not_found(db):
 
 def test_a_slurm_or_deleting_cluster_takes_no_policy(db):
     slurm = _cluster("slurm", Orchestrator={"Slurm": {"SlurmConfigStrategy": "Managed"}})
-    message = _refused(
+    message = refused(
         ValidationException, "CreateClusterSchedulerConfig", Name="p", ClusterArn=slurm, SchedulerConfig={}
     )
     assert message == (
-        "Cluster 'slurm' is orchestrated by Slurm: cluster policies need an EKS-orchestrated cluster."
+        "Cluster 'slurm' is orchestrated by Slurm: task governance (cluster policy) needs an "
+        "EKS-orchestrated cluster."
     )
     doomed = _cluster("doomed")
     call("DeleteCluster", ClusterName="doomed")
-    message = _refused(
+    message = refused(
         ConflictException, "CreateClusterSchedulerConfig", Name="p", ClusterArn=doomed, SchedulerConfig={}
     )
     assert message == "Cluster 'doomed' is Deleting: it takes no cluster policy."
-    assert not ClusterSchedulerConfig.objects.exists()
+    assert not ClusterPolicy.objects.exists()
 
 
 def test_deleting_the_cluster_deletes_its_policies(db):
     config_id = _create(_cluster())["ClusterSchedulerConfigId"]
     call("DeleteCluster", ClusterName="c")
     Cluster.objects.all().delete()  # what the next membership pass does to a Deleting cluster
-    message = _refused(ResourceNotFound, "DescribeClusterSchedulerConfig", ClusterSchedulerConfigId=config_id)
+    message = refused(ResourceNotFound, "DescribeClusterSchedulerConfig", ClusterSchedulerConfigId=config_id)
     assert message == f"Resource Not Found: Cluster policy '{config_id}' does not exist."
 
 
