@@ -30,6 +30,7 @@ COPY console ./console
 COPY training ./training
 COPY hosting ./hosting
 COPY clusters ./clusters
+COPY elastic ./elastic
 COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity
