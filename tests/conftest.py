@@ -56,7 +56,7 @@ NEEDS_BY_FIXTURE = {
     "s3": {"s3_service"},
     "docker": {
         "docker_engine", "busybox_image", "python_image", "toolkit_image", "pytorch_mpi_image",
-        "pytorch_tier_image", "stack",
+        "pytorch_tier_image", "pytorch_elastic_image", "stack",
     },
 }
 E2E_DIR = Path(__file__).parent / "e2e"
@@ -158,6 +158,13 @@ def pytorch_tier_image() -> str:
     """torch 2.11.0 with AWS's amzn-sagemaker-checkpointing: examples/tiered-checkpointing/train.py
     under torchrun (two ranks, gloo) is its entry point."""
     return _build_example_image("pytorch-tier")
+
+
+@pytest.fixture(scope="session")
+def pytorch_elastic_image() -> str:
+    """torch 2.11.0 with AWS's elastic agent: `hyperpodrun` serves the agent's API on 8080 and runs
+    examples/elastic-training/train.py (DDP, gloo) when told to start."""
+    return _build_example_image("pytorch-elastic")
 
 
 @dataclass(frozen=True)

@@ -171,9 +171,7 @@ def train(args, model, optimizer, progress: dict, records: Records) -> None:
     print(f"Training completed at step {progress['step']}.")
 
 
-def main() -> None:
-    args = parse_args()
-    dist.init_process_group("gloo")  # from torchrun's environment, which the agent sets
+def run(args) -> None:
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(FEATURES, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -185,10 +183,17 @@ def main() -> None:
                   position=progress["position"], checkpoint=str(checkpoint) if checkpoint else None)
     print(f"rank {dist.get_rank()} of {dist.get_world_size()} starts at step {progress['step']}"
           f" (checkpoint: {checkpoint})")
-    try:
-        train(args, model, optimizer, progress, records)
-    finally:
-        dist.destroy_process_group()
+    train(args, model, optimizer, progress, records)
+
+
+def main() -> None:
+    args = parse_args()
+    dist.init_process_group("gloo")  # from torchrun's environment, which the agent sets
+    run(args)
+    # Only once run() has returned and freed the DDP model: if DDP's reducer held the last
+    # reference to the process group, it would destroy it holding the GIL, which gloo's worker
+    # threads may be waiting for (the process then hangs at exit).
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
