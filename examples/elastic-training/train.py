@@ -35,12 +35,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-from torch.nn.parallel import DistributedDataParallel
 
 # Importing the handler installs its SIGUSR1 handler: without it the agent's graceful stop would
 # kill this process instead of letting it save.
 from hyperpod_elastic_agent.elastic_event_handler import elastic_event_detected
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.nn.parallel import DistributedDataParallel
 
 FEATURES = 8
 CHECKPOINT_PREFIX = "step_"
@@ -155,7 +155,8 @@ def train(args, model, optimizer, progress: dict, records: Records) -> None:
         samples = samples_of_rank(progress["position"], rank, args)
         loss = train_step(model, optimizer, samples, args.batch_per_rank)
         progress["step"] += 1
-        progress["position"] = min(progress["position"] + world_size * args.batch_per_rank, args.total_samples)
+        consumed = world_size * args.batch_per_rank
+        progress["position"] = min(progress["position"] + consumed, args.total_samples)
         records.write(step=progress["step"], world_size=world_size, samples=samples, time=time.time())
         print(f"step {progress['step']} world_size {world_size} loss {loss:.5f}")
 
