@@ -26,8 +26,10 @@ TEST_LABEL = "sageport.test"  # what this test's containers and network are remo
 HTTP_TIMEOUT_SECONDS = 10
 POLL_SECONDS = 0.25
 READY_TIMEOUT_SECONDS = 120  # two containers importing torch at once on a small machine
-GRACEFUL_STOP_TIMEOUT_SECONDS = 60  # what /stop gives the workers before SIGKILL
-STOPPED_TIMEOUT_SECONDS = GRACEFUL_STOP_TIMEOUT_SECONDS + 30
+# What /stop gives the workers before SIGKILL: far longer than the test waits for `ready`, so a
+# worker that does not exit by itself (e.g. hangs while tearing down gloo) fails the test.
+GRACEFUL_STOP_TIMEOUT_SECONDS = 600
+STOPPED_TIMEOUT_SECONDS = 90
 COMPLETED_TIMEOUT_SECONDS = 180
 EXIT_TIMEOUT_SECONDS = 60
 # One sample per rank per step, 50 ms apart: on two replicas the data would last 200 steps
@@ -232,3 +234,26 @@ def test_a_job_scaled_from_two_replicas_to_one_trains_every_sample_exactly_once(
     assert completed == [{"rank": 0, "event": "completed", "step": last_step}]
     resumed_file = next(name for name, file_lines in records.items() if file_lines[0]["world_size"] == 1)
     assert resumed_file.startswith("rank-0-restart-1-")
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({"TOTAL_SAMPLES": "0"}, "argument --total-samples: must be a positive integer, not '0'"),
+        ({"STEP_SECONDS": "nan"}, "argument --step-seconds: must be a number of seconds >= 0, not 'nan'"),
+    ],
+    ids=["total-samples", "step-seconds"],
+)
+def test_a_bad_setting_stops_the_script_before_training_with_its_reason(
+    docker_engine, pytorch_elastic_image, environment, message
+):
+    container = docker_engine.containers.run(
+        pytorch_elastic_image, ["python3", "/opt/ml/code/train.py"], detach=True, network_mode="none",
+        labels={labels.STACK: settings.SAGEPORT_STACK_ID}, environment=environment,
+    )
+    try:
+        status = container.wait(timeout=EXIT_TIMEOUT_SECONDS)["StatusCode"]
+        assert status == 2  # argparse's usage error, before any process group is set up
+        assert message in container.logs().decode()
+    finally:
+        container.remove(force=True)
