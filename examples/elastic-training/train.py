@@ -35,28 +35,30 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-from torch.nn.parallel import DistributedDataParallel
 
 # Importing the handler installs its SIGUSR1 handler: without it the agent's graceful stop would
 # kill this process instead of letting it save.
 from hyperpod_elastic_agent.elastic_event_handler import elastic_event_detected
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.nn.parallel import DistributedDataParallel
 
 FEATURES = 8
 CHECKPOINT_PREFIX = "step_"
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
-    return value
+    if not (text.isascii() and text.isdigit()) or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return int(text)
 
 
 def non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {text}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, not {text!r}")
     return value
 
 
@@ -155,7 +157,8 @@ def train(args, model, optimizer, progress: dict, records: Records) -> None:
         samples = samples_of_rank(progress["position"], rank, args)
         loss = train_step(model, optimizer, samples, args.batch_per_rank)
         progress["step"] += 1
-        progress["position"] = min(progress["position"] + world_size * args.batch_per_rank, args.total_samples)
+        consumed = world_size * args.batch_per_rank
+        progress["position"] = min(progress["position"] + consumed, args.total_samples)
         records.write(step=progress["step"], world_size=world_size, samples=samples, time=time.time())
         print(f"step {progress['step']} world_size {world_size} loss {loss:.5f}")
 
@@ -171,9 +174,7 @@ def train(args, model, optimizer, progress: dict, records: Records) -> None:
     print(f"Training completed at step {progress['step']}.")
 
 
-def main() -> None:
-    args = parse_args()
-    dist.init_process_group("gloo")  # from torchrun's environment, which the agent sets
+def run(args) -> None:
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(FEATURES, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -185,10 +186,17 @@ def main() -> None:
                   position=progress["position"], checkpoint=str(checkpoint) if checkpoint else None)
     print(f"rank {dist.get_rank()} of {dist.get_world_size()} starts at step {progress['step']}"
           f" (checkpoint: {checkpoint})")
-    try:
-        train(args, model, optimizer, progress, records)
-    finally:
-        dist.destroy_process_group()
+    train(args, model, optimizer, progress, records)
+
+
+def main() -> None:
+    args = parse_args()
+    dist.init_process_group("gloo")  # from torchrun's environment, which the agent sets
+    run(args)
+    # Only once run() has returned and freed the DDP model: if DDP's reducer held the last
+    # reference to the process group, it would destroy it holding the GIL, which gloo's worker
+    # threads may be waiting for (the process then hangs at exit).
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,259 @@
+"""The elastic-training image on its own (no stack): two replicas, each a container running AWS's
+elastic agent (`hyperpodrun`, the image's default command), driven over the agent's HTTP API as
+HyperPod's operator drives them, through the agents' ports published on 127.0.0.1. The job
+starts on two replicas, scales down to one with a graceful stop (the example saves a checkpoint
+and exits) and finishes on the one left, resuming from that checkpoint: every sample is trained
+exactly once. `ElasticAgent` is the minimal driving sequence an operator needs."""
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import pytest
+from django.conf import settings
+
+from runtime import labels
+
+AGENT_PORT = "8080/tcp"
+MASTER_PORT = 29500  # the workers' TCPStore, on the rank-0 replica
+CONTAINER_CHECKPOINT_DIR = "/opt/ml/checkpoints"  # the example's default --checkpoint-dir
+TEST_LABEL = "sageport.test"  # what this test's containers and network are removed by
+HTTP_TIMEOUT_SECONDS = 10
+POLL_SECONDS = 0.25
+READY_TIMEOUT_SECONDS = 120  # two containers importing torch at once on a small machine
+# What /stop gives the workers before SIGKILL: far longer than the test waits for `ready`, so a
+# worker that does not exit by itself (e.g. hangs while tearing down gloo) fails the test.
+GRACEFUL_STOP_TIMEOUT_SECONDS = 600
+STOPPED_TIMEOUT_SECONDS = 90
+COMPLETED_TIMEOUT_SECONDS = 180
+EXIT_TIMEOUT_SECONDS = 60
+# One sample per rank per step, 50 ms apart: on two replicas the data would last 200 steps
+# (over ten seconds), while the test stops them a few steps in; on one the rest takes ~400 steps.
+TOTAL_SAMPLES = 400
+CHECKPOINT_EVERY = 4
+STEPS_BEFORE_SCALING = CHECKPOINT_EVERY + 1  # so that a periodic checkpoint precedes the elastic one
+TRAINING_ENV = {
+    "NNODES": "2",  # the agent reads it at startup; the world's size comes with /start
+    "HYPERPOD_SIGNAL_COORDINATION": "distributed",  # elastic_event_detected() agrees across ranks
+    "TOTAL_SAMPLES": str(TOTAL_SAMPLES),
+    "BATCH_PER_RANK": "1",
+    "STEP_SECONDS": "0.05",
+    "CHECKPOINT_EVERY": str(CHECKPOINT_EVERY),
+}
+
+
+class ElasticAgent:
+    """One replica's elastic agent, reached at its published port on 127.0.0.1. Every POST carries
+    a JSON body with `Content-Type: application/json`: without the header FastAPI does not parse
+    the body and the agent answers 500."""
+
+    def __init__(self, port: int):
+        self.base_url = f"http://127.0.0.1:{port}"
+
+    def status(self) -> dict:
+        with urllib.request.urlopen(self.base_url + "/status", timeout=HTTP_TIMEOUT_SECONDS) as response:
+            return json.load(response)
+
+    def _post(self, path: str, body: dict) -> None:
+        request = urllib.request.Request(
+            self.base_url + path, data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
+            assert response.status == 200, f"POST {path}: {response.status}"
+
+    def start(self, rank: int, nnodes: int, master_addr: str, fault_count: int) -> None:
+        """Becomes `running` at once; the workers start on the agent's next monitor tick with
+        RANK, WORLD_SIZE (nnodes x processes per node), MASTER_ADDR/PORT and
+        TORCHELASTIC_RESTART_COUNT = fault_count."""
+        self._post("/start", {
+            "rank": rank, "nnodes": nnodes, "faultCount": fault_count,
+            "master_addr": master_addr, "master_port": MASTER_PORT,
+        })
+
+    def stop_gracefully(self) -> None:
+        """SIGUSR1 to the workers (the elastic event), SIGKILL after the timeout; `ready` again
+        once they are gone."""
+        self._post("/stop", {"is_graceful": True, "timeout": GRACEFUL_STOP_TIMEOUT_SECONDS})
+
+    def shutdown(self) -> None:
+        self._post("/shutdown", {})
+
+    def wait_for(self, wanted: str, timeout: float) -> dict:
+        """Polls /status until it says `wanted`; connection errors (server not up yet) are retried,
+        `faulted` ends the wait at once."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = self.status()
+            except (urllib.error.URLError, ConnectionError):
+                last = None
+            else:
+                if last["status"] == wanted:
+                    return last
+                assert last["status"] != "faulted", f"{self.base_url} faulted: {last}"
+            time.sleep(POLL_SECONDS)
+        raise AssertionError(f"{self.base_url} not {wanted} within {timeout}s; last status: {last}")
+
+
+@dataclass(frozen=True)
+class Replica:
+    container: docker.models.containers.Container
+    alias: str  # its name on the job's network: rank 0's is the workers' MASTER_ADDR
+    agent: ElasticAgent
+
+
+@pytest.fixture
+def checkpoint_dir(tmp_path) -> Path:
+    """Shared by both replicas, as a job's shared file system would be."""
+    return tmp_path / "checkpoints"
+
+
+@pytest.fixture
+def replicas(docker_engine, pytorch_elastic_image, checkpoint_dir) -> Iterator[list[Replica]]:
+    """Two containers of the image on their own bridge network, each with the agent's port
+    published on 127.0.0.1; removed (with the network) by label at the end."""
+    checkpoint_dir.mkdir()
+    test_id = uuid.uuid4().hex[:12]
+    owned = {labels.STACK: settings.SAGEPORT_STACK_ID, TEST_LABEL: f"elastic-image-{test_id}"}
+    network = docker_engine.networks.create(
+        f"sageport-elastic-image-{test_id}", driver="bridge", labels=owned
+    )
+    try:
+        yield [
+            start_replica(
+                docker_engine, pytorch_elastic_image, network.name, f"replica-{index}", owned, checkpoint_dir
+            )
+            for index in range(2)
+        ]
+    finally:
+        selector = {"label": f"{TEST_LABEL}={owned[TEST_LABEL]}"}
+        for container in docker_engine.containers.list(all=True, filters=selector):
+            container.remove(force=True)
+        for leftover in docker_engine.networks.list(filters=selector):
+            leftover.remove()
+
+
+def start_replica(engine, image: str, network: str, alias: str, owned: dict, checkpoint_dir: Path) -> Replica:
+    container = engine.containers.run(
+        image, detach=True, labels=owned, environment=TRAINING_ENV,
+        network=network, networking_config={network: engine.api.create_endpoint_config(aliases=[alias])},
+        ports={AGENT_PORT: ("127.0.0.1", None)},
+        volumes={str(checkpoint_dir): {"bind": CONTAINER_CHECKPOINT_DIR, "mode": "rw"}},
+    )
+    container.reload()
+    port = int(container.ports[AGENT_PORT][0]["HostPort"])
+    return Replica(container=container, alias=alias, agent=ElasticAgent(port))
+
+
+def read_records(checkpoint_dir: Path) -> dict[str, list[dict]]:
+    """The example's records, by file name (one file per worker process)."""
+    return {
+        path.name: [json.loads(line) for line in path.read_text().splitlines()]
+        for path in sorted((checkpoint_dir / "records").glob("*.jsonl"))
+    }
+
+
+def wait_for_steps(checkpoint_dir: Path, ranks: int, steps: int, timeout: float) -> None:
+    """Until each of `ranks` ranks has recorded at least `steps` training steps."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = [sum("samples" in line for line in lines) for lines in read_records(checkpoint_dir).values()]
+        if len(done) == ranks and min(done) >= steps:
+            return
+        time.sleep(POLL_SECONDS)
+    raise AssertionError(
+        f"not {steps} steps on {ranks} ranks within {timeout}s: {read_records(checkpoint_dir)}"
+    )
+
+
+def test_a_job_scaled_from_two_replicas_to_one_trains_every_sample_exactly_once(replicas, checkpoint_dir):
+    first, second = replicas
+    for replica in replicas:
+        replica.agent.wait_for("ready", READY_TIMEOUT_SECONDS)
+
+    # Two replicas: rank 0 is the first, which the second reaches by its alias on the network.
+    for rank, replica in enumerate(replicas):
+        replica.agent.start(rank=rank, nnodes=2, master_addr=first.alias, fault_count=0)
+    assert [replica.agent.status()["status"] for replica in replicas] == ["running", "running"]
+    wait_for_steps(checkpoint_dir, ranks=2, steps=STEPS_BEFORE_SCALING, timeout=READY_TIMEOUT_SECONDS)
+
+    # Scale down: a graceful stop to every agent; the example checkpoints, exits 0, agents are ready.
+    for replica in replicas:
+        replica.agent.stop_gracefully()
+    for replica in replicas:
+        replica.agent.wait_for("ready", STOPPED_TIMEOUT_SECONDS)
+
+    # The new world: the first replica alone. faultCount 1 makes this the agent's attempt 1 (its
+    # workers see TORCHELASTIC_RESTART_COUNT=1, their logs go to attempt_1/); 0 works as well, but
+    # would present the new world as the job's first attempt again.
+    first.agent.start(rank=0, nnodes=1, master_addr=first.alias, fault_count=1)
+    status = first.agent.wait_for("completed", COMPLETED_TIMEOUT_SECONDS)
+    assert status["assigned_rank"] == "0"
+    assert second.agent.status()["status"] == "ready"  # left out of the new world, it just waits
+
+    for replica in replicas:
+        replica.agent.shutdown()
+    for replica in replicas:
+        assert replica.container.wait(timeout=EXIT_TIMEOUT_SECONDS)["StatusCode"] == 0
+        assert "Elastic scaling event detected. Checkpoint saved." in replica.container.logs().decode()
+
+    records = read_records(checkpoint_dir)
+    lines = [line for file_lines in records.values() for line in file_lines]
+    steps = [line for line in lines if "samples" in line]
+    assert sorted(sample for line in steps for sample in line["samples"]) == list(range(TOTAL_SAMPLES))
+
+    elastic = sorted(
+        (line for line in lines if line.get("event") == "elastic"), key=lambda line: line["rank"]
+    )
+    scaled_at = elastic[0]["step"]
+    checkpoint = f"{CONTAINER_CHECKPOINT_DIR}/step_{scaled_at}"
+    assert [(line["rank"], line["step"], line["checkpoint"]) for line in elastic] == [
+        (0, scaled_at, checkpoint), (1, scaled_at, checkpoint)
+    ]
+    assert scaled_at > CHECKPOINT_EVERY  # so the resume below took the newest of two checkpoints
+    assert (checkpoint_dir / f"step_{CHECKPOINT_EVERY}/.metadata").is_file()
+
+    last_step = max(line["step"] for line in steps)
+    assert sorted((line["step"], line["world_size"], line["rank"]) for line in steps) == (
+        [(step, 2, rank) for step in range(1, scaled_at + 1) for rank in (0, 1)]
+        + [(step, 1, 0) for step in range(scaled_at + 1, last_step + 1)]
+    )
+    started = sorted(
+        (line["world_size"], line["rank"], line["step"], line["checkpoint"])
+        for line in lines if line.get("event") == "started"
+    )
+    assert started == [(1, 0, scaled_at, checkpoint), (2, 0, 0, None), (2, 1, 0, None)]
+    completed = [line for line in lines if line.get("event") == "completed"]
+    assert completed == [{"rank": 0, "event": "completed", "step": last_step}]
+    resumed_file = next(name for name, file_lines in records.items() if file_lines[0]["world_size"] == 1)
+    assert resumed_file.startswith("rank-0-restart-1-")
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({"TOTAL_SAMPLES": "0"}, "argument --total-samples: must be a positive integer, not '0'"),
+        ({"STEP_SECONDS": "nan"}, "argument --step-seconds: must be a number of seconds >= 0, not 'nan'"),
+    ],
+    ids=["total-samples", "step-seconds"],
+)
+def test_a_bad_setting_stops_the_script_before_training_with_its_reason(
+    docker_engine, pytorch_elastic_image, environment, message
+):
+    container = docker_engine.containers.run(
+        pytorch_elastic_image, ["python3", "/opt/ml/code/train.py"], detach=True, network_mode="none",
+        labels={labels.STACK: settings.SAGEPORT_STACK_ID}, environment=environment,
+    )
+    try:
+        status = container.wait(timeout=EXIT_TIMEOUT_SECONDS)["StatusCode"]
+        assert status == 2  # argparse's usage error, before any process group is set up
+        assert message in container.logs().decode()
+    finally:
+        container.remove(force=True)
