@@ -34,6 +34,7 @@ from gateway import network as gateway_network
 from reconcile.loop import reconcile_once
 from runtime.base import ContainerState
 from runtime.docker import get_runtime
+from storage import safe_files
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,10 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
 
 
 def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], states: dict) -> float:
+    network = replicas.network_name(job)
+    names = {_pod(job, replica): states[replica.container_name].addresses.get(network) for replica in world}
+    for replica in world:
+        replicas.write_hosts(replicas.hosts_file(job, replica), names)
     first = sizing.slots(spec, len(world))[0]
     body = {
         "nnodes": len(world),
@@ -253,6 +258,7 @@ def _finish(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, s
         replica.delete()
     if not keep_containers:
         get_runtime().remove_network(replicas.network_name(job))
+        safe_files.remove_tree(replicas.job_directory(job))
     container_credentials.revoke(replicas.holder_arn(job))
     status.move(job, spec, phase, condition, completed_at=timezone.now(), world_size=0, node=None)
     return _finished(job, spec)
@@ -274,6 +280,7 @@ def _delete(job: HyperPodJob) -> None:
     for state in runtime.find(replicas.job_labels(job)):
         runtime.remove(state.name)
     runtime.remove_network(replicas.network_name(job))
+    safe_files.remove_tree(replicas.job_directory(job))
     container_credentials.revoke(replicas.holder_arn(job))
     job.delete()
     return None
@@ -304,7 +311,12 @@ def _release(job: HyperPodJob, spec: JobSpec, keep: int) -> None:
 
 def _remove_replica(replica: ElasticReplica) -> None:
     get_runtime().remove(replica.container_name)
+    safe_files.remove_tree(replicas.replica_directory(replica.job, replica))
     replica.delete()
+
+
+def _pod(job: HyperPodJob, replica: ElasticReplica) -> str:
+    return replicas.pod_name(job, replica.group, replica.index)
 
 
 def _states(job: HyperPodJob) -> dict[str, ContainerState]:

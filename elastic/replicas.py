@@ -67,7 +67,10 @@ def container_spec(
         entrypoint=list(group.command) if group.command is not None else None,
         command=list(group.args) if group.args is not None else None,
         environment=environment,
-        mounts=tuple(_mount(job, replica, volume) for volume in group.volume_mounts),
+        mounts=(
+            Mount(str(hosts_file(job, replica)), "/etc/hosts", read_only=True),
+            *(_mount(job, replica, volume) for volume in group.volume_mounts),
+        ),
         network=network_name(job),
         hostname=name,
         working_dir=group.working_dir,
@@ -97,6 +100,35 @@ def _environment(job, spec, group, replica, nnodes) -> dict[str, str]:
     return environment
 
 
+def hosts_file(job: HyperPodJob, replica: ElasticReplica) -> Path:
+    """The replica's /etc/hosts, a file of ours (mounted read-only): Docker's lists the pod's name
+    once per network, and the resolver prefers the services network's link-local address, where
+    no peer reaches it (gloo binds to the address its host name resolves to). It holds localhost
+    until the world starts; `write_hosts` then names every replica of the world."""
+    path = replica_directory(job, replica) / "hosts"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_hosts(path, {})
+    return path
+
+
+def write_hosts(path: Path, names: dict[str, str]) -> None:
+    """Rewritten in place (same inode): the running container sees the file it was given."""
+    lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+    lines += [f"{address}\t{name}" for name, address in names.items()]
+    with open(path, "w") as hosts:
+        hosts.write("\n".join(lines) + "\n")
+
+
+def replica_directory(job: HyperPodJob, replica: ElasticReplica) -> Path:
+    return job_directory(job) / replica.container_name
+
+
+def job_directory(job: HyperPodJob) -> Path:
+    """The node's files of the job's replicas (hosts files, emptyDir volumes)."""
+    return Path(settings.DATA_DIR) / "elastic" / str(job.pk)
+
+
 def _mount(job: HyperPodJob, replica: ElasticReplica, volume: VolumeMount) -> Mount:
     return Mount(str(volume_directory(job, replica, volume)), volume.mount_path, volume.read_only)
 
@@ -107,14 +139,10 @@ def volume_directory(job: HyperPodJob, replica: ElasticReplica, volume: VolumeMo
     if volume.kind == "persistentVolumeClaim":
         directory = claims_root() / job.account_id / job.namespace / volume.source
     else:
-        directory = replicas_root() / f"{job.pk}" / replica.container_name / volume.source
+        directory = replica_directory(job, replica) / "volumes" / volume.source
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 
 
 def claims_root() -> Path:
     return Path(settings.DATA_DIR) / "volumes"
-
-
-def replicas_root() -> Path:
-    return Path(settings.DATA_DIR) / "elastic"

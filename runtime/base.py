@@ -77,6 +77,8 @@ class ContainerState:
     started_at: str | None = None  # RFC 3339 as reported by the engine
     finished_at: str | None = None
     host_port: int | None = None  # where `published_port` landed on the published address
+    # Its IPv4 address on each network it joined, by network name (a running container's).
+    addresses: dict[str, str] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:

@@ -470,11 +470,17 @@ def _state(container: Container) -> ContainerState:
         started_at=_engine_time(state.get("StartedAt")),
         finished_at=_engine_time(state.get("FinishedAt")),
         host_port=_host_port(container),
+        addresses=_addresses(container),
     )
 
 
 def _engine_time(value: str | None) -> str | None:
     return None if not value or value == _NEVER else value
+
+
+def _addresses(container: Container) -> dict[str, str]:
+    networks = container.attrs["NetworkSettings"].get("Networks") or {}
+    return {name: joined["IPAddress"] for name, joined in networks.items() if joined.get("IPAddress")}
 
 
 def _host_port(container: Container) -> int | None:

@@ -58,6 +58,7 @@ class FakeRuntime:
         self.healthy_by_default = False
         self._ids = itertools.count(1)
         self._ports = itertools.count(_FIRST_HOST_PORT)
+        self._hosts = itertools.count(2)  # addresses 10.0.x.y handed out on every network
         self._clock = datetime.now(UTC)
         for image in images:
             self.add_image(image)
@@ -165,6 +166,7 @@ class FakeRuntime:
             labels={**spec.labels, **keys.own()},
             started_at=self._stamp(),
             host_port=next(self._ports) if spec.published_port else None,
+            addresses=self._addresses(spec),
         )
         self.containers[spec.name] = FakeContainer(
             spec, state, ignores_sigterm=self.ignore_sigterm_by_default, healthy=self.healthy_by_default
@@ -215,6 +217,11 @@ class FakeRuntime:
     def _answer(self) -> None:
         if self.unreachable:
             raise RuntimeUnavailable("The Docker engine cannot be reached: connection refused")
+
+    def _addresses(self, spec: ContainerSpec) -> dict[str, str]:
+        networks = [] if spec.network in (None, "none") else [spec.network]
+        host = next(self._hosts)
+        return {name: f"10.0.{host // 250}.{host % 250 + 2}" for name in [*networks, *spec.extra_networks]}
 
     def _stamp(self) -> str:
         """An RFC 3339 time with nanoseconds, later than every earlier one (the engine's format)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from django.conf import settings
 from kubernetes import client as kube
 
 from tests.e2e.conftest import shell_job, unique_name, wait_for_status
@@ -138,7 +139,8 @@ def trained_samples(entries: list[dict]) -> list[int]:
 
 def world_sizes(entries: list[dict]) -> list[int]:
     """The world size of each start, in the order the worlds started."""
-    starts = sorted((e for e in entries if e.get("event") == "started" and e["rank"] == 0), key=lambda e: e["time"])
+    starts = [e for e in entries if e.get("event") == "started" and e["rank"] == 0]
+    starts.sort(key=lambda start: start["position"])  # each world resumes further on
     return [start["world_size"] for start in starts]
 
 
@@ -209,4 +211,7 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     events = [e for e in entries if e.get("event") == "elastic"]
     assert len(events) >= 1 + 4 + 2  # every rank of each stopped world saw SIGUSR1 and saved
     assert all(event["checkpoint"] for event in events)
-    assert docker.from_env().containers.list(filters={"label": "sageport.role=elastic"}) == []
+    left = docker.from_env().containers.list(
+        all=True, filters={"label": ["sageport.role=elastic", f"sageport.stack={settings.SAGEPORT_STACK_ID}"]}
+    )
+    assert left == []
