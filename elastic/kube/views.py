@@ -131,7 +131,7 @@ def _create(request: HttpRequest, account_id: str, namespace: str) -> HttpRespon
         raise KubeError(409, "AlreadyExists",
                         f'{discovery.PLURAL}.{discovery.GROUP} "{name}" already exists',
                         {"name": name, "group": discovery.GROUP, "kind": discovery.PLURAL}) from None
-    warnings = [f"unknown field \"{path}\"" for path in spec.unknown_fields(manifest)]
+    warnings = [f"unknown field {path}" for path in spec.unknown_fields(manifest)]
     return json_response(presenter.job_object(created), status=201, warnings=warnings)
 
 
