@@ -375,3 +375,10 @@ def test_a_job_a_worker_holds_is_left_to_the_operator(kube):
     assert kube.delete("train").status_code == 200
 
     assert HyperPodJob.objects.get().deletion_requested_at is not None
+
+
+def test_a_page_of_djangos_on_a_kubernetes_path_becomes_a_status(client, db):
+    response = client.get("/version", HTTP_HOST="not a host!")
+
+    assert response.status_code == 400 and "X-Amzn-ErrorType" not in response
+    assert response.json()["kind"] == "Status" and response.json()["code"] == 400
