@@ -108,7 +108,7 @@ def job(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     _check_namespace(namespace)
     found = _jobs(account_id).filter(namespace=namespace, name=name).first()
     if found is None:
-        raise not_found(f"{discovery.PLURAL}.{discovery.GROUP}", name)
+        raise not_found(discovery.PLURAL, discovery.GROUP, name)
     if request.method == "DELETE":
         if not _dry_run(request):
             found = submission.request_deletion(found)

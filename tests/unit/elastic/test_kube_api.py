@@ -70,8 +70,9 @@ def assert_status(response, code: int, reason: str) -> dict:
 # --- Discovery ------------------------------------------------------------------------------
 
 
-def test_version_answers_a_kubernetes_version_without_credentials(client, db):
-    body = client.get("/version").json()
+@pytest.mark.parametrize("path", ["/version", "/version/"])  # the kubernetes client asks the second
+def test_version_answers_a_kubernetes_version_without_credentials(client, db, path):
+    body = client.get(path).json()
 
     assert (body["major"], body["minor"], body["gitVersion"]) == ("1", "31", "v1.31.0-sageport")
     assert body["platform"]
@@ -382,3 +383,22 @@ def test_a_page_of_djangos_on_a_kubernetes_path_becomes_a_status(client, db):
 
     assert response.status_code == 400 and "X-Amzn-ErrorType" not in response
     assert response.json()["kind"] == "Status" and response.json()["code"] == 400
+
+
+def test_a_broker_outage_does_not_fail_a_committed_create_or_delete(client, transactional_db, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    from elastic import tasks
+
+    def broker_down(pk):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(tasks.reconcile_hyperpod_job, "delay", broker_down)
+    key = create_access_key("123456789012")
+    kube = Kube(client, f"{key.access_key_id}.{key.secret_access_key}")
+
+    assert kube.create(job_manifest("train")).status_code == 201
+    HyperPodJob.objects.update(phase=JobPhase.RUNNING)
+    assert kube.delete("train").status_code == 200
+
+    assert HyperPodJob.objects.get().deletion_requested_at is not None
