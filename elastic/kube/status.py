@@ -18,7 +18,8 @@ class KubeError(Exception):
 
 
 def not_found(plural: str, group: str, name: str) -> KubeError:
-    return KubeError(404, "NotFound", f'{plural}.{group} "{name[:253]}" not found',
+    resource = f"{plural}.{group}" if group else plural
+    return KubeError(404, "NotFound", f'{resource} "{name[:253]}" not found',
                      {"name": name[:253], "group": group, "kind": plural})
 
 

@@ -19,6 +19,10 @@ urlpatterns = [
     path(f"{_BASE}/{PLURAL}", views.all_jobs, name="kube-all-jobs"),
     path(f"{_BASE}/namespaces/<str:namespace>/{PLURAL}", views.namespace_jobs, name="kube-namespace-jobs"),
     path(f"{_BASE}/namespaces/<str:namespace>/{PLURAL}/<str:name>", views.job, name="kube-job"),
+    # What `hyp` reads before it submits or lists: the CRD, and the namespace.
+    path("apis/apiextensions.k8s.io/v1/customresourcedefinitions/<str:name>",
+         views.custom_resource_definition, name="kube-crd"),
+    path("api/v1/namespaces/<str:name>", views.namespace, name="kube-namespace"),
     # Anything else under the Kubernetes prefixes: a NotFound Status, not the AWS catch-all.
     re_path(r"^(?:api|apis)/", views.unknown_path, name="kube-unknown"),
 ]

@@ -80,6 +80,22 @@ def resources(request: HttpRequest) -> HttpResponse:
     return json_response(discovery.resource_list())
 
 
+@kube_view("GET")
+def custom_resource_definition(request: HttpRequest, name: str) -> HttpResponse:
+    account_of(request)
+    if name != discovery.CRD_NAME:
+        raise not_found("customresourcedefinitions", "apiextensions.k8s.io", name)
+    return json_response(discovery.custom_resource_definition())
+
+
+@kube_view("GET")
+def namespace(request: HttpRequest, name: str) -> HttpResponse:
+    account_of(request)
+    if not spec.is_dns_label(name):
+        raise not_found("namespaces", "", name)
+    return json_response(discovery.namespace(name))
+
+
 @kube_view("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 def unknown_path(request: HttpRequest, **kwargs) -> HttpResponse:
     raise KubeError(404, "NotFound", "the server could not find the requested resource")

@@ -99,7 +99,7 @@ def namespace() -> str:
 
 
 def test_the_server_answers_a_kubernetes_version(api_client):
-    assert kubernetes.client.VersionApi(api_client).get_code().git_version == "v1.31.0-sageport"
+    assert kubernetes.client.VersionApi(api_client).get_code().git_version == "v1.34.0-sageport"
 
 
 def test_a_job_is_created_read_listed_by_label_and_deleted(jobs, namespace):

@@ -11,6 +11,7 @@ from tests.unit.elastic.manifests import job_manifest
 
 JOBS = "/apis/sagemaker.amazonaws.com/v1/namespaces/{ns}/hyperpodpytorchjobs"
 ALL_JOBS = "/apis/sagemaker.amazonaws.com/v1/hyperpodpytorchjobs"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +75,7 @@ def assert_status(response, code: int, reason: str) -> dict:
 def test_version_answers_a_kubernetes_version_without_credentials(client, db, path):
     body = client.get(path).json()
 
-    assert (body["major"], body["minor"], body["gitVersion"]) == ("1", "31", "v1.31.0-sageport")
+    assert (body["major"], body["minor"], body["gitVersion"]) == ("1", "34", "v1.34.0-sageport")
     assert body["platform"]
 
 
@@ -91,6 +92,19 @@ def test_discovery_names_the_group_and_the_resource(client, db):
         "hyperpodpytorchjobs", "HyperPodPyTorchJob", True
     )
     assert set(resource["verbs"]) == {"create", "get", "list", "delete"}
+
+
+def test_hyp_finds_the_crd_and_any_namespace(kube):
+    crd = kube.get(f"{CRDS}/hyperpodpytorchjobs.sagemaker.amazonaws.com")
+    namespace = kube.get("/api/v1/namespaces/team-a").json()
+
+    assert crd.json()["spec"]["names"]["kind"] == "HyperPodPyTorchJob"
+    assert (namespace["kind"], namespace["metadata"]["name"], namespace["status"]["phase"]) == (
+        "Namespace", "team-a", "Active"
+    )
+    assert_status(kube.get(f"{CRDS}/pods"), 404, "NotFound")
+    assert_status(kube.get("/api/v1/namespaces/Team_A"), 404, "NotFound")
+    assert_status(Kube(kube.client, None).get("/api/v1/namespaces/team-a"), 401, "Unauthorized")
 
 
 def test_an_unknown_kubernetes_path_is_a_not_found_status(kube):
