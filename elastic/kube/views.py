@@ -210,7 +210,7 @@ def _selector(request: HttpRequest, parameter: str):
 
 def _limit(request: HttpRequest) -> int:
     text = request.GET.get("limit", "0")
-    if not text.isdigit() or len(text) > 9:
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise bad_request("limit must be a non-negative integer")
     return int(text)
 

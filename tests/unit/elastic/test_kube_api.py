@@ -349,6 +349,8 @@ def test_a_limited_list_continues_where_it_stopped(kube):
     assert [item["metadata"]["name"] for item in second["items"]] == ["c"]
     assert "continue" not in second["metadata"]
     assert_status(kube.get(f"{ALL_JOBS}?continue=garbage"), 400, "BadRequest")
+    for limit in ("-1", "x", "²"):
+        assert_status(kube.get(f"{ALL_JOBS}?limit={limit}"), 400, "BadRequest")
 
 
 # --- Delete ---------------------------------------------------------------------------------
