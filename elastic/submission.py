@@ -78,7 +78,12 @@ def request_deletion(job: HyperPodJob) -> HyperPodJob:
             deletion_requested_at=now, resource_version=F("resource_version") + 1, next_check_at=now
         )
         _nudge(job.pk)
-        job.refresh_from_db(fields=["deletion_requested_at", "resource_version"])
+        job.deletion_requested_at = now
+        job.resource_version += 1
+        # The row as it is now: another request may have asked first (its time is the one kept);
+        # the operator may have removed it already (then the object answered is the last seen).
+        current = HyperPodJob.objects.filter(pk=job.pk).first()
+        return current or job
     return job
 
 

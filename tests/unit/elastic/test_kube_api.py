@@ -418,3 +418,18 @@ def test_a_broker_outage_does_not_fail_a_committed_create_or_delete(client, tran
     assert kube.delete("train").status_code == 200
 
     assert HyperPodJob.objects.get().deletion_requested_at is not None
+
+
+def test_a_job_the_operator_removes_during_its_deletion_is_answered_as_last_seen(kube, monkeypatch):
+    from elastic import submission
+
+    kube.create(job_manifest("train"))
+    HyperPodJob.objects.update(phase=JobPhase.RUNNING, world_size=1)
+    monkeypatch.setattr(submission, "_nudge", lambda pk: HyperPodJob.objects.filter(pk=pk).delete())
+
+    response = kube.delete("train")
+
+    assert response.status_code == 200
+    metadata = response.json()["metadata"]
+    assert metadata["deletionTimestamp"] and metadata["resourceVersion"] == "2"
+    assert not HyperPodJob.objects.exists()
