@@ -1,7 +1,7 @@
 # Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
 VENV := .venv
 
-.PHONY: bootstrap run up down node clean images sdk-v3 test lint
+.PHONY: bootstrap run up down node clean images sdk-v3 hyp test lint
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -36,8 +36,12 @@ images: bootstrap
 sdk-v3: bootstrap
 	@scripts/sdk-v3-venv.sh >/dev/null
 
+## hyp: AWS's HyperPod CLI in its own virtualenv (scripts/hyp-venv.sh), for its end-to-end test
+hyp: bootstrap
+	@scripts/hyp-venv.sh >/dev/null
+
 ## test: the whole test suite; it starts and stops its own services on free ports
-test: bootstrap images sdk-v3
+test: bootstrap images sdk-v3 hyp
 	$(VENV)/bin/pytest
 
 ## lint: ruff, and the import layers (pyproject [tool.importlinter]; docs/architecture.md)

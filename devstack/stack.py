@@ -37,6 +37,7 @@ import botocore.exceptions
 import kombu.exceptions
 import redis
 
+from devstack.kubeconfig import KUBECONFIG_NAME, write_kubeconfig
 from devstack.log_rotation import rotate_if_large
 from runtime.child_process import die_with_parent
 
@@ -466,7 +467,7 @@ def beat_spec(data_dir: Path) -> ServiceSpec:
 def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region: str) -> Path:
     """Create or upgrade the database, make sure the default access key exists, and write
     `<data>/env`, which makes unmodified boto3 code and the SageMaker SDK talk to this stack once
-    sourced, and the SDK's config file it names."""
+    sourced, and the SDK's config file and the kubeconfig (HyperPodPyTorchJobs) it names."""
     from django.core.management import call_command
 
     from accounts import buckets
@@ -480,6 +481,9 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
     # The platform creates it (`create_default_bucket`), for the default key's account.
     buckets.ensure_owner(default_bucket, key.account_id)
     sdk_config = write_sdk_config(data_dir / SDK_CONFIG_NAME, default_bucket)
+    kubeconfig = write_kubeconfig(
+        data_dir / KUBECONFIG_NAME, api_url, key.access_key_id, key.secret_access_key
+    )
     return write_env_file(data_dir / "env", {
         "AWS_ACCESS_KEY_ID": key.access_key_id,
         "AWS_SECRET_ACCESS_KEY": key.secret_access_key,
@@ -498,6 +502,9 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
         # role lookup in IAM.
         "SAGEMAKER_USER_CONFIG_OVERRIDE": str(sdk_config),
         "SAGEMAKER_VALIDATE_ROLE": "false",
+        # The kubernetes client, `hyp` and kubectl: the HyperPodPyTorchJob API (README "Elastic
+        # training").
+        "KUBECONFIG": str(kubeconfig.resolve()),
     })
 
 

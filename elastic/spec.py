@@ -279,7 +279,9 @@ def _read_metadata(reader: _Reader, metadata: Any) -> None:
         reader.fail("metadata.name", "must be a DNS-1123 label: at most 63 lower-case letters, "
                     "digits and '-', starting and ending with a letter or digit")
     generate = metadata.get("generateName")
-    if name is None and generate is not None and not (is_dns_label(generate + "x") and len(generate) <= 58):
+    if name is None and generate is not None and not (
+        isinstance(generate, str) and len(generate) <= 58 and is_dns_label(generate + "x")
+    ):
         reader.fail("metadata.generateName", "must be a DNS-1123 label prefix of at most 58 characters")
     namespace = metadata.get("namespace")
     if namespace is not None and not is_dns_label(namespace):
@@ -307,7 +309,8 @@ def _label_problem(key: str, value: Any) -> str | None:
 
 
 def _read(reader: _Reader, manifest: dict) -> JobSpec:
-    labels = (manifest.get("metadata") or {}).get("labels") or {}
+    metadata = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    labels = metadata.get("labels") or {}
     spec = reader.mapping(manifest.get("spec"), "spec", required=True)
     groups = _read_groups(reader, spec.get("replicaSpecs"))
     run_policy = reader.mapping(spec.get("runPolicy"), "spec.runPolicy")
@@ -462,7 +465,8 @@ def _read_groups(reader: _Reader, value: Any) -> list[ReplicaGroup]:
             reader.fail(f"{field}.name", "is required: a DNS-1123 label")
         elif name in names:
             reader.fail(f"{field}.name", f"duplicate group name {name!r}")
-        names.add(name)
+        else:
+            names.add(name)
         group = _read_group(reader, entry, field)
         if group is not None:
             groups.append(group)
@@ -520,7 +524,8 @@ def _refuse_host_access(reader: _Reader, pod: dict, field: str) -> None:
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         if pod.get(key):
             reader.fail(f"{field}.{key}", "a replica may not share the host's namespaces")
-    for i, container in enumerate(pod.get("containers") or []):
+    containers = pod.get("containers") if isinstance(pod.get("containers"), list) else []
+    for i, container in enumerate(containers):
         context = container.get("securityContext") if isinstance(container, dict) else None
         if isinstance(context, dict) and context.get("privileged"):
             reader.fail(f"{field}.containers[{i}].securityContext", "privileged containers are not allowed")
@@ -629,7 +634,7 @@ def _read_mounts(
         paths.add(path)
         if mount.get("subPath") or mount.get("subPathExpr"):
             reader.fail(f"{field}[{i}].subPath", "is not supported")
-        volume = volumes.get(mount.get("name"))
+        volume = volumes.get(mount.get("name")) if isinstance(mount.get("name"), str) else None
         if volume is None:
             reader.fail(f"{field}[{i}].name", "must name one of the pod's volumes")
             continue

@@ -33,7 +33,7 @@ _HTML_PREFIXES = ("/admin/", "/console/", "/static/")
 _OWN_BODY_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _RUNTIME_SUFFIX = "/invocations"
 # The Kubernetes-style API (elastic/kube/): its clients read Kubernetes JSON, errors included.
-_KUBERNETES_PATHS = frozenset({"/version", "/api", "/apis"})
+_KUBERNETES_PATHS = frozenset({"/version", "/version/", "/api", "/apis"})
 _KUBERNETES_PREFIXES = ("/api/", "/apis/")
 
 

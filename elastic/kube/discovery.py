@@ -7,8 +7,9 @@ GROUP = "sagemaker.amazonaws.com"
 VERSION = "v1"
 PLURAL = "hyperpodpytorchjobs"
 SINGULAR = "hyperpodpytorchjob"
-# What the kubernetes client and `hyp` check (`hyp` warns below its supported minor version).
-KUBERNETES_VERSION = ("1", "31", "v1.31.0-sageport")
+# What the kubernetes client and `hyp` check: `hyp` warns unless its kubernetes client (35 here,
+# pyproject.toml) is at most one minor version ahead of the server and three behind.
+KUBERNETES_VERSION = ("1", "34", "v1.34.0-sageport")
 
 
 def version() -> dict:
@@ -65,4 +66,42 @@ def resource_list() -> dict:
             "shortNames": ["hpj"],
             "categories": ["all"],
         }],
+    }
+
+
+CRD_NAME = f"{PLURAL}.{GROUP}"
+
+
+def custom_resource_definition() -> dict:
+    """The CRD as `hyp create` reads it (it refuses to submit when the CRD is missing)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD_NAME},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": SINGULAR,
+                      "shortNames": ["hpj"]},
+            "scope": "Namespaced",
+            "versions": [{"name": VERSION, "served": True, "storage": True,
+                          "subresources": {"status": {}}}],
+        },
+        "status": {
+            "acceptedNames": {"kind": KIND, "plural": PLURAL},
+            "storedVersions": [VERSION],
+            "conditions": [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                            "message": "the initial names have been accepted"}],
+        },
+    }
+
+
+def namespace(name: str) -> dict:
+    """Every namespace exists for every account (they need no creating): `hyp` reads one before
+    it lists or deletes in it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
     }

@@ -17,8 +17,10 @@ class KubeError(Exception):
         self.details = details or {}
 
 
-def not_found(kind: str, name: str) -> KubeError:
-    return KubeError(404, "NotFound", f'{kind} "{name}" not found', {"name": name, "kind": kind})
+def not_found(plural: str, group: str, name: str) -> KubeError:
+    resource = f"{plural}.{group}" if group else plural
+    return KubeError(404, "NotFound", f'{resource} "{name[:253]}" not found',
+                     {"name": name[:253], "group": group, "kind": plural})
 
 
 def bad_request(message: str) -> KubeError:

@@ -80,6 +80,22 @@ def resources(request: HttpRequest) -> HttpResponse:
     return json_response(discovery.resource_list())
 
 
+@kube_view("GET")
+def custom_resource_definition(request: HttpRequest, name: str) -> HttpResponse:
+    account_of(request)
+    if name != discovery.CRD_NAME:
+        raise not_found("customresourcedefinitions", "apiextensions.k8s.io", name)
+    return json_response(discovery.custom_resource_definition())
+
+
+@kube_view("GET")
+def namespace(request: HttpRequest, name: str) -> HttpResponse:
+    account_of(request)
+    if not spec.is_dns_label(name):
+        raise not_found("namespaces", "", name)
+    return json_response(discovery.namespace(name))
+
+
 @kube_view("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 def unknown_path(request: HttpRequest, **kwargs) -> HttpResponse:
     raise KubeError(404, "NotFound", "the server could not find the requested resource")
@@ -108,7 +124,7 @@ def job(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     _check_namespace(namespace)
     found = _jobs(account_id).filter(namespace=namespace, name=name).first()
     if found is None:
-        raise not_found(f"{discovery.PLURAL}.{discovery.GROUP}", name)
+        raise not_found(discovery.PLURAL, discovery.GROUP, name)
     if request.method == "DELETE":
         if not _dry_run(request):
             found = submission.request_deletion(found)
@@ -131,7 +147,7 @@ def _create(request: HttpRequest, account_id: str, namespace: str) -> HttpRespon
         raise KubeError(409, "AlreadyExists",
                         f'{discovery.PLURAL}.{discovery.GROUP} "{name}" already exists',
                         {"name": name, "group": discovery.GROUP, "kind": discovery.PLURAL}) from None
-    warnings = [f"unknown field \"{path}\"" for path in spec.unknown_fields(manifest)]
+    warnings = [f"unknown field {path}" for path in spec.unknown_fields(manifest)]
     return json_response(presenter.job_object(created), status=201, warnings=warnings)
 
 
@@ -194,7 +210,7 @@ def _selector(request: HttpRequest, parameter: str):
 
 def _limit(request: HttpRequest) -> int:
     text = request.GET.get("limit", "0")
-    if not text.isdigit() or len(text) > 9:
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise bad_request("limit must be a non-negative integer")
     return int(text)
 

@@ -1,8 +1,9 @@
-"""What `prepare_data_dir` writes for users: `<data>/env` and the SageMaker SDK's config file,
-read back the way a shell and the SDK itself read them."""
+"""What `prepare_data_dir` writes for users: `<data>/env`, the SageMaker SDK's config file and the
+kubeconfig, read back the way a shell, the SDK and the kubernetes client read them."""
 import stat
 
 import boto3
+import kubernetes
 import pytest
 import sagemaker.config
 from botocore.config import Config
@@ -37,6 +38,21 @@ def test_the_env_file_points_every_served_client_and_the_sdk_at_the_stack(db, tm
     assert variables["SAGEMAKER_VALIDATE_ROLE"] == "false"
     assert variables["SAGEMAKER_USER_CONFIG_OVERRIDE"] == str(tmp_path / "sagemaker-config.yaml")
     assert stat.S_IMODE((tmp_path / "env").stat().st_mode) == 0o600  # it holds a secret key
+
+
+def test_the_kubeconfig_gives_the_kubernetes_client_the_api_and_the_default_key(db, tmp_path):
+    variables = read_env_file(prepare_data_dir(tmp_path, API_URL, S3_URL, "eu-west-1"))
+    configuration = kubernetes.client.Configuration()
+
+    kubernetes.config.load_kube_config(variables["KUBECONFIG"], client_configuration=configuration)
+
+    assert variables["KUBECONFIG"] == str((tmp_path / "kubeconfig").resolve())
+    assert configuration.host == API_URL
+    token = f"{variables['AWS_ACCESS_KEY_ID']}.{variables['AWS_SECRET_ACCESS_KEY']}"
+    assert configuration.api_key == {"authorization": f"Bearer {token}"}
+    _contexts, current = kubernetes.config.list_kube_config_contexts(config_file=variables["KUBECONFIG"])
+    assert current["context"]["namespace"] == "default"
+    assert stat.S_IMODE((tmp_path / "kubeconfig").stat().st_mode) == 0o600
 
 
 def test_the_sdk_reads_its_default_bucket_and_telemetry_opt_out_from_sageports_file(tmp_path, monkeypatch):

@@ -308,3 +308,32 @@ def test_parse_refuses_an_invalid_manifest():
         spec.parse(job_manifest(elasticPolicy={"minReplicas": 0}))
 
     assert refused.value.errors[0].field == "spec.elasticPolicy.minReplicas"
+
+
+def _set(manifest: dict, path: tuple, value) -> dict:
+    target = manifest
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return manifest
+
+
+@pytest.mark.parametrize(("path", "value", "field"), [
+    (("metadata",), 1, "metadata"),
+    (("metadata",), ["x"], "metadata"),
+    (("spec", "replicaSpecs", 0, "name"), ["pods"], "spec.replicaSpecs[0].name"),
+    (("spec", "replicaSpecs", 0, "template", "spec", "containers"), 1,
+     "spec.replicaSpecs[0].template.spec.containers"),
+    (("spec", "replicaSpecs", 0, "template", "spec", "containers", 0, "volumeMounts"),
+     [{"name": {}, "mountPath": "/v"}],
+     "spec.replicaSpecs[0].template.spec.containers[0].volumeMounts[0].name"),
+])
+def test_malformed_shapes_are_errors_not_crashes(path, value, field):
+    assert field in fields(_set(job_manifest(), path, value))
+
+
+def test_a_generate_name_that_is_not_a_string_is_an_error():
+    manifest = job_manifest()
+    manifest["metadata"] = {"generateName": 7}
+
+    assert fields(manifest) == ["metadata.generateName"]
