@@ -13,10 +13,12 @@ import uuid
 from pathlib import Path
 
 import docker
+import kubernetes
 import pytest
 from django.conf import settings
 from kubernetes import client as kube
 
+from tests.conftest import read_env_file
 from tests.e2e.conftest import shell_job, unique_name, wait_for_status
 
 GROUP, VERSION, PLURAL = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
@@ -31,9 +33,9 @@ PHASE_TIMEOUT = 240.0
 
 @pytest.fixture
 def kube_jobs(stack):
-    configuration = kube.Configuration(host=stack.endpoint_url)
-    configuration.api_key = {"authorization": f"Bearer {stack.access_key_id}.{stack.secret_access_key}"}
-    api = kube.CustomObjectsApi(kube.ApiClient(configuration))
+    """The Kubernetes client as a user has it: from the kubeconfig the stack writes."""
+    kubeconfig = read_env_file(stack.data_dir / "env")["KUBECONFIG"]
+    api = kube.CustomObjectsApi(kubernetes.config.new_client_from_config(config_file=kubeconfig))
     created: list[str] = []
     yield api, created
     for name in created:  # whatever a failed test left: deleted, and waited gone
@@ -144,6 +146,17 @@ def world_sizes(entries: list[dict]) -> list[int]:
     return [start["world_size"] for start in starts]
 
 
+def wait_trained_at(claim_dir: Path, size: int, after_step: int = -1) -> int:
+    """Wait until a world of `size` has trained a step beyond `after_step` (the agents answer
+    `running` at once, the script trains only once torch is imported and the ranks met); the
+    step. A resize before that would stop workers that have saved nothing yet."""
+    def trained() -> int | None:
+        steps = [e["step"] for e in records(claim_dir) if "samples" in e and e["world_size"] == size]
+        newest = max(steps, default=-1)
+        return newest if newest > after_step else None
+    return _wait(trained, f"a step trained at world size {size} after step {after_step}", PHASE_TIMEOUT)
+
+
 def claim_directory(stack, claim: str) -> Path:
     return Path(stack.data_dir) / "volumes" / stack.account_id / NAMESPACE / claim
 
@@ -183,13 +196,16 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
                  "scalingTimeoutInSeconds": 5, "gracefulShutdownTimeoutInSeconds": 90},
         TOTAL_SAMPLES=10**6,
     ))
+    claim_dir = claim_directory(stack, claim)
     wait_running_at(kube_jobs, elastic, 1)
+    step = wait_trained_at(claim_dir, 1)
 
     # Capacity frees: the job grows to 4.
     sagemaker.stop_training_job(TrainingJobName=blocker)
     grown = wait_running_at(kube_jobs, elastic, 4)
     assert grown["elasticScalingStatus"]["targetReplicas"] == {"pods": 4}
     assert grown["restartCount"] >= 1
+    step = wait_trained_at(claim_dir, 4, step)
 
     # A high-priority job needing two GPUs: the elastic job shrinks to 2, the urgent job runs
     # to completion, and the elastic job grows back.
@@ -199,12 +215,14 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     ))
     wait_running_at(kube_jobs, elastic, 2)
     wait_condition(kube_jobs, urgent, "Succeeded")
+    step = wait_trained_at(claim_dir, 2, step)
     wait_running_at(kube_jobs, elastic, 4)
+    wait_trained_at(claim_dir, 4, step)
 
     api, _ = kube_jobs
     api.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, elastic)
     _wait(lambda: _absent(api, elastic), "elastic job deleted", 60)
-    entries = records(claim_directory(stack, claim))
+    entries = records(claim_dir)
     assert world_sizes(entries)[:4] == [1, 4, 2, 4]
     samples = trained_samples(entries)
     assert sorted(samples) == list(range(len(samples)))  # none twice, none skipped
