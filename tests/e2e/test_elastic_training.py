@@ -129,9 +129,13 @@ def wait_condition(kube_jobs, name: str, wanted: str) -> dict:
 
 
 def records(claim_dir: Path) -> list[dict]:
+    """Every line the ranks wrote, each with the restart count (the agents' faultCount) its file
+    is named after: rank-<rank>-restart-<count>-<pid>.jsonl."""
     lines = []
     for path in sorted((claim_dir / "records").glob("*.jsonl")):
-        lines.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+        restart = int(path.name.split("-")[3])
+        written = [json.loads(line) for line in path.read_text().splitlines() if line]
+        lines.extend({**entry, "restart": restart} for entry in written)
     return lines
 
 
@@ -142,7 +146,9 @@ def trained_samples(entries: list[dict]) -> list[int]:
 def world_sizes(entries: list[dict]) -> list[int]:
     """The world size of each start, in the order the worlds started."""
     starts = [e for e in entries if e.get("event") == "started" and e["rank"] == 0]
-    starts.sort(key=lambda start: start["position"])  # each world resumes further on
+    # A fault restart counts up and may resume where the world before it did; a resize resumes
+    # further on, from the checkpoint it saved.
+    starts.sort(key=lambda start: (start["restart"], start["position"]))
     return [start["world_size"] for start in starts]
 
 
@@ -233,3 +239,57 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
         all=True, filters={"label": ["sageport.role=elastic", f"sageport.stack={settings.SAGEPORT_STACK_ID}"]}
     )
     assert left == []
+
+
+def kill_replica(pod: str) -> None:
+    """SIGKILL a replica's container, as a crashed machine or OOM would end it."""
+    [container] = docker.from_env().containers.list(
+        filters={"label": [f"sageport.host={pod}", f"sageport.stack={settings.SAGEPORT_STACK_ID}"]}
+    )
+    container.kill()
+
+
+def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continues_smaller(
+    stack, sagemaker, bucket, shell_algo_image, pytorch_elastic_image, kube_jobs
+):
+    # One GPU held by a training job: the job (sizes 2 or 4 only) starts at 2, one GPU spare.
+    blocker = unique_name("gpu")
+    sagemaker.create_training_job(**shell_job(
+        blocker, shell_algo_image, bucket, "sleep 600",
+        ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
+    ))
+    wait_for_status(sagemaker, blocker, statuses={"Training"})
+    claim = f"claim-{uuid.uuid4().hex[:8]}"
+    claim_dir = claim_directory(stack, claim)
+    name = submit(kube_jobs, job_manifest(
+        unique_name("faulty"), pytorch_elastic_image, claim, replicas=2, priority="low",
+        elastic={"minReplicas": 2, "maxReplicas": 4, "replicaDiscreteValues": [2, 4],
+                 "scalingTimeoutInSeconds": 5, "faultyScaleDownTimeoutInSeconds": 5,
+                 "gracefulShutdownTimeoutInSeconds": 60},
+        TOTAL_SAMPLES=10**6,
+    ))
+    wait_running_at(kube_jobs, name, 2)
+    step = wait_trained_at(claim_dir, 2)
+
+    # A killed replica is replaced on the spare GPU: the world restarts at 2, faultCount 1.
+    kill_replica(f"{name}-pods-1")
+    _wait(lambda: (s := status_of(kube_jobs, name)) and s.get("latestFaultyPodInstanceList") and s,
+          f"{name} reports its faulty replica", PHASE_TIMEOUT)
+    replaced = wait_running_at(kube_jobs, name, 2)
+    assert replaced["latestFaultyPodInstanceList"]["faultyRankList"] == [1]
+    step = wait_trained_at(claim_dir, 2, step)
+
+    # Capacity frees: 4 (3 is not an allowed size). Then a replica dies with no GPU spare: after
+    # faultyScaleDownTimeoutInSeconds the job goes on at 2, and grows back to 4 later.
+    sagemaker.stop_training_job(TrainingJobName=blocker)
+    wait_running_at(kube_jobs, name, 4)
+    step = wait_trained_at(claim_dir, 4, step)
+    kill_replica(f"{name}-pods-2")
+    wait_running_at(kube_jobs, name, 2)
+    step = wait_trained_at(claim_dir, 2, step)
+    wait_running_at(kube_jobs, name, 4)
+    wait_trained_at(claim_dir, 4, step)
+
+    entries = records(claim_dir)
+    assert sorted({e["restart"] for e in entries}) == [0, 1, 2]  # faultCount, as the workers saw it
+    assert world_sizes(entries)[:5] == [2, 2, 4, 2, 4]
