@@ -6,7 +6,6 @@ deletionTimestamp, until the operator has stopped the replicas and removed it â€
 operator has never placed (Pending, no node, no replica, not held by a worker), which holds
 nothing and goes at once."""
 
-import logging
 import secrets
 import string
 import uuid
@@ -15,13 +14,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 from elastic import spec, tasks
 from elastic.models import HyperPodJob, JobPhase
 from reconcile import leases
-
-log = logging.getLogger(__name__)
 
 _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
 
@@ -62,7 +58,7 @@ def submit(account_id: str, namespace: str, manifest: dict, dry_run: bool = Fals
             job.save(force_insert=True)
     except IntegrityError:
         raise NameTaken(name) from None
-    _nudge(job.pk)
+    tasks.nudge(job.pk)
     return job
 
 
@@ -77,7 +73,7 @@ def request_deletion(job: HyperPodJob) -> HyperPodJob:
         HyperPodJob.objects.filter(pk=job.pk, deletion_requested_at__isnull=True).update(
             deletion_requested_at=now, resource_version=F("resource_version") + 1, next_check_at=now
         )
-        _nudge(job.pk)
+        tasks.nudge(job.pk)
         job.deletion_requested_at = now
         job.resource_version += 1
         # The row as it is now: another request may have asked first (its time is the one kept);
@@ -101,15 +97,6 @@ def _delete_if_never_placed(job: HyperPodJob) -> bool:
         return True
     leases.release(HyperPodJob, job.pk, token, next_check_in=0)
     return False
-
-
-def _nudge(pk: int) -> None:
-    """The change is committed: when the broker cannot take the message, the sweeper finds the
-    job overdue later, so the request still succeeds."""
-    try:
-        tasks.nudge(pk)
-    except OperationalError as exc:
-        log.warning("could not enqueue HyperPodPyTorchJob %s (%s); the sweeper will pick it up", pk, exc)
 
 
 def _generated(prefix: str) -> str:

@@ -1,6 +1,7 @@
 """The operator's Celery side: one reconcile chain per HyperPodPyTorchJob (elastic/operator.py).
 A job's steps run on its node's queue (its containers live on that engine); a message that
 reached another worker is handed on unprocessed."""
+import logging
 from datetime import timedelta
 
 from celery import shared_task
@@ -8,10 +9,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from capacity import nodes
 from elastic import operator, reaper
 from elastic.models import FINISHED_PHASES, HyperPodJob
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="elastic.tasks.reconcile_hyperpod_job", acks_late=True, ignore_result=True)
@@ -27,8 +31,16 @@ def reconcile_hyperpod_job(pk: int) -> None:
 
 def nudge(pk: int) -> None:
     """Have the operator look at the job once the caller's transaction commits (a submission, a
-    deletion): the sweeper would find it too, a sweep later."""
-    transaction.on_commit(lambda: reconcile_hyperpod_job.delay(pk))
+    deletion). The change is committed: when the broker cannot take the message, the sweeper
+    finds the job overdue later, so the request still succeeds."""
+    transaction.on_commit(lambda: _enqueue_now(pk))
+
+
+def _enqueue_now(pk: int) -> None:
+    try:
+        reconcile_hyperpod_job.delay(pk)
+    except OperationalError as exc:
+        log.warning("could not enqueue HyperPodPyTorchJob %s (%s); the sweeper will pick it up", pk, exc)
 
 
 def sweep_hyperpod_jobs() -> None:

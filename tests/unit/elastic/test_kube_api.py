@@ -425,7 +425,7 @@ def test_a_job_the_operator_removes_during_its_deletion_is_answered_as_last_seen
 
     kube.create(job_manifest("train"))
     HyperPodJob.objects.update(phase=JobPhase.RUNNING, world_size=1)
-    monkeypatch.setattr(submission, "_nudge", lambda pk: HyperPodJob.objects.filter(pk=pk).delete())
+    monkeypatch.setattr(submission.tasks, "nudge", lambda pk: HyperPodJob.objects.filter(pk=pk).delete())
 
     response = kube.delete("train")
 

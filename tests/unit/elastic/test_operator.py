@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from capacity.gpus import free_gpus
 from capacity.models import GpuAllocation
-from elastic import operator, priorities
+from elastic import operator, priorities, reaper, replicas
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase
 from runtime.fake import FakeRuntime
 from tests.unit.elastic.fakes import FakeAgents, manifest, submit
@@ -113,6 +113,14 @@ def test_an_elastic_job_starts_with_what_fits_and_grows_when_capacity_frees(engi
     assert job.status["elasticScalingStatus"]["targetReplicas"] == {"pods": 4}
     assert job.status["conditions"][-1]["type"] == "Running"
     assert free_gpus(node) == []
+    # Every replica's /etc/hosts names the whole world on the job network, and nothing else.
+    network = replicas.network_name(job)
+    addresses = {state.name: state.addresses[network] for state in engine.find({"sageport.role": "elastic"})}
+    for replica in ElasticReplica.objects.filter(job=job):
+        lines = replicas.hosts_file(job, replica).read_text().splitlines()
+        named = dict(reversed(line.split("\t")) for line in lines if "localhost" not in line)
+        assert named == {f"{job.name}-pods-{r.index}": addresses[r.container_name]
+                         for r in ElasticReplica.objects.filter(job=job)}
 
 
 def test_growth_waits_for_the_scaling_timeout_since_the_last_resize(engine, agents):
@@ -283,3 +291,14 @@ def test_an_untagged_training_job_takes_nothing_back_but_elastic_jobs_do_not_gro
     complete(agents, engine, blocker)
     blocker, job = settle(blocker, job)
     assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)  # the freed GPUs wait for it
+
+
+def test_the_reaper_removes_containers_and_networks_no_job_owns(engine, agents, monkeypatch):
+    monkeypatch.setattr(reaper, "get_runtime", lambda: engine)
+    kept, gone = elastic_job(), fixed_job(1)
+    kept, gone = settle(kept, gone)
+    HyperPodJob.objects.filter(pk=gone.pk).delete()  # as a crash between the rows and the engine
+    reaper.reap_elastic_orphans()
+    names = {state.name for state in engine.find({"sageport.role": "elastic"})}
+    assert names == set(ElasticReplica.objects.filter(job=kept).values_list("container_name", flat=True))
+    assert replicas.network_name(gone) not in engine.networks and replicas.network_name(kept) in engine.networks
