@@ -301,4 +301,5 @@ def test_the_reaper_removes_containers_and_networks_no_job_owns(engine, agents, 
     reaper.reap_elastic_orphans()
     names = {state.name for state in engine.find({"sageport.role": "elastic"})}
     assert names == set(ElasticReplica.objects.filter(job=kept).values_list("container_name", flat=True))
-    assert replicas.network_name(gone) not in engine.networks and replicas.network_name(kept) in engine.networks
+    assert replicas.network_name(gone) not in engine.networks
+    assert replicas.network_name(kept) in engine.networks
