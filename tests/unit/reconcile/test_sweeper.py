@@ -6,6 +6,7 @@ from django.conf import settings
 from accounts import container_credentials
 from clusters import membership
 from controlplane.celery import app
+from elastic import tasks as elastic_tasks
 from hosting import tasks as hosting_tasks
 from logs import retention
 from reconcile import sweeper
@@ -18,6 +19,7 @@ def test_the_features_register_their_share_in_the_order_of_the_apps():
         training_tasks.sweep_training,
         hosting_tasks.sweep_hosting,
         membership.settle_all,
+        elastic_tasks.sweep_hyperpod_jobs,
         retention.purge_expired_events,
     ]
 
