@@ -163,6 +163,17 @@ def wait_trained_at(claim_dir: Path, size: int, after_step: int = -1) -> int:
     return _wait(trained, f"a step trained at world size {size} after step {after_step}", PHASE_TIMEOUT)
 
 
+def hold_gpus(sagemaker, bucket: str, image: str, count: int) -> str:
+    """A training job holding `count` GPUs (one per ml.p3.2xlarge instance) until it is stopped."""
+    name = unique_name("gpus")
+    sagemaker.create_training_job(**shell_job(
+        name, image, bucket, "sleep 600",
+        ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": count, "VolumeSizeInGB": 1},
+    ))
+    wait_for_status(sagemaker, name, statuses={"Training"})
+    return name
+
+
 def claim_directory(stack, claim: str) -> Path:
     return Path(stack.data_dir) / "volumes" / stack.account_id / NAMESPACE / claim
 
@@ -189,12 +200,7 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     stack, sagemaker, bucket, shell_algo_image, pytorch_elastic_image, kube_jobs, priority_classes
 ):
     # Three of the four GPUs are held by a training job: the elastic job starts at 1.
-    blocker = unique_name("gpus")
-    sagemaker.create_training_job(**shell_job(
-        blocker, shell_algo_image, bucket, "sleep 600",
-        ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": 3, "VolumeSizeInGB": 1},
-    ))
-    wait_for_status(sagemaker, blocker, statuses={"Training"})
+    blocker = hold_gpus(sagemaker, bucket, shell_algo_image, 3)
     claim = f"claim-{uuid.uuid4().hex[:8]}"
     elastic = submit(kube_jobs, job_manifest(
         unique_name("elastic"), pytorch_elastic_image, claim, replicas=1, priority="low",
@@ -253,12 +259,7 @@ def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continu
     stack, sagemaker, bucket, shell_algo_image, pytorch_elastic_image, kube_jobs
 ):
     # One GPU held by a training job: the job (sizes 2 or 4 only) starts at 2, one GPU spare.
-    blocker = unique_name("gpu")
-    sagemaker.create_training_job(**shell_job(
-        blocker, shell_algo_image, bucket, "sleep 600",
-        ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
-    ))
-    wait_for_status(sagemaker, blocker, statuses={"Training"})
+    blocker = hold_gpus(sagemaker, bucket, shell_algo_image, 1)
     claim = f"claim-{uuid.uuid4().hex[:8]}"
     claim_dir = claim_directory(stack, claim)
     name = submit(kube_jobs, job_manifest(
