@@ -175,9 +175,9 @@ def _begin_stop(
 
 def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], reason: str) -> float | None:
     job.status = {**job.status, "latestFaultyPodInstanceList": {
-        "restartType": "JobLevelRestart",
-        "faultyPodList": [r.container_name for r in faulty],
-        "faultyRankList": [r.rank for r in faulty if r.rank is not None],
+        "restartType": "JLR",  # the whole world restarts (job-level), as HyperPod names it
+        "faultyPodList": [_pod(job, r) for r in faulty],
+        "faultyRankList": [str(r.rank) for r in faulty if r.rank is not None],
     }}
     if job.fault_count >= spec.job_max_retry_count:
         return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "JobMaxRetryCountReached", reason))

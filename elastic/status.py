@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from elastic import replicas, sizing
-from elastic.models import HyperPodJob, JobPhase
+from elastic.models import HyperPodJob
 from elastic.spec import JobSpec
 
 log = logging.getLogger(__name__)
@@ -72,11 +72,10 @@ def compose(job: HyperPodJob, spec: JobSpec, conditions: list[dict]) -> dict:
         "restartCount": job.restart_count,
         "elasticScalingStatus": {
             "targetReplicas": sizing.group_counts(spec, job.target_replicas),
-            "currentReplicas": job.world_size if job.phase == JobPhase.RUNNING else 0,
             "lastScalingTime": _iso(job.last_scaling_at),
             "lastUpdated": _iso(timezone.now()),
         },
-        "jobPods": sorted(r.container_name for r in job.replicas.all()),
+        "jobPods": _pods(job, spec),
     }
     if job.started_at:
         status["startTime"] = _iso(job.started_at)
@@ -85,11 +84,23 @@ def compose(job: HyperPodJob, spec: JobSpec, conditions: list[dict]) -> dict:
     if job.world_size:
         first = sizing.slots(spec, job.world_size)[0]
         status["masterAddr"] = replicas.pod_name(job, first[0].name, first[1])
-        status["masterPort"] = replicas.MASTER_PORT
+        status["masterPort"] = str(replicas.MASTER_PORT)
     faulty = job.status.get("latestFaultyPodInstanceList")
     if faulty:
         status["latestFaultyPodInstanceList"] = faulty
     return {key: value for key, value in status.items() if value is not None}
+
+
+def _pods(job: HyperPodJob, spec: JobSpec) -> list[dict]:
+    """The job's replicas as the object references HyperPod lists (in rank order): while the job
+    is Running, exactly the pods of its world."""
+    order = {group.name: position for position, group in enumerate(spec.groups)}
+    rows = sorted(job.replicas.all(), key=lambda r: (order.get(r.group, len(order)), r.index))
+    return [
+        {"apiVersion": "v1", "kind": "Pod", "namespace": job.namespace,
+         "name": replicas.pod_name(job, r.group, r.index)}
+        for r in rows
+    ]
 
 
 def _with_condition(conditions: list[dict], condition: tuple[str, str, str], now) -> list[dict]:

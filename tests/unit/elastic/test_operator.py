@@ -203,7 +203,9 @@ def test_a_vanished_replica_is_replaced_on_spare_capacity(engine, agents, node):
     assert {body["faultCount"] for body in last_starts(agents, engine, job)} == {1}
     replacement = ElasticReplica.objects.get(job=job, index=1)
     assert GpuAllocation.objects.get(replica=replacement).device_id != lost_gpu
-    assert job.status["latestFaultyPodInstanceList"]["faultyPodList"] == [lost.container_name]
+    assert job.status["latestFaultyPodInstanceList"] == {
+        "restartType": "JLR", "faultyPodList": [f"{job.name}-pods-1"], "faultyRankList": ["1"]}
+    assert [pod["name"] for pod in job.status["jobPods"]] == [f"{job.name}-pods-0", f"{job.name}-pods-1"]
 
 
 def test_without_spare_capacity_a_faulty_job_continues_smaller_then_grows_back(engine, agents):
