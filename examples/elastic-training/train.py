@@ -117,6 +117,10 @@ def agreed_checkpoint(checkpoint_dir: Path) -> Path | None:
 
 def save_checkpoint(checkpoint_dir: Path, model, optimizer, progress: dict) -> Path:
     path = checkpoint_dir / f"{CHECKPOINT_PREFIX}{progress['step']}"
+    if dist.get_rank() == 0:
+        # A world killed after saving this step leaves it behind; while it is rewritten it must not
+        # look complete (the other ranks write only after rank 0 has entered dcp.save).
+        (path / ".metadata").unlink(missing_ok=True)
     model_state, optimizer_state = get_state_dict(model, optimizer)
     state = {"model": model_state, "optimizer": optimizer_state, "progress": dict(progress)}
     dcp.save(state, storage_writer=dcp.FileSystemWriter(path))

@@ -1,14 +1,16 @@
 """The elastic-training image on its own (no stack): two replicas, each a container running AWS's
 elastic agent (`hyperpodrun`, the image's default command), driven over the agent's HTTP API as
 HyperPod's operator drives them, through the agents' ports published on 127.0.0.1. The job
-starts on two replicas, scales down to one with a graceful stop (the example saves a checkpoint
-and exits) and finishes on the one left, resuming from that checkpoint: every sample is trained
-exactly once. `ElasticAgent` is the minimal driving sequence an operator needs."""
+starts on two replicas, scales down to one and up to two again, each time with a graceful stop
+(the example saves a checkpoint and exits) and a /start of the new world, which resumes from that
+checkpoint: every sample is trained exactly once. `ElasticAgent`, `start_world` and `stop_world`
+are the minimal driving sequence an operator needs."""
 import json
 import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +34,11 @@ GRACEFUL_STOP_TIMEOUT_SECONDS = 600
 STOPPED_TIMEOUT_SECONDS = 90
 COMPLETED_TIMEOUT_SECONDS = 180
 EXIT_TIMEOUT_SECONDS = 60
-# One sample per rank per step, 50 ms apart: on two replicas the data would last 200 steps
-# (over ten seconds), while the test stops them a few steps in; on one the rest takes ~400 steps.
+# One sample per rank per step, 50 ms apart: the data would last 200 steps on two replicas, 400 on
+# one (tens of seconds), while the test scales the job a few steps into each world.
 TOTAL_SAMPLES = 400
 CHECKPOINT_EVERY = 4
-STEPS_BEFORE_SCALING = CHECKPOINT_EVERY + 1  # so that a periodic checkpoint precedes the elastic one
+STEPS_BEFORE_SCALING = CHECKPOINT_EVERY + 1  # a periodic checkpoint precedes the first elastic one
 TRAINING_ENV = {
     "NNODES": "2",  # the agent reads it at startup; the world's size comes with /start
     "HYPERPOD_SIGNAL_COORDINATION": "distributed",  # elastic_event_detected() agrees across ranks
@@ -160,44 +162,59 @@ def read_records(checkpoint_dir: Path) -> dict[str, list[dict]]:
     }
 
 
-def wait_for_steps(checkpoint_dir: Path, ranks: int, steps: int, timeout: float) -> None:
-    """Until each of `ranks` ranks has recorded at least `steps` training steps."""
+def wait_for_steps(checkpoint_dir: Path, world_size: int, steps: int, timeout: float) -> None:
+    """Until every rank of a world of `world_size` has recorded `steps` training steps in it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        done = [sum("samples" in line for line in lines) for lines in read_records(checkpoint_dir).values()]
-        if len(done) == ranks and min(done) >= steps:
+        done = Counter(
+            line["rank"] for lines in read_records(checkpoint_dir).values() for line in lines
+            if "samples" in line and line["world_size"] == world_size
+        )
+        if all(done[rank] >= steps for rank in range(world_size)):
             return
         time.sleep(POLL_SECONDS)
-    raise AssertionError(
-        f"not {steps} steps on {ranks} ranks within {timeout}s: {read_records(checkpoint_dir)}"
-    )
+    raise AssertionError(f"not {steps} steps at world size {world_size} within {timeout}s")
 
 
-def test_a_job_scaled_from_two_replicas_to_one_trains_every_sample_exactly_once(replicas, checkpoint_dir):
-    first, second = replicas
-    for replica in replicas:
-        replica.agent.wait_for("ready", READY_TIMEOUT_SECONDS)
-
-    # Two replicas: rank 0 is the first, which the second reaches by its alias on the network.
+def start_world(replicas: list[Replica], fault_count: int) -> None:
+    """/start to every replica of the new world: ranks in order, the first one's alias as
+    MASTER_ADDR (the others reach it by that name on the network)."""
     for rank, replica in enumerate(replicas):
-        replica.agent.start(rank=rank, nnodes=2, master_addr=first.alias, fault_count=0)
-    assert [replica.agent.status()["status"] for replica in replicas] == ["running", "running"]
-    wait_for_steps(checkpoint_dir, ranks=2, steps=STEPS_BEFORE_SCALING, timeout=READY_TIMEOUT_SECONDS)
+        replica.agent.start(
+            rank=rank, nnodes=len(replicas), master_addr=replicas[0].alias, fault_count=fault_count
+        )
+    assert {replica.agent.status()["status"] for replica in replicas} == {"running"}
 
-    # Scale down: a graceful stop to every agent; the example checkpoints, exits 0, agents are ready.
+
+def stop_world(replicas: list[Replica]) -> None:
+    """A graceful stop to every agent of the world; the example checkpoints and exits 0, and each
+    agent is `ready` again (for a /start in the next world)."""
     for replica in replicas:
         replica.agent.stop_gracefully()
     for replica in replicas:
         replica.agent.wait_for("ready", STOPPED_TIMEOUT_SECONDS)
 
-    # The new world: the first replica alone. faultCount 1 makes this the agent's attempt 1 (its
-    # workers see TORCHELASTIC_RESTART_COUNT=1, their logs go to attempt_1/); 0 works as well, but
-    # would present the new world as the job's first attempt again.
-    first.agent.start(rank=0, nnodes=1, master_addr=first.alias, fault_count=1)
-    status = first.agent.wait_for("completed", COMPLETED_TIMEOUT_SECONDS)
-    assert status["assigned_rank"] == "0"
-    assert second.agent.status()["status"] == "ready"  # left out of the new world, it just waits
 
+def test_a_job_scaled_down_and_up_again_trains_every_sample_exactly_once(replicas, checkpoint_dir):
+    first, second = replicas
+    for replica in replicas:
+        replica.agent.wait_for("ready", READY_TIMEOUT_SECONDS)
+
+    # Each new world is a new attempt: faultCount 1, then 2 (its workers see
+    # TORCHELASTIC_RESTART_COUNT = faultCount and log to attempt_<faultCount>/). Repeating 0 works
+    # as well, but presents every world as the job's first attempt.
+    start_world([first, second], fault_count=0)
+    wait_for_steps(checkpoint_dir, world_size=2, steps=STEPS_BEFORE_SCALING, timeout=READY_TIMEOUT_SECONDS)
+    stop_world([first, second])
+
+    start_world([first], fault_count=1)
+    wait_for_steps(checkpoint_dir, world_size=1, steps=STEPS_BEFORE_SCALING, timeout=READY_TIMEOUT_SECONDS)
+    assert second.agent.status()["status"] == "ready"  # left out of this world, it just waits
+    stop_world([first])
+
+    start_world([first, second], fault_count=2)
+    for rank, replica in enumerate(replicas):
+        assert replica.agent.wait_for("completed", COMPLETED_TIMEOUT_SECONDS)["assigned_rank"] == str(rank)
     for replica in replicas:
         replica.agent.shutdown()
     for replica in replicas:
@@ -209,31 +226,41 @@ def test_a_job_scaled_from_two_replicas_to_one_trains_every_sample_exactly_once(
     steps = [line for line in lines if "samples" in line]
     assert sorted(sample for line in steps for sample in line["samples"]) == list(range(TOTAL_SAMPLES))
 
+    # Two elastic events: at step `down` (both ranks), at step `up` (the one rank).
     elastic = sorted(
-        (line for line in lines if line.get("event") == "elastic"), key=lambda line: line["rank"]
+        (line["step"], line["rank"], line["checkpoint"]) for line in lines if line.get("event") == "elastic"
     )
-    scaled_at = elastic[0]["step"]
-    checkpoint = f"{CONTAINER_CHECKPOINT_DIR}/step_{scaled_at}"
-    assert [(line["rank"], line["step"], line["checkpoint"]) for line in elastic] == [
-        (0, scaled_at, checkpoint), (1, scaled_at, checkpoint)
+    down, up = elastic[0][0], elastic[-1][0]
+    assert elastic == [
+        (down, 0, checkpoint_of(down)), (down, 1, checkpoint_of(down)), (up, 0, checkpoint_of(up))
     ]
-    assert scaled_at > CHECKPOINT_EVERY  # so the resume below took the newest of two checkpoints
+    assert down > CHECKPOINT_EVERY  # so the resume at `down` took the newest of two checkpoints
     assert (checkpoint_dir / f"step_{CHECKPOINT_EVERY}/.metadata").is_file()
 
-    last_step = max(line["step"] for line in steps)
+    last = max(line["step"] for line in steps)
     assert sorted((line["step"], line["world_size"], line["rank"]) for line in steps) == (
-        [(step, 2, rank) for step in range(1, scaled_at + 1) for rank in (0, 1)]
-        + [(step, 1, 0) for step in range(scaled_at + 1, last_step + 1)]
+        [(step, 2, rank) for step in range(1, down + 1) for rank in (0, 1)]
+        + [(step, 1, 0) for step in range(down + 1, up + 1)]
+        + [(step, 2, rank) for step in range(up + 1, last + 1) for rank in (0, 1)]
     )
     started = sorted(
-        (line["world_size"], line["rank"], line["step"], line["checkpoint"])
+        (line["step"], line["world_size"], line["rank"], line["checkpoint"])
         for line in lines if line.get("event") == "started"
     )
-    assert started == [(1, 0, scaled_at, checkpoint), (2, 0, 0, None), (2, 1, 0, None)]
-    completed = [line for line in lines if line.get("event") == "completed"]
-    assert completed == [{"rank": 0, "event": "completed", "step": last_step}]
-    resumed_file = next(name for name, file_lines in records.items() if file_lines[0]["world_size"] == 1)
-    assert resumed_file.startswith("rank-0-restart-1-")
+    assert started == [
+        (0, 2, 0, None), (0, 2, 1, None),
+        (down, 1, 0, checkpoint_of(down)),
+        (up, 2, 0, checkpoint_of(up)), (up, 2, 1, checkpoint_of(up)),
+    ]
+    completed = sorted((line["rank"], line["step"]) for line in lines if line.get("event") == "completed")
+    assert completed == [(0, last), (1, last)]
+    assert sorted(name.rsplit("-", 1)[0] for name in records) == [
+        "rank-0-restart-0", "rank-0-restart-1", "rank-0-restart-2", "rank-1-restart-0", "rank-1-restart-2",
+    ]
+
+
+def checkpoint_of(step: int) -> str:
+    return f"{CONTAINER_CHECKPOINT_DIR}/step_{step}"
 
 
 @pytest.mark.parametrize(
