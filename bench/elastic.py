@@ -3,7 +3,7 @@ high-priority submission → its start, each next to the agents' own graceful-st
 
 Each round, on a running Sageport whose node declares four GPUs:
 1. a training job of 3 instances of one GPU each (`sageport-examples/busybox:latest` running
-   `sleep`) holds three GPUs; an elastic HyperPodPyTorchJob (min 1, max 4, low priority,
+   `sleep`, ending on SIGTERM) holds three GPUs; an elastic HyperPodPyTorchJob (min 1, max 4, low priority,
    `scalingTimeoutInSeconds` 5) of `sageport-examples/pytorch-elastic:2.11.0-1.1.3` running
    examples/elastic-training/train.py starts at 1 and trains a step (its records, in a
    persistentVolumeClaim directory of the data dir);
@@ -59,6 +59,9 @@ GROUP, VERSION, PLURAL, NAMESPACE = "sagemaker.amazonaws.com", "v1", "hyperpodpy
 IMAGE = "sageport-examples/pytorch-elastic:2.11.0-1.1.3"
 HOLDER_IMAGE = "sageport-examples/busybox:latest"
 HOLDER_INSTANCE_TYPE = "ml.p3.2xlarge"  # one GPU per instance
+# A process 1 ignores SIGTERM unless it handles it: a bare `sleep` would stop only at the SIGKILL
+# after the grace period, as a training script that ignores StopTrainingJob would.
+HOLDER_COMMAND = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 CLASSES = [{"Name": "high", "Weight": 100}, {"Name": "low", "Weight": 10}]
 CLAIM_PATH = "/checkpoints"
@@ -333,7 +336,7 @@ def _hold_gpus(stack: Stack, name: str) -> str:
     stack.sagemaker.create_training_job(
         TrainingJobName=name,
         AlgorithmSpecification={"TrainingImage": HOLDER_IMAGE, "TrainingInputMode": "File",
-                                "ContainerEntrypoint": ["sleep", "3600"]},
+                                "ContainerEntrypoint": HOLDER_COMMAND},
         RoleArn=ROLE,
         OutputDataConfig={"S3OutputPath": f"s3://{stack.options.bucket}/bench-elastic"},
         ResourceConfig={"InstanceType": HOLDER_INSTANCE_TYPE, "InstanceCount": HELD, "VolumeSizeInGB": 1},
