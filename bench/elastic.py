@@ -3,8 +3,8 @@ high-priority submission → its start, each next to the agents' own graceful-st
 
 Each round, on a running Sageport whose node declares four GPUs:
 1. a training job of 3 instances of one GPU each (`sageport-examples/busybox:latest` running
-   `sleep`, ending on SIGTERM) holds three GPUs; an elastic HyperPodPyTorchJob (min 1, max 4, low priority,
-   `scalingTimeoutInSeconds` 5) of `sageport-examples/pytorch-elastic:2.11.0-1.1.3` running
+   `sleep`, ending on SIGTERM) holds three GPUs; an elastic HyperPodPyTorchJob (min 1, max 4, low
+   priority, `scalingTimeoutInSeconds` 5) of `sageport-examples/pytorch-elastic:2.11.0-1.1.3` running
    examples/elastic-training/train.py starts at 1 and trains a step (its records, in a
    persistentVolumeClaim directory of the data dir);
 2. StopTrainingJob frees the three GPUs; timed from the holder reported Stopped to the elastic
