@@ -20,9 +20,9 @@ Each round, on a running Sageport whose node declares four GPUs:
    removes are read before they go.
 Prints each round, the medians, each time over its resize's graceful stop, and one summary line.
 Bounded: at most --repeat rounds, none starts after --max-seconds, and every wait gives up after
---phase-timeout (the round fails). Everything it created is removed at the end, also on failure:
+--phase-timeout (the bench fails). Everything it created is removed at the end, also on failure:
 the HyperPodPyTorchJobs (deleted, and waited gone), the holders (stopped), the cluster that
-defines the priority classes, and the claim directories.
+defines the priority classes, the claim directories, and the bucket of the holders' output.
 
     SAGEPORT_NODE_GPUS=0,1,2,3 SAGEPORT_GPU_DEVICE_MODE=env-only \\
         SAGEPORT_NODE_INSTANCE_TYPE=ml.g5.12xlarge make up
