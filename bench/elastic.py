@@ -8,7 +8,7 @@ Each round, on a running Sageport whose node declares four GPUs:
    examples/elastic-training/train.py starts at 1 and trains a step (its records, in a
    persistentVolumeClaim directory of the data dir);
 2. StopTrainingJob frees the three GPUs; timed from the holder reported Stopped to the elastic
-   job's `Running` condition at `elasticScalingStatus.currentReplicas` 4, and to the first step
+   job's `Running` condition with 4 `jobPods`, and to the first step
    trained at world size 4 (the records' own time);
 3. a high-priority job of 2 replicas (same image) is submitted: the elastic job shrinks to 2 for
    it; timed from the submission to its `Running` condition and to its first trained step;
@@ -97,10 +97,10 @@ def condition(status: dict) -> str:
 
 
 def running_size(status: dict) -> int:
-    """How many replicas the job runs: `currentReplicas` while its condition is Running, else 0."""
+    """How many replicas the job runs: its `jobPods` while its condition is Running, else 0."""
     if condition(status) != "Running":
         return 0
-    return status.get("elasticScalingStatus", {}).get("currentReplicas", 0)
+    return len(status.get("jobPods", []))
 
 
 def first_step_time(records: list[dict], world_size: int, since: float) -> float | None:

@@ -38,7 +38,7 @@ def test_a_job_runs_at_its_current_replicas_only_while_its_newest_true_condition
             {"type": "Created", "status": "True"},
             {"type": "Running", "status": "True"},
         ],
-        "elasticScalingStatus": {"currentReplicas": 4},
+        "jobPods": [{"kind": "Pod", "name": f"job-pods-{index}"} for index in range(4)],
     }
     assert condition(status) == "Running"
     assert running_size(status) == 4
