@@ -7,7 +7,8 @@ on one node, whose bridge network joins them. The rules:
   asks for, that the node with the most free GPUs holds, and at once at its minimum if only that
   fits.
 - Growth: a running elastic job grows to the largest allowed size the free GPUs of its node
-  allow, at most once per `scalingTimeoutInSeconds` after its last resize, and never while a
+  allow, at most once per `scalingTimeoutInSeconds` (or `runPolicy.restartPolicy.
+  scaleUpSnoozeTimeInSeconds`, when longer) after its last resize, and never while a
   pending job (a HyperPodPyTorchJob, or a training job waiting for GPUs) of the same or a higher
   weight waits: waiting work gets freed capacity first.
 - Preemption: a pending job that does not fit takes capacity back from lower-weight jobs on the
@@ -82,7 +83,8 @@ def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
     if spec.elastic is None or job.node is None:
         return None
     since = job.last_scaling_at or job.started_at
-    if since and (timezone.now() - since).total_seconds() < spec.elastic.scaling_timeout:
+    pause = max(spec.elastic.scaling_timeout, spec.scale_up_snooze_seconds)
+    if since and (timezone.now() - since).total_seconds() < pause:
         return None
     weight = priorities.job_weight(job, spec)
     waiting = [priorities.job_weight(other, spec_of(other)) for other in _pending_others(job)]

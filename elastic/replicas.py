@@ -94,6 +94,9 @@ def _environment(job, spec, group, replica, nnodes) -> dict[str, str]:
         "POD_NAMESPACE": job.namespace,
         "JOB_NAME": job.name,
         "REPLICA_GROUP": group.name,
+        # torchrun's (and so hyperpodrun's) default for --nproc-per-node: the spec's nprocPerNode
+        # applies unless the command line gives the flag.
+        "PET_NPROC_PER_NODE": spec.nproc_per_node,
     })
     if spec.elastic is not None:
         environment["HYPERPOD_SIGNAL_COORDINATION"] = "distributed"

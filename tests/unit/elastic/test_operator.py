@@ -134,6 +134,31 @@ def test_growth_waits_for_the_scaling_timeout_since_the_last_resize(engine, agen
     assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)  # an hour has not passed
 
 
+def test_the_scale_up_snooze_also_holds_growth_back(engine, agents):
+    blocker = fixed_job(3)
+    settle(blocker)
+    snooze = {"restartPolicy": {"evalPeriodSeconds": 3600, "scaleUpSnoozeTimeInSeconds": 3600}}
+    group = {"name": "pods", "replicas": 1, "max_replicas": 4}
+    document = manifest(elastic=ELASTIC_1_TO_4, groups=[group], run_policy=snooze)
+    job = submit(document)
+    (job,) = settle(job)
+    complete(agents, engine, blocker)
+    blocker, job = settle(blocker, job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)
+
+
+def test_replicas_get_what_the_agent_and_torchrun_read_from_their_pod(engine, agents):
+    job = elastic_job(maxReplicas=2)
+    (job,) = settle(job)
+    first = ElasticReplica.objects.get(job=job, index=0).container_name
+    spec = engine.containers[first].spec
+    assert spec.environment["NNODES"] == "1"  # the world it was created for: /start says the rest
+    assert spec.environment["HYPERPOD_SIGNAL_COORDINATION"] == "distributed"
+    assert spec.environment["PET_NPROC_PER_NODE"] == "auto"
+    assert spec.environment["NVIDIA_VISIBLE_DEVICES"] in {"0", "1", "2", "3"}
+    assert (spec.published_port, spec.hostname) == (8080, f"{job.name}-pods-0")
+
+
 def test_a_higher_priority_job_makes_an_elastic_job_shrink_gracefully_then_it_grows_back(engine, agents):
     job = elastic_job()
     (job,) = settle(job)
