@@ -121,8 +121,11 @@ def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], s
         "log_monitoring_configuration": list(spec.log_monitoring),
     }
     for rank, replica in enumerate(world):
-        _agent(replica, states[replica.container_name]).start({**body, "rank": rank})
         ElasticReplica.objects.filter(pk=replica.pk).update(rank=rank)
+        try:
+            _agent(replica, states[replica.container_name]).start({**body, "rank": rank})
+        except AgentUnreachable as error:  # the ones already started are stopped with the fault
+            return _on_fault(job, spec, [replica], f"{_pod(job, replica)} did not take /start: {error}")
     resized = job.world_size not in (0, len(world))
     condition = (status.RUNNING, "Resized" if resized else "Running", f"Running at {len(world)} replicas.")
     status.move(

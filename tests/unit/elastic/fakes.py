@@ -24,6 +24,7 @@ class FakeAgents:
         self.stops: dict[int, list[dict]] = {}
         self.shutdowns: set[int] = set()
         self.unresponsive_to_stop: set[int] = set()
+        self.refusing_start: set[int] = set()
         self.progress: dict[int, dict] = {}
 
     def agent(self, address: str, port: int):
@@ -37,6 +38,8 @@ class FakeAgents:
                 return answer
 
             def start(self, body):
+                if port in agents.refusing_start:
+                    raise AgentUnreachable("POST /start: HTTP 500")
                 if agents.state.setdefault(port, "ready") != "ready":
                     raise AgentUnreachable(f"start in state {agents.state[port]}")
                 agents.state[port] = "running"

@@ -247,6 +247,17 @@ def test_without_spare_capacity_a_faulty_job_continues_smaller_then_grows_back(e
     assert job.world_size == 4  # the avoided GPU is taken again by a later resize
 
 
+def test_an_agent_refusing_start_is_a_fault_and_its_replica_is_replaced(engine, agents):
+    job = fixed_job(2)
+    look(job)  # Pending → Creating
+    look(job)  # the containers run
+    refusing = ElasticReplica.objects.get(job=job, index=1).container_name
+    agents.refusing_start.add(next(s.host_port for s in engine.find({}) if s.name == refusing))
+    (job,) = settle(job)
+    assert (job.phase, job.world_size, job.fault_count) == (JobPhase.RUNNING, 2, 1)
+    assert job.status["latestFaultyPodInstanceList"]["faultyPodList"] == [f"{job.name}-pods-1"]
+
+
 def test_faults_beyond_job_max_retry_count_fail_the_job_and_free_everything(engine, agents, node):
     job = submit(manifest(groups=[{"name": "pods", "replicas": 2}], run_policy={"jobMaxRetryCount": 0}))
     (job,) = settle(job)
