@@ -247,6 +247,22 @@ def test_without_spare_capacity_a_faulty_job_continues_smaller_then_grows_back(e
     assert job.world_size == 4  # the avoided GPU is taken again by a later resize
 
 
+def test_the_checkpoint_every_agent_reported_is_sent_back_on_the_next_start(engine, agents):
+    blocker = fixed_job(2)
+    settle(blocker)
+    job = elastic_job()
+    (job,) = settle(job)
+    assert job.world_size == 2
+    first, second = ports(engine, job)
+    agents.progress[first] = {"s3://b/ckpt": {"progressData": "s3://b/ckpt/step_30", "progressCount": 30}}
+    agents.progress[second] = {"s3://b/ckpt": {"progressData": "s3://b/ckpt/step_20", "progressCount": 20}}
+    complete(agents, engine, blocker)
+    blocker, job = settle(blocker, job)
+    assert job.world_size == 4
+    assert {str(body["progress"]) for body in last_starts(agents, engine, job)} == {
+        str({"s3://b/ckpt": {"progressData": "s3://b/ckpt/step_20", "progressCount": 20}})}
+
+
 def test_an_agent_refusing_start_is_a_fault_and_its_replica_is_replaced(engine, agents):
     job = fixed_job(2)
     look(job)  # Pending → Creating
