@@ -166,13 +166,18 @@ def stack_id(data_dir: Path) -> str:
     return os.environ.get("SAGEPORT_STACK_ID") or derived
 
 
-def manifest(name: str, claim: str, replicas: int, priority: str, elastic: dict | None = None) -> dict:
+def manifest(
+    name: str, claim: str, replicas: int, priority: str, elastic: dict | None = None, *,
+    image: str = IMAGE, retries: int = 0, **environment,
+) -> dict:
+    """A job of the example image, one GPU per replica, its records and checkpoints in the claim
+    (also the end-to-end tests' jobs). Without TOTAL_SAMPLES it trains until it is deleted."""
     env = {"CHECKPOINT_DIR": CLAIM_PATH, "STEP_SECONDS": "0.2", "BATCH_PER_RANK": "2",
-           "TOTAL_SAMPLES": "1000000"}  # trains until the bench deletes it
+           "TOTAL_SAMPLES": "1000000", **environment}
     container = {
         "name": "pytorch",
-        "image": IMAGE,
-        "env": [{"name": key, "value": value} for key, value in env.items()],
+        "image": image,
+        "env": [{"name": key, "value": str(value)} for key, value in env.items()],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
         "volumeMounts": [{"name": "checkpoints", "mountPath": CLAIM_PATH}],
     }
@@ -186,7 +191,7 @@ def manifest(name: str, claim: str, replicas: int, priority: str, elastic: dict 
                 "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}}],
             }},
         }],
-        "runPolicy": {"jobMaxRetryCount": 0},
+        "runPolicy": {"jobMaxRetryCount": retries},
     }
     if elastic:
         spec["elasticPolicy"] = elastic

@@ -185,8 +185,7 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
     if job.fault_count >= spec.job_max_retry_count:
         return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "JobMaxRetryCountReached", reason))
     avoided = [f"{r.node.name}:{gpu.device_id}" for r in faulty for gpu in r.gpus.all()]
-    for replica in faulty:
-        _remove_replica(replica)
+    _remove_replicas(faulty)
     return _begin_stop(
         job, spec, StopReason.FAULT, reason, graceful=False,
         fault_count=job.fault_count + 1, avoided_gpus=sorted(set(job.avoided_gpus) | set(avoided)),
@@ -255,10 +254,10 @@ def _to_pending(job: HyperPodJob, spec: JobSpec) -> float:
 def _finish(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, str, str]) -> float | None:
     """Free the job's GPUs (and, unless cleanPodPolicy is None, its containers), then end it."""
     keep_containers = spec.clean_pod_policy == "None" and phase == JobPhase.SUCCEEDED
-    for replica in job.replicas.all():
-        if not keep_containers:
-            get_runtime().remove(replica.container_name)
-        replica.delete()
+    if keep_containers:
+        job.replicas.all().delete()  # their GPUs, all at once
+    else:
+        _remove_replicas(list(job.replicas.all()))
     if not keep_containers:
         get_runtime().remove_network(replicas.network_name(job))
         safe_files.remove_tree(replicas.job_directory(job))
@@ -307,15 +306,16 @@ def _ranked(job: HyperPodJob) -> list[ElasticReplica]:
 def _release(job: HyperPodJob, spec: JobSpec, keep: int) -> None:
     """Remove the replicas (containers, rows, hence GPUs) outside a world of `keep`."""
     wanted = {(group.name, index) for group, index in sizing.slots(spec, keep)}
-    for replica in job.replicas.all():
-        if (replica.group, replica.index) not in wanted:
-            _remove_replica(replica)
+    _remove_replicas([r for r in job.replicas.all() if (r.group, r.index) not in wanted])
 
 
-def _remove_replica(replica: ElasticReplica) -> None:
-    get_runtime().remove(replica.container_name)
-    safe_files.remove_tree(replicas.replica_directory(replica.job, replica))
-    replica.delete()
+def _remove_replicas(gone: list[ElasticReplica]) -> None:
+    """Containers first, then the rows in one statement: their GPUs come back all at once, so a
+    job growing meanwhile never sees half of them (and grows twice)."""
+    for replica in gone:
+        get_runtime().remove(replica.container_name)
+        safe_files.remove_tree(replicas.replica_directory(replica.job, replica))
+    ElasticReplica.objects.filter(pk__in=[replica.pk for replica in gone]).delete()
 
 
 def _pod(job: HyperPodJob, replica: ElasticReplica) -> str:

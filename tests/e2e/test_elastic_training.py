@@ -18,6 +18,7 @@ import pytest
 from django.conf import settings
 from kubernetes import client as kube
 
+from bench.elastic import manifest
 from tests.conftest import read_env_file
 from tests.e2e.conftest import shell_job, unique_name, wait_for_status
 
@@ -26,7 +27,6 @@ NAMESPACE = "default"
 NODE_TYPE = "ml.g5.12xlarge"
 ROLE = "arn:aws:iam::123456789012:role/HyperPodRole"
 CLASSES = [{"Name": "high", "Weight": 100}, {"Name": "low", "Weight": 10}]
-CLAIM_PATH = "/checkpoints"
 # Generous bounds: a world start imports torch in every replica on a 2-core machine.
 PHASE_TIMEOUT = 240.0
 
@@ -66,34 +66,8 @@ def priority_classes(sagemaker):
 
 
 def job_manifest(name, image, claim, replicas=1, priority="low", elastic=None, **environment) -> dict:
-    env = {"CHECKPOINT_DIR": CLAIM_PATH, "STEP_SECONDS": "0.2", "BATCH_PER_RANK": "2", **environment}
-    container = {
-        "name": "pytorch",
-        "image": image,
-        "env": [{"name": key, "value": str(value)} for key, value in env.items()],
-        "resources": {"limits": {"nvidia.com/gpu": 1}},
-        "volumeMounts": [{"name": "checkpoints", "mountPath": CLAIM_PATH}],
-    }
-    spec = {
-        "replicaSpecs": [{
-            "name": "pods",
-            "replicas": replicas,
-            "maxReplicas": (elastic or {}).get("maxReplicas", replicas),
-            "template": {"spec": {
-                "containers": [container],
-                "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}}],
-            }},
-        }],
-        "runPolicy": {"jobMaxRetryCount": 3},
-    }
-    if elastic:
-        spec["elasticPolicy"] = elastic
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "HyperPodPyTorchJob",
-        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/priority-class": priority}},
-        "spec": spec,
-    }
+    """The bench's job (bench/elastic.py), with retries for the fault test."""
+    return manifest(name, claim, replicas, priority, elastic, image=image, retries=3, **environment)
 
 
 def submit(kube_jobs, manifest: dict) -> str:
@@ -205,8 +179,7 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     elastic = submit(kube_jobs, job_manifest(
         unique_name("elastic"), pytorch_elastic_image, claim, replicas=1, priority="low",
         elastic={"minReplicas": 1, "maxReplicas": 4, "replicaIncrementStep": 1,
-                 "scalingTimeoutInSeconds": 5, "gracefulShutdownTimeoutInSeconds": 90},
-        TOTAL_SAMPLES=10**6,
+                 "scalingTimeoutInSeconds": 5, "gracefulShutdownTimeoutInSeconds": 90}
     ))
     claim_dir = claim_directory(stack, claim)
     wait_running_at(kube_jobs, elastic, 1)
@@ -266,8 +239,7 @@ def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continu
         unique_name("faulty"), pytorch_elastic_image, claim, replicas=2, priority="low",
         elastic={"minReplicas": 2, "maxReplicas": 4, "replicaDiscreteValues": [2, 4],
                  "scalingTimeoutInSeconds": 5, "faultyScaleDownTimeoutInSeconds": 5,
-                 "gracefulShutdownTimeoutInSeconds": 60},
-        TOTAL_SAMPLES=10**6,
+                 "gracefulShutdownTimeoutInSeconds": 60}
     ))
     wait_running_at(kube_jobs, name, 2)
     step = wait_trained_at(claim_dir, 2)
