@@ -137,14 +137,17 @@ def wait_trained_at(claim_dir: Path, size: int, after_step: int = -1) -> int:
     return _wait(trained, f"a step trained at world size {size} after step {after_step}", PHASE_TIMEOUT)
 
 
-def hold_gpus(sagemaker, bucket: str, image: str, count: int) -> str:
-    """A training job holding `count` GPUs (one per ml.p3.2xlarge instance) until it is stopped."""
+def hold_gpus(sagemaker, bucket: str, image: str, count: int, waiting: bool = False, **overrides) -> str:
+    """A training job holding `count` GPUs (one per ml.p3.2xlarge instance) until it is stopped;
+    `waiting`: one that waits for them (Pending), which keeps elastic jobs of no higher weight
+    from growing into GPUs as they free up, until the test stops it."""
     name = unique_name("gpus")
     sagemaker.create_training_job(**shell_job(
         name, image, bucket, "sleep 600",
         ResourceConfig={"InstanceType": "ml.p3.2xlarge", "InstanceCount": count, "VolumeSizeInGB": 1},
+        **overrides,
     ))
-    wait_for_status(sagemaker, name, statuses={"Training"})
+    wait_for_status(sagemaker, name, statuses={"Pending" if waiting else "Training"})
     return name
 
 
@@ -192,15 +195,20 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     assert grown["restartCount"] >= 1
     step = wait_trained_at(claim_dir, 4, step)
 
-    # A high-priority job needing two GPUs: the elastic job shrinks to 2, the urgent job runs
-    # to completion, and the elastic job grows back.
+    # A high-priority job needing two GPUs: the elastic job shrinks to 2 and the urgent job runs
+    # to completion. A low-priority training job waiting for three GPUs holds the freed ones back
+    # until the world of 2 has trained (waiting work of the same weight goes first); once it is
+    # stopped, the elastic job grows back.
     urgent = submit(kube_jobs, job_manifest(
         unique_name("urgent"), pytorch_elastic_image, f"claim-{uuid.uuid4().hex[:8]}", replicas=2,
         priority="high", TOTAL_SAMPLES=40,
     ))
     wait_running_at(kube_jobs, elastic, 2)
+    gate = hold_gpus(sagemaker, bucket, shell_algo_image, 3, waiting=True,
+                     Tags=[{"Key": "kueue.x-k8s.io/priority-class", "Value": "low"}])
     wait_condition(kube_jobs, urgent, "Succeeded")
     step = wait_trained_at(claim_dir, 2, step)
+    sagemaker.stop_training_job(TrainingJobName=gate)
     wait_running_at(kube_jobs, elastic, 4)
     wait_trained_at(claim_dir, 4, step)
 
@@ -253,13 +261,16 @@ def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continu
     step = wait_trained_at(claim_dir, 2, step)
 
     # Capacity frees: 4 (3 is not an allowed size). Then a replica dies with no GPU spare: after
-    # faultyScaleDownTimeoutInSeconds the job goes on at 2, and grows back to 4 later.
+    # faultyScaleDownTimeoutInSeconds the job goes on at 2 (a training job waiting for two GPUs
+    # takes the two it gives back), and grows back to 4 once that job is stopped.
     sagemaker.stop_training_job(TrainingJobName=blocker)
     wait_running_at(kube_jobs, name, 4)
     step = wait_trained_at(claim_dir, 4, step)
+    gate = hold_gpus(sagemaker, bucket, shell_algo_image, 2, waiting=True)
     kill_replica(f"{name}-pods-2")
     wait_running_at(kube_jobs, name, 2)
     step = wait_trained_at(claim_dir, 2, step)
+    sagemaker.stop_training_job(TrainingJobName=gate)
     wait_running_at(kube_jobs, name, 4)
     wait_trained_at(claim_dir, 4, step)
 
