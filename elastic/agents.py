@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import urllib3
 
-TIMEOUT = urllib3.Timeout(connect=2.0, read=5.0)
+TIMEOUT = urllib3.Timeout(connect=2.0, read=10.0)
 _pool = urllib3.PoolManager(retries=False, timeout=TIMEOUT, maxsize=4)
 
 

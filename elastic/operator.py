@@ -345,11 +345,12 @@ def _status_of(replica: ElasticReplica, state: ContainerState | None) -> str | N
 
 
 def _still_stopping(replica: ElasticReplica, state: ContainerState | None) -> bool:
-    """Its container runs and its agent has not come back to `ready` (one that does not answer
-    counts as done: Creating judges it again)."""
+    """Its container runs and its agent has not said it is `ready` again. One that does not
+    answer (a loaded machine) is waited for too, up to the stop's deadline: starting a new
+    world while it may still be stopping would give it a /start it cannot take."""
     if state is None or not state.running:
         return False
-    return _answer(replica, state).get("status") not in ("ready", None)
+    return _answer(replica, state).get("status") != "ready"
 
 
 def _is_faulty(state: ContainerState | None, answer: dict) -> bool:

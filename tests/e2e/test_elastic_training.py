@@ -126,15 +126,16 @@ def world_sizes(entries: list[dict]) -> list[int]:
     return [start["world_size"] for start in starts]
 
 
-def wait_trained_at(claim_dir: Path, size: int, after_step: int = -1) -> int:
-    """Wait until a world of `size` has trained a step beyond `after_step` (the agents answer
-    `running` at once, the script trains only once torch is imported and the ranks met); the
-    step. A resize before that would stop workers that have saved nothing yet."""
-    def trained() -> int | None:
-        steps = [e["step"] for e in records(claim_dir) if "samples" in e and e["world_size"] == size]
-        newest = max(steps, default=-1)
-        return newest if newest > after_step else None
-    return _wait(trained, f"a step trained at world size {size} after step {after_step}", PHASE_TIMEOUT)
+def wait_trained_at(claim_dir: Path, size: int) -> None:
+    """Wait until a world of `size` trains a step from now on (the agents answer `running` at
+    once; the script trains only once torch is imported and the ranks met). Judged by the time
+    each step was recorded, not its number: a fault restart trains some step numbers again."""
+    since = time.time()
+
+    def trained() -> bool:
+        return any(e.get("samples") is not None and e["world_size"] == size and e["time"] >= since
+                   for e in records(claim_dir))
+    _wait(trained, f"a step trained at world size {size}", PHASE_TIMEOUT)
 
 
 def hold_gpus(sagemaker, bucket: str, image: str, count: int, waiting: bool = False, **overrides) -> str:
@@ -186,14 +187,14 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     ))
     claim_dir = claim_directory(stack, claim)
     wait_running_at(kube_jobs, elastic, 1)
-    step = wait_trained_at(claim_dir, 1)
+    wait_trained_at(claim_dir, 1)
 
     # Capacity frees: the job grows to 4.
     sagemaker.stop_training_job(TrainingJobName=blocker)
     grown = wait_running_at(kube_jobs, elastic, 4)
     assert grown["elasticScalingStatus"]["targetReplicas"] == {"pods": 4}
     assert grown["restartCount"] >= 1
-    step = wait_trained_at(claim_dir, 4, step)
+    wait_trained_at(claim_dir, 4)
 
     # A high-priority job needing two GPUs: the elastic job shrinks to 2 and the urgent job runs
     # to completion. A low-priority training job waiting for three GPUs holds the freed ones back
@@ -207,10 +208,10 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     gate = hold_gpus(sagemaker, bucket, shell_algo_image, 3, waiting=True,
                      Tags=[{"Key": "kueue.x-k8s.io/priority-class", "Value": "low"}])
     wait_condition(kube_jobs, urgent, "Succeeded")
-    step = wait_trained_at(claim_dir, 2, step)
+    wait_trained_at(claim_dir, 2)
     sagemaker.stop_training_job(TrainingJobName=gate)
     wait_running_at(kube_jobs, elastic, 4)
-    wait_trained_at(claim_dir, 4, step)
+    wait_trained_at(claim_dir, 4)
 
     api, _ = kube_jobs
     api.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, elastic)
@@ -250,7 +251,7 @@ def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continu
                  "gracefulShutdownTimeoutInSeconds": 60}
     ))
     wait_running_at(kube_jobs, name, 2)
-    step = wait_trained_at(claim_dir, 2)
+    wait_trained_at(claim_dir, 2)
 
     # A killed replica is replaced on the spare GPU: the world restarts at 2, faultCount 1.
     kill_replica(f"{name}-pods-1")
@@ -258,21 +259,21 @@ def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continu
           f"{name} reports its faulty replica", PHASE_TIMEOUT)
     replaced = wait_running_at(kube_jobs, name, 2)
     assert replaced["latestFaultyPodInstanceList"]["faultyPodList"] == [f"{name}-pods-1"]
-    step = wait_trained_at(claim_dir, 2, step)
+    wait_trained_at(claim_dir, 2)
 
     # Capacity frees: 4 (3 is not an allowed size). Then a replica dies with no GPU spare: after
     # faultyScaleDownTimeoutInSeconds the job goes on at 2 (a training job waiting for two GPUs
     # takes the two it gives back), and grows back to 4 once that job is stopped.
     sagemaker.stop_training_job(TrainingJobName=blocker)
     wait_running_at(kube_jobs, name, 4)
-    step = wait_trained_at(claim_dir, 4, step)
+    wait_trained_at(claim_dir, 4)
     gate = hold_gpus(sagemaker, bucket, shell_algo_image, 2, waiting=True)
     kill_replica(f"{name}-pods-2")
     wait_running_at(kube_jobs, name, 2)
-    step = wait_trained_at(claim_dir, 2, step)
+    wait_trained_at(claim_dir, 2)
     sagemaker.stop_training_job(TrainingJobName=gate)
     wait_running_at(kube_jobs, name, 4)
-    wait_trained_at(claim_dir, 4, step)
+    wait_trained_at(claim_dir, 4)
 
     entries = records(claim_dir)
     assert sorted({e["restart"] for e in entries}) == [0, 1, 2]  # faultCount, as the workers saw it
