@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from elastic import spec, tasks
+from elastic import spec, status, tasks
 from elastic.models import HyperPodJob, JobPhase
 from reconcile import leases
 
@@ -48,6 +48,9 @@ def submit(account_id: str, namespace: str, manifest: dict, dry_run: bool = Fals
         phase=JobPhase.PENDING,
         phase_since=now,
         next_check_at=now,
+        # Created from the start, so that a queued job shows what it waits for (the operator
+        # writes it as this condition's message) and `hyp list` its age.
+        status=status.initial_status(now),
     )
     if dry_run:
         if HyperPodJob.objects.filter(account_id=account_id, namespace=namespace, name=name).exists():

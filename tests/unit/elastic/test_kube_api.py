@@ -156,7 +156,8 @@ def test_create_stores_a_pending_job_and_answers_the_object_with_defaults(kube, 
     assert "deletionTimestamp" not in metadata
     assert body["spec"]["elasticPolicy"]["gracefulShutdownTimeoutInSeconds"] == 600
     assert body["spec"]["runPolicy"]["cleanPodPolicy"] == "All"
-    assert body["status"] == {}
+    [created] = body["status"]["conditions"]
+    assert (created["type"], created["status"], created["reason"]) == ("Created", "True", "Created")
     job = HyperPodJob.objects.get()
     assert (job.account_id, job.region, job.namespace, job.name, job.uid) == (
         "123456789012", settings.SAGEPORT_REGION, "team-a", "train", metadata["uid"]
