@@ -48,3 +48,11 @@ test: bootstrap images sdk-v3 hyp
 lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+
+## bench-invoke, bench-api, bench-job-lifecycle, bench-staging, bench-elastic: one benchmark
+## (bench/<name>.py) against the stack of `make up`, started first when it is not running and left
+## running (`make down` stops it); ARGS='--requests 500' passes options (README "Performance")
+BENCHES := bench-invoke bench-api bench-job-lifecycle bench-staging bench-elastic
+.PHONY: $(BENCHES)
+$(BENCHES): bench-%: images up
+	. "$${SAGEPORT_DATA_DIR:-.sageport}/env" && $(VENV)/bin/python -m bench.$(subst -,_,$*) $(ARGS)
