@@ -80,7 +80,8 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
 
 
 @contextmanager
-def _s3_errors(action: str, location: str) -> Iterator[None]:
+def s3_errors(action: str, location: str) -> Iterator[None]:
+    """botocore's errors inside as `StorageError`s naming `location` (transient or not)."""
     try:
         yield
     except ClientError as error:
@@ -96,25 +97,25 @@ def _s3_errors(action: str, location: str) -> Iterator[None]:
 def list_keys(bucket: str, prefix: str) -> list[str]:
     """Every key starting with `prefix` (a plain string prefix, not a directory), sorted."""
     keys: list[str] = []
-    with _s3_errors("list", s3_uri(bucket, prefix)):
+    with s3_errors("list", s3_uri(bucket, prefix)):
         for page in get_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", ()))
     return sorted(keys)
 
 
 def get_bytes(bucket: str, key: str) -> bytes:
-    with _s3_errors("read", s3_uri(bucket, key)):
+    with s3_errors("read", s3_uri(bucket, key)):
         return get_client().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 def put_bytes(bucket: str, key: str, data: bytes) -> None:
-    with _s3_errors("write", s3_uri(bucket, key)):
+    with s3_errors("write", s3_uri(bucket, key)):
         get_client().put_object(Bucket=bucket, Key=key, Body=data)
 
 
 def iter_object(bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
     """The object's bytes from offset `start` on, in chunks, without holding it in memory."""
-    with _s3_errors("read", s3_uri(bucket, key)):
+    with s3_errors("read", s3_uri(bucket, key)):
         extra = {"Range": f"bytes={start}-"} if start else {}
         body = get_client().get_object(Bucket=bucket, Key=key, **extra)["Body"]
         try:
@@ -127,7 +128,7 @@ def delete_keys(bucket: str, keys: list[str]) -> None:
     """Delete the keys (a missing key is no error, as in S3 itself)."""
     for start in range(0, len(keys), _DELETE_BATCH):
         batch = keys[start:start + _DELETE_BATCH]
-        with _s3_errors("delete", s3_uri(bucket, batch[0])):
+        with s3_errors("delete", s3_uri(bucket, batch[0])):
             answer = get_client().delete_objects(
                 Bucket=bucket, Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True}
             )
@@ -161,12 +162,6 @@ def download_many(items: list[tuple[str, str, Path]], budget: ByteBudget | None 
     _in_pool(_download_one, [(*item, budget) for item in items])
 
 
-def upload_file(path: Path, bucket: str, key: str) -> None:
-    """Upload a file of the platform's own (an archive it packed), opened by its path."""
-    with path.open("rb") as body:
-        _upload_body(body, bucket, key)
-
-
 def upload_contained(root: Path, items: list[tuple[str, str, str]]) -> list[str]:
     """Upload each (relative path below `root`, bucket, key) concurrently, where `root` is a tree
     a container writes to: each file is opened by `safe_files.open_regular`, so a symlink
@@ -197,7 +192,7 @@ def upload_tree(root: Path, bucket: str, prefix: str) -> int:
 
 
 def _upload_body(body: BinaryIO, bucket: str, key: str) -> None:
-    with _s3_errors("write", s3_uri(bucket, key)):
+    with s3_errors("write", s3_uri(bucket, key)):
         if os.fstat(body.fileno()).st_size > _MULTIPART_THRESHOLD_BYTES:
             config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=4)
             get_client().upload_fileobj(body, bucket, key, Config=config)
@@ -207,7 +202,7 @@ def _upload_body(body: BinaryIO, bucket: str, key: str) -> None:
 
 def _download_one(bucket: str, key: str, destination: Path, budget: ByteBudget | None) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with _s3_errors("read", s3_uri(bucket, key)):
+    with s3_errors("read", s3_uri(bucket, key)):
         body = get_client().get_object(Bucket=bucket, Key=key)["Body"]
         with destination.open("wb") as file:
             for chunk in body.iter_chunks(_CHUNK_BYTES):
