@@ -19,10 +19,13 @@ from django.conf import settings
 
 from storage import safe_files
 
-# Enough connections for the transfer pools below; many small objects are latency-bound, so a
-# pool of single-request get/put is 2-4x faster than one managed transfer per object.
-_POOL_CONNECTIONS = 16
+# Many small objects are latency-bound, so a pool of single-request get/put on one shared client
+# is 2-4x faster than one managed transfer per object. Every thread that may hold a request at
+# once gets a connection of the client's pool (a full pool opens and drops extra ones): each of
+# the pool's threads may be a multipart upload running its parts on threads of its own.
 _TRANSFER_THREADS = 8
+_PARTS_PER_UPLOAD = 4
+_POOL_CONNECTIONS = _TRANSFER_THREADS * _PARTS_PER_UPLOAD
 _CHUNK_BYTES = 1024 * 1024
 # Above this size a single PUT is replaced by a managed multipart upload (and S3 caps a single
 # PUT at 5 GiB anyway).
@@ -194,7 +197,9 @@ def upload_tree(root: Path, bucket: str, prefix: str) -> int:
 def _upload_body(body: BinaryIO, bucket: str, key: str) -> None:
     with s3_errors("write", s3_uri(bucket, key)):
         if os.fstat(body.fileno()).st_size > _MULTIPART_THRESHOLD_BYTES:
-            config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=4)
+            config = TransferConfig(
+                multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=_PARTS_PER_UPLOAD
+            )
             get_client().upload_fileobj(body, bucket, key, Config=config)
         else:
             get_client().put_object(Bucket=bucket, Key=key, Body=body)
