@@ -269,3 +269,10 @@ def test_a_failing_destination_stops_pigz_and_the_packer(model_tree):
     with pytest.raises(s3.StorageError, match="SlowDown"):
         write_tar_gz([model_tree], Refusing(), use_pigz=True)
     assert threading.active_count() == threads_before  # the tar thread ended with pigz
+
+
+def test_a_compressor_that_fails_is_an_archive_error_and_writes_nothing(bucket, model_tree, monkeypatch):
+    monkeypatch.setattr(archives, "_PIGZ", "/bin/false")  # exits 1 at once, reading nothing
+    with pytest.raises(ArchiveError, match="pigz failed with exit status 1"):
+        archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz")
+    assert s3.list_keys(bucket, "") == []
