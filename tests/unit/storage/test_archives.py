@@ -231,9 +231,13 @@ def test_pigz_and_zlib_write_the_same_members_modes_and_links_never_followed(mod
     assert by_name["run.sh"][3:6] == (status.st_uid, status.st_gid, int(status.st_mtime))
 
 
-def test_upload_tar_gz_streams_the_archive_to_s3_in_parts(bucket, model_tree, monkeypatch, tmp_path):
+@pytest.mark.parametrize("use_pigz", [True, False])
+def test_upload_tar_gz_streams_the_archive_to_s3_in_parts(
+    bucket, model_tree, monkeypatch, tmp_path, use_pigz
+):
     small_parts = functools.partial(upload_stream.upload_stream, part_bytes=5 * 1024 * 1024)
     monkeypatch.setattr(archives, "upload_stream", small_parts)
+    monkeypatch.setattr(archives, "_PIGZ", archives._PIGZ if use_pigz else None)
     assert archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz") == 5
     uploaded = s3.get_bytes(bucket, "job/output/model.tar.gz")
     expected = io.BytesIO()
