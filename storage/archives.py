@@ -33,6 +33,9 @@ class Writable(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
+Members = dict[str, tuple[Path, safe_files.Entry]]
+
+
 def upload_tar_gz(sources: list[Path], bucket: str, key: str) -> int:
     """Pack `sources` (see `write_tar_gz`) straight into the S3 object bucket/key, uploaded while
     it is packed (no archive on disk); returns the number of members. Nothing is written to S3
@@ -55,7 +58,7 @@ def write_tar_gz(sources: list[Path], out: Writable, use_pigz: bool = True) -> i
     return len(members)
 
 
-def _write_through_pigz(members: "Members", out: Writable) -> None:
+def _write_through_pigz(members: Members, out: Writable) -> None:
     """tar on a thread into pigz's stdin, pigz's output copied to `out` here: an error of `out`
     (the upload) stops pigz, so the tar thread ends too; an error of the tar thread ends the
     stream and is raised once pigz has finished."""
@@ -92,9 +95,6 @@ def _write_through_pigz(members: "Members", out: Writable) -> None:
 def _tar_stream(out: Writable) -> tarfile.TarFile:
     """A tar written forwards only (no seeking back), copying file bodies in large reads."""
     return tarfile.open(fileobj=out, mode="w|", bufsize=_CHUNK_BYTES, copybufsize=_CHUNK_BYTES)
-
-
-Members = dict[str, tuple[Path, safe_files.Entry]]
 
 
 def _collect_members(sources: list[Path]) -> Members:
