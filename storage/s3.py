@@ -19,10 +19,13 @@ from django.conf import settings
 
 from storage import safe_files
 
-# Enough connections for the transfer pools below; many small objects are latency-bound, so a
-# pool of single-request get/put is 2-4x faster than one managed transfer per object.
-_POOL_CONNECTIONS = 16
+# Many small objects are latency-bound, so a pool of single-request get/put on one shared client
+# is 2-4x faster than one managed transfer per object. Every thread that may hold a request at
+# once gets a connection of the client's pool (a full pool opens and drops extra ones): each of
+# the pool's threads may be a multipart upload running its parts on threads of its own.
 _TRANSFER_THREADS = 8
+_PARTS_PER_UPLOAD = 4
+_POOL_CONNECTIONS = _TRANSFER_THREADS * _PARTS_PER_UPLOAD
 _CHUNK_BYTES = 1024 * 1024
 # Above this size a single PUT is replaced by a managed multipart upload (and S3 caps a single
 # PUT at 5 GiB anyway).
@@ -80,7 +83,8 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
 
 
 @contextmanager
-def _s3_errors(action: str, location: str) -> Iterator[None]:
+def s3_errors(action: str, location: str) -> Iterator[None]:
+    """botocore's errors inside as `StorageError`s naming `location` (transient or not)."""
     try:
         yield
     except ClientError as error:
@@ -96,25 +100,25 @@ def _s3_errors(action: str, location: str) -> Iterator[None]:
 def list_keys(bucket: str, prefix: str) -> list[str]:
     """Every key starting with `prefix` (a plain string prefix, not a directory), sorted."""
     keys: list[str] = []
-    with _s3_errors("list", s3_uri(bucket, prefix)):
+    with s3_errors("list", s3_uri(bucket, prefix)):
         for page in get_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", ()))
     return sorted(keys)
 
 
 def get_bytes(bucket: str, key: str) -> bytes:
-    with _s3_errors("read", s3_uri(bucket, key)):
+    with s3_errors("read", s3_uri(bucket, key)):
         return get_client().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 def put_bytes(bucket: str, key: str, data: bytes) -> None:
-    with _s3_errors("write", s3_uri(bucket, key)):
+    with s3_errors("write", s3_uri(bucket, key)):
         get_client().put_object(Bucket=bucket, Key=key, Body=data)
 
 
 def iter_object(bucket: str, key: str, start: int = 0) -> Iterator[bytes]:
     """The object's bytes from offset `start` on, in chunks, without holding it in memory."""
-    with _s3_errors("read", s3_uri(bucket, key)):
+    with s3_errors("read", s3_uri(bucket, key)):
         extra = {"Range": f"bytes={start}-"} if start else {}
         body = get_client().get_object(Bucket=bucket, Key=key, **extra)["Body"]
         try:
@@ -127,7 +131,7 @@ def delete_keys(bucket: str, keys: list[str]) -> None:
     """Delete the keys (a missing key is no error, as in S3 itself)."""
     for start in range(0, len(keys), _DELETE_BATCH):
         batch = keys[start:start + _DELETE_BATCH]
-        with _s3_errors("delete", s3_uri(bucket, batch[0])):
+        with s3_errors("delete", s3_uri(bucket, batch[0])):
             answer = get_client().delete_objects(
                 Bucket=bucket, Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True}
             )
@@ -161,12 +165,6 @@ def download_many(items: list[tuple[str, str, Path]], budget: ByteBudget | None 
     _in_pool(_download_one, [(*item, budget) for item in items])
 
 
-def upload_file(path: Path, bucket: str, key: str) -> None:
-    """Upload a file of the platform's own (an archive it packed), opened by its path."""
-    with path.open("rb") as body:
-        _upload_body(body, bucket, key)
-
-
 def upload_contained(root: Path, items: list[tuple[str, str, str]]) -> list[str]:
     """Upload each (relative path below `root`, bucket, key) concurrently, where `root` is a tree
     a container writes to: each file is opened by `safe_files.open_regular`, so a symlink
@@ -197,9 +195,11 @@ def upload_tree(root: Path, bucket: str, prefix: str) -> int:
 
 
 def _upload_body(body: BinaryIO, bucket: str, key: str) -> None:
-    with _s3_errors("write", s3_uri(bucket, key)):
+    with s3_errors("write", s3_uri(bucket, key)):
         if os.fstat(body.fileno()).st_size > _MULTIPART_THRESHOLD_BYTES:
-            config = TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=4)
+            config = TransferConfig(
+                multipart_threshold=_MULTIPART_THRESHOLD_BYTES, max_concurrency=_PARTS_PER_UPLOAD
+            )
             get_client().upload_fileobj(body, bucket, key, Config=config)
         else:
             get_client().put_object(Bucket=bucket, Key=key, Body=body)
@@ -207,7 +207,7 @@ def _upload_body(body: BinaryIO, bucket: str, key: str) -> None:
 
 def _download_one(bucket: str, key: str, destination: Path, budget: ByteBudget | None) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with _s3_errors("read", s3_uri(bucket, key)):
+    with s3_errors("read", s3_uri(bucket, key)):
         body = get_client().get_object(Bucket=bucket, Key=key)["Body"]
         with destination.open("wb") as file:
             for chunk in body.iter_chunks(_CHUNK_BYTES):

@@ -160,10 +160,8 @@ def upload_parts(job: TrainingJob, hosts: list[str]) -> None:
     for host in hosts:
         host_workspace = workspace.host_workspace(job, host)
         for name, directory in ARCHIVES.items():
-            archive = workspace.job_root(job) / f"{host}-{name}"
-            archives.pack_tar_gz([getattr(host_workspace, directory)], archive)
-            s3.upload_file(archive, bucket, _part_key(prefix, host, name))
-            archive.unlink()
+            source = getattr(host_workspace, directory)
+            archives.upload_tar_gz([source], bucket, _part_key(prefix, host, name))
     done = Q(host__in=hosts, parts_uploaded_at__isnull=True)
     _placements(job).filter(done).update(parts_uploaded_at=timezone.now())
 

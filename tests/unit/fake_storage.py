@@ -8,7 +8,7 @@ import io
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from storage import s3
+from storage import archives, s3
 from training import reconciler as training
 
 
@@ -34,9 +34,12 @@ class FakeStore:
         if self.unreachable:
             raise s3.StorageError("Could not reach the object store: connection refused", transient=True)
 
-    def upload_file(self, path: Path, bucket: str, key: str) -> None:
+    def upload_tar_gz(self, sources: list[Path], bucket: str, key: str) -> int:
         self._answer()
-        self.objects[(bucket, key)] = path.read_bytes()
+        packed = io.BytesIO()
+        members = archives.write_tar_gz(sources, packed)
+        self.objects[(bucket, key)] = packed.getvalue()
+        return members
 
     def download_many(self, items: list[tuple[str, str, Path]], budget=None) -> None:
         self._answer()
@@ -58,7 +61,8 @@ class FakeStore:
     def upload_tree(self, root: Path, bucket: str, prefix: str) -> int:
         files = [path for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()]
         for path in files:
-            self.upload_file(path, bucket, f"{prefix}/{path.relative_to(root).as_posix()}")
+            self._answer()
+            self.objects[(bucket, f"{prefix}/{path.relative_to(root).as_posix()}")] = path.read_bytes()
         return len(files)
 
     def stage_channel(self, channel: dict, dest: Path, host_index: int, host_count: int) -> int:
@@ -75,7 +79,7 @@ class FakeStore:
         return staged
 
     def install(self, monkeypatch) -> "FakeStore":
-        monkeypatch.setattr(s3, "upload_file", self.upload_file)
+        monkeypatch.setattr(archives, "upload_tar_gz", self.upload_tar_gz)
         monkeypatch.setattr(s3, "upload_tree", self.upload_tree)
         for name in ("download_many", "list_keys", "delete_keys"):
             monkeypatch.setattr(s3, name, getattr(self, name))

@@ -1,16 +1,24 @@
+import functools
 import io
 import os
 import tarfile
+import threading
 
 import pytest
 
-from storage import archives, safe_files
-from storage.archives import ArchiveError, pack_tar_gz, safe_extract
+from storage import archives, s3, safe_files, upload_stream
+from storage.archives import ArchiveError, safe_extract, write_tar_gz
 
 
 def write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def pack_tar_gz(sources, archive, use_pigz=True):
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with archive.open("wb") as out:
+        return write_tar_gz(sources, out, use_pigz=use_pigz)
 
 
 def read_members(archive):
@@ -177,3 +185,98 @@ def test_safe_extract_refuses_an_archive_whose_files_exceed_the_size_limit(tmp_p
         safe_extract(archive, tmp_path / "dest", max_bytes=2048)
     assert list((tmp_path / "dest").iterdir()) == []
     assert safe_extract(archive, tmp_path / "ok", max_bytes=2049) == 2
+
+
+def tar_listing(fileobj):
+    """Every member's name, type, mode, owner, mtime, size, link target and content."""
+    with tarfile.open(fileobj=fileobj, mode="r:gz") as tar:
+        return [
+            (m.name, m.type, m.mode, m.uid, m.gid, m.mtime, m.size, m.linkname,
+             tar.extractfile(m).read() if m.isfile() else None)
+            for m in tar.getmembers()
+        ]
+
+
+@pytest.fixture
+def model_tree(tmp_path):
+    """A model directory with modes, nesting, a link out to a host file, a FIFO and a big file."""
+    root = tmp_path / "model"
+    write(root / "weights" / "w.bin", "weights")
+    (root / "weights" / "w.bin").chmod(0o640)
+    (root / "weights").chmod(0o750)
+    (root / "big.bin").write_bytes(os.urandom(12 * 1024 * 1024))  # three 5 MiB parts
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    write(tmp_path / "host-secret", "secret")
+    os.symlink(tmp_path / "host-secret", root / "secret-link")
+    os.mkfifo(root / "pipe")
+    return root
+
+
+def test_pigz_and_zlib_write_the_same_members_modes_and_links_never_followed(model_tree):
+    packed = {}
+    for use_pigz in (True, False):
+        out = io.BytesIO()
+        assert write_tar_gz([model_tree], out, use_pigz=use_pigz) == 5
+        packed[use_pigz] = tar_listing(io.BytesIO(out.getvalue()))
+    assert packed[True] == packed[False]
+    by_name = {entry[0]: entry for entry in packed[True]}
+    assert sorted(by_name) == ["big.bin", "run.sh", "secret-link", "weights", "weights/w.bin"]
+    assert by_name["weights/w.bin"][2] == 0o640 and by_name["weights"][2] == 0o750
+    assert by_name["run.sh"][2] == 0o755
+    assert by_name["big.bin"][8] == (model_tree / "big.bin").read_bytes()
+    link = by_name["secret-link"]
+    assert link[1] == tarfile.SYMTYPE and link[6] == 0 and link[7] == str(model_tree.parent / "host-secret")
+    status = os.lstat(model_tree / "run.sh")
+    assert by_name["run.sh"][3:6] == (status.st_uid, status.st_gid, int(status.st_mtime))
+
+
+@pytest.mark.parametrize("use_pigz", [True, False])
+def test_upload_tar_gz_streams_the_archive_to_s3_in_parts(
+    bucket, model_tree, monkeypatch, tmp_path, use_pigz
+):
+    small_parts = functools.partial(upload_stream.upload_stream, part_bytes=5 * 1024 * 1024)
+    monkeypatch.setattr(archives, "upload_stream", small_parts)
+    monkeypatch.setattr(archives, "_PIGZ", archives._PIGZ if use_pigz else None)
+    assert archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz") == 5
+    uploaded = s3.get_bytes(bucket, "job/output/model.tar.gz")
+    expected = io.BytesIO()
+    write_tar_gz([model_tree], expected)
+    assert tar_listing(io.BytesIO(uploaded)) == tar_listing(io.BytesIO(expected.getvalue()))
+    assert list(tmp_path.rglob("*.tar.gz")) == []  # nothing packed to disk
+
+
+@pytest.mark.parametrize("use_pigz", [True, False])
+def test_a_file_that_cannot_be_read_fails_the_upload_and_writes_nothing(
+    bucket, model_tree, monkeypatch, use_pigz
+):
+    real_open = safe_files.open_regular
+
+    def open_regular(root, relative):
+        if relative == "run.sh":
+            raise OSError(5, "Input/output error")
+        return real_open(root, relative)
+
+    monkeypatch.setattr(archives.safe_files, "open_regular", open_regular)
+    monkeypatch.setattr(archives, "_PIGZ", archives._PIGZ if use_pigz else None)
+    with pytest.raises(OSError, match="Input/output error"):
+        archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz")
+    assert s3.list_keys(bucket, "") == []
+
+
+def test_a_failing_destination_stops_pigz_and_the_packer(model_tree):
+    class Refusing:
+        def write(self, data):
+            raise s3.StorageError("Could not write s3://b/k: SlowDown", transient=True)
+
+    threads_before = threading.active_count()
+    with pytest.raises(s3.StorageError, match="SlowDown"):
+        write_tar_gz([model_tree], Refusing(), use_pigz=True)
+    assert threading.active_count() == threads_before  # the tar thread ended with pigz
+
+
+def test_a_compressor_that_fails_is_an_archive_error_and_writes_nothing(bucket, model_tree, monkeypatch):
+    monkeypatch.setattr(archives, "_PIGZ", "/bin/false")  # exits 1 at once, reading nothing
+    with pytest.raises(ArchiveError, match="pigz failed with exit status 1"):
+        archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz")
+    assert s3.list_keys(bucket, "") == []

@@ -13,7 +13,6 @@ from storage.s3 import (
     list_keys,
     parse_s3_uri,
     put_bytes,
-    upload_file,
     upload_tree,
 )
 
@@ -59,13 +58,6 @@ def test_upload_tree_keys_are_paths_relative_to_the_root(bucket, tmp_path):
     assert upload_tree(tmp_path, bucket, "job/output") == 2
     assert list_keys(bucket, "") == ["job/output/sub/inner.txt", "job/output/top.txt"]
     assert get_bytes(bucket, "job/output/sub/inner.txt") == b"inner"
-
-
-def test_upload_file_round_trips(bucket, tmp_path):
-    path = tmp_path / "model.tar.gz"
-    path.write_bytes(b"\x1f\x8b" + b"z" * 1000)
-    upload_file(path, bucket, "out/model.tar.gz")
-    assert get_bytes(bucket, "out/model.tar.gz") == path.read_bytes()
 
 
 def test_missing_bucket_and_key_errors_name_the_location_and_the_code(bucket, tmp_path):
