@@ -3,6 +3,8 @@ the engine's events (reconcile/container_events.py). The worker here polls every
 sweeper re-enqueues only jobs whose look is overdue, so nothing but the event can move a job on
 within the bounded waits below."""
 
+from contextlib import contextmanager
+
 import pytest
 
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
@@ -12,13 +14,22 @@ POLL_SECONDS = 60
 WITHIN = 20  # well before the next poll could come
 
 
+@contextmanager
+def worker_with(stack, **env: str):
+    """The session's worker replaced by one with `env` for the duration, then restored."""
+    stack.kill_worker()
+    stack.start_worker(**env)
+    try:
+        yield
+    finally:
+        stack.kill_worker()
+        stack.start_worker()
+
+
 @pytest.fixture(scope="module")
 def slow_polling_worker(stack):
-    stack.kill_worker()
-    stack.start_worker(SAGEPORT_POLL_INTERVAL_SECONDS=str(POLL_SECONDS))
-    yield
-    stack.kill_worker()
-    stack.start_worker()
+    with worker_with(stack, SAGEPORT_POLL_INTERVAL_SECONDS=str(POLL_SECONDS)):
+        yield
 
 
 def test_a_job_completes_when_its_container_exits(
