@@ -1,5 +1,6 @@
 """The node's side of a Celery worker process: register at start-up, consume the node's own
-queue, and heartbeat from a background thread for as long as the worker runs.
+queue, heartbeat from a background thread for as long as the worker runs, and follow the node's
+engine's container events (reconcile/container_events.py) from another.
 
 Connected through Celery's worker signals, so only `celery worker` processes act on them (every
 other process imports this module through the workers app and does nothing)."""
@@ -11,6 +12,8 @@ from django.conf import settings
 from django.db import connection
 
 from capacity import nodes
+from reconcile import container_events
+from runtime.docker import get_runtime
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,12 @@ def register_node(sender, instance, **kwargs) -> None:
 def start_heartbeats(sender, **kwargs) -> None:
     # Started once the pool is forked, so no child inherits a lock this thread might hold.
     threading.Thread(target=_beat_forever, name="node-heartbeat", daemon=True).start()
+
+
+@worker_ready.connect
+def watch_container_events(sender, **kwargs) -> None:
+    # After the fork too: the stream's connection and thread belong to the main process alone.
+    container_events.start(get_runtime(), nodes.local_name())
 
 
 def _beat_forever() -> None:

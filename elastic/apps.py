@@ -9,10 +9,13 @@ class ElasticConfig(AppConfig):
 
     def ready(self):
         # The operator's sweep (lost messages, TTLs, orphans) runs with the sweeper; training jobs
-        # waiting for GPUs may take them back from lower-priority elastic jobs.
+        # waiting for GPUs may take them back from lower-priority elastic jobs; a replica that
+        # exits has its job looked at at once.
         from capacity import preemption
         from elastic import planner, tasks
-        from reconcile import sweeper
+        from reconcile import container_events, sweeper
+        from runtime import labels
 
         sweeper.register(tasks.sweep_hyperpod_jobs)
+        container_events.register(labels.ELASTIC_ROLE, tasks.nudge_for_container, actions=("die",))
         preemption.register_reclaimer(planner.reclaim_for_others)

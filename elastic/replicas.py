@@ -32,6 +32,11 @@ def holder_arn(job: HyperPodJob) -> str:
     return arns.make_arn(job.region, job.account_id, "hyperpod-pytorch-job", job.uid)
 
 
+def uid_of(holder: str) -> str:
+    """The job uid a `holder_arn` names."""
+    return holder.rpartition("/")[2]
+
+
 def job_labels(job: HyperPodJob) -> dict[str, str]:
     return {labels.RESOURCE: holder_arn(job), labels.ROLE: labels.ELASTIC_ROLE}
 

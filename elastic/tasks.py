@@ -12,8 +12,9 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from capacity import nodes
-from elastic import operator, reaper
+from elastic import operator, reaper, replicas
 from elastic.models import FINISHED_PHASES, HyperPodJob
+from reconcile import leases
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,13 @@ def nudge(pk: int) -> None:
     deletion). The change is committed: when the broker cannot take the message, the sweeper
     finds the job overdue later, so the request still succeeds."""
     transaction.on_commit(lambda: _enqueue_now(pk))
+
+
+def nudge_for_container(arn: str) -> None:
+    """A replica of the job exited (reconcile/container_events.py): the operator looks at it now,
+    on the job's node."""
+    for pk in leases.due_now(HyperPodJob.objects.filter(uid=replicas.uid_of(arn))):
+        _enqueue(pk, 0, _node_of(pk))
 
 
 def _enqueue_now(pk: int) -> None:
@@ -57,8 +65,7 @@ def sweep_hyperpod_jobs() -> None:
         )
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
     )
-    for pk in overdue.values_list("pk", flat=True):
-        HyperPodJob.objects.filter(pk=pk).update(next_check_at=now)
+    for pk in leases.due_now(overdue):
         reconcile_hyperpod_job.delay(pk)
     reaper.reap_elastic_orphans()
 

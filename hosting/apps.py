@@ -10,12 +10,14 @@ class HostingConfig(AppConfig):
 
     def ready(self):
         # Registers the hosting handlers with the protocol registry, the taggable resources and
-        # the sweeper's share, and what a node removes when it registers.
+        # the sweeper's share, what a node removes when it registers, and the container events
+        # that make an endpoint looked at at once (a serving container dying or turning unhealthy).
         from accounts.tagging import register_taggable
         from capacity import nodes
         from hosting import operations, reaper, tasks  # noqa: F401
         from hosting.models import Endpoint, EndpointConfig, SageMakerModel
-        from reconcile import sweeper
+        from reconcile import container_events, sweeper
+        from runtime import labels
 
         register_taggable("model", SageMakerModel, "model_arn")
         register_taggable("endpoint-config", EndpointConfig, "endpoint_config_arn")
@@ -23,3 +25,6 @@ class HostingConfig(AppConfig):
         sweeper.register(tasks.sweep_hosting)
         # A node that comes back removes the containers whose rows went while it was lost.
         nodes.on_registered(reaper.reap_serving_orphans)
+        container_events.register(
+            labels.SERVING_ROLE, tasks.nudge_for_container, actions=("die", "health_status")
+        )

@@ -14,6 +14,7 @@ from django.utils import timezone
 from capacity import nodes
 from hosting import placement, reaper, reconciler
 from hosting.models import Endpoint, EndpointStatus
+from reconcile import leases
 
 
 # The name is the task's name before issue 8 moved it: queued messages use it (those carry no
@@ -46,6 +47,13 @@ def _send(endpoint_id: int, node: str | None, countdown: float = 0.0) -> None:
     reconcile_endpoint.apply_async((endpoint_id, node), countdown=countdown, **queue)
 
 
+def nudge_for_container(arn: str) -> None:
+    """A serving container of this node died or its health changed (reconcile/container_events.py):
+    this node's step of the endpoint runs now."""
+    for endpoint_id in leases.due_now(Endpoint.objects.filter(endpoint_arn=arn)):
+        _send(endpoint_id, nodes.local_name())
+
+
 def sweep_hosting() -> None:
     """The sweeper's share (registered in HostingConfig.ready)."""
     sweep_endpoints()
@@ -64,6 +72,5 @@ def sweep_endpoints() -> None:
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
         .distinct()
     )
-    for endpoint_id in overdue.values_list("pk", flat=True):
-        Endpoint.objects.filter(pk=endpoint_id).update(next_check_at=now)
+    for endpoint_id in leases.due_now(overdue):
         enqueue(endpoint_id)

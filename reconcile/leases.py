@@ -3,16 +3,21 @@
 Duplicate messages (Redis redelivery, the sweeper, an API nudge) are harmless: a task that cannot
 claim the row simply leaves. A worker killed mid-step holds its claim only until it expires; then
 the sweeper hands the resource to another worker. The row needs `lease_token`,
-`lease_expires_at` and `next_check_at` columns: derive its model from `LeasedRow`."""
+`lease_expires_at` and `next_check_at` columns: derive its model from `LeasedRow`.
+
+A nudge (an API action, a container event, the sweeper) makes the next look due now
+(`due_now`) and then sends a message. A nudge that comes while a step holds the row is not lost:
+its message cannot claim the row, but `release` sees the moved `next_check_at` and tells the
+step's caller to look again at once."""
 
 import threading
 import uuid
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, models
-from django.db.models import Model, Q
+from django.db import connection, models, transaction
+from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
 
@@ -50,14 +55,41 @@ def renew(model: type[Model], pk: int, token: str) -> None:
 
 
 def release(
-    model: type[Model], pk: int, token: str, next_check_in: float | None, failed_attempts: int = 0
-) -> None:
+    model: type[Model],
+    pk: int,
+    token: str,
+    next_check_in: float | None,
+    failed_attempts: int = 0,
+    due_when_claimed: datetime | None = None,
+) -> bool:
     """Give the row back and record when it wants its next look (None: it needs none) and how
-    many steps in a row have failed."""
-    next_check_at = None if next_check_in is None else timezone.now() + timedelta(seconds=next_check_in)
-    model.objects.filter(pk=pk, lease_token=token).update(
-        lease_token="", lease_expires_at=None, next_check_at=next_check_at, failed_attempts=failed_attempts
-    )
+    many steps in a row have failed. True when the row was nudged while held (its `next_check_at`
+    is no longer `due_when_claimed`, the value the step started from): its next look is then due
+    now, and the caller sends it."""
+    now = timezone.now()
+    with transaction.atomic():  # the nudge's UPDATE comes wholly before or after this
+        held = model.objects.select_for_update().filter(pk=pk, lease_token=token)
+        current = held.values("next_check_at").first()
+        nudged = current is not None and current["next_check_at"] != due_when_claimed
+        if nudged:
+            next_check_at = now
+        else:
+            next_check_at = None if next_check_in is None else now + timedelta(seconds=next_check_in)
+        held.update(
+            lease_token="", lease_expires_at=None, next_check_at=next_check_at,
+            failed_attempts=failed_attempts,
+        )
+    return nudged
+
+
+def due_now(rows: QuerySet) -> list[int]:
+    """Make the next look of `rows` due now, so that the message the caller sends next is not
+    dropped as an early duplicate (reconcile.loop) and a step holding one of them looks again as
+    soon as it ends (`release`). Returns their primary keys, for the caller's messages."""
+    pks = list(rows.values_list("pk", flat=True))
+    if pks:
+        rows.model.objects.filter(pk__in=pks).update(next_check_at=timezone.now())
+    return pks
 
 
 @contextmanager

@@ -17,6 +17,10 @@ never escape, and each kind is treated as what it is:
   condition), then the resource fails visibly with an `InternalServerError` reason; the log has
   the traceback.
 
+A nudge that arrives while a step holds the row (a container exit seen by the events watcher,
+an API action) makes that step's next look immediate (`leases.release`), whatever the step
+asked for.
+
 The count of consecutive failed attempts lives on the row (`failed_attempts`), so a worker restart
 neither resets nor loses it; a step that succeeds sets it back to zero. The sweeper covers a
 message lost on the way.
@@ -43,6 +47,7 @@ log = logging.getLogger(__name__)
 # A message that arrives this much before the row's next check is a duplicate of a live chain.
 EARLY_TOLERANCE = timedelta(seconds=0.25)
 BUG_ATTEMPTS = 5
+NOW = 0.0
 MAX_BACKOFF_SECONDS = 60.0
 
 Step = Callable[[Model, str], float | None]
@@ -83,7 +88,7 @@ def _run_step(model, row, token, step, give_up, finished, waiting) -> float | No
     delay, failed_attempts, outcome = backoff_seconds(attempts), attempts, "ok"
     started = time.perf_counter()
     try:
-        row.refresh_from_db()
+        row.refresh_from_db()  # as claimed: a nudge from now on moves its next_check_at
         delay, failed_attempts = (None if finished(row) else step(row, token)), 0
     except Exception as exc:  # sorted below: nothing may escape the loop
         outcome = _kind_of(exc)
@@ -93,7 +98,8 @@ def _run_step(model, row, token, step, give_up, finished, waiting) -> float | No
         elif outcome == "transient" and waiting is not None:
             _tell_waiting(waiting, row, exc)
     finally:
-        leases.release(model, row.pk, token, delay, failed_attempts)
+        if leases.release(model, row.pk, token, delay, failed_attempts, row.next_check_at):
+            delay = NOW  # nudged during the step: what the nudge announced is looked at at once
         STEP_SECONDS.labels(model.__name__, outcome).observe(time.perf_counter() - started)
     return delay
 

@@ -4,7 +4,7 @@
 module that imports `docker`; it translates engine errors into the errors below. Every operation
 is idempotent and addresses containers by deterministic name or by label, so a reconcile step
 that is repeated after a crash does no harm."""
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -96,6 +96,16 @@ class LogLine:
     message: str
 
 
+@dataclass(frozen=True)
+class ContainerEvent:
+    """Something that happened to a container, as the engine tells it."""
+
+    action: str  # die | start | health_status | oom | ... (the engine's word, details cut off)
+    name: str
+    labels: dict[str, str]  # its labels (and the engine's own attributes: image, exitCode, ...)
+    time: str  # when it happened, as the engine's `since` takes it ("seconds.nanoseconds")
+
+
 class ContainerRuntime(Protocol):
     def has_image(self, image: str) -> bool: ...
 
@@ -149,3 +159,11 @@ class ContainerRuntime(Protocol):
 
     def logs(self, name: str, since: str | None = None) -> list[LogLine]:
         """Log lines after the RFC 3339 timestamp `since` (all when None), oldest first."""
+
+    def container_events(
+        self, labels: dict[str, str], actions: Sequence[str], since: str | None = None
+    ) -> Iterator[ContainerEvent]:
+        """Follow the engine's events about containers carrying every one of `labels`, limited to
+        `actions`, from `since` (an earlier event's `time`: the engine replays what followed it)
+        or from now. Connects before it returns (RuntimeUnavailable when it cannot); the iterator
+        blocks until the next event and ends when the engine goes away."""

@@ -22,6 +22,7 @@ from docker.utils import parse_repository_tag
 
 from runtime import labels as keys
 from runtime.base import (
+    ContainerEvent,
     ContainerSpec,
     ContainerStartFailed,
     ContainerState,
@@ -35,6 +36,7 @@ from runtime.pull_progress import PullProgress, PullReport
 
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
+_CONNECT_TIMEOUT_SECONDS = 10  # the events stream itself waits without limit
 
 # Least privilege for every algorithm and model container (training and serving alike). The
 # process stays root inside (the SageMaker contract: images expect it), but it is a root with
@@ -314,6 +316,24 @@ class DockerRuntime:
         lines.sort(key=lambda line: line.timestamp)  # stable: stdout first on equal timestamps
         return [line for line in lines if since is None or line.timestamp > since]
 
+    def container_events(
+        self, labels: dict[str, str], actions: Sequence[str], since: str | None = None
+    ) -> Iterator[ContainerEvent]:
+        # A client of its own: the stream holds its connection for as long as it is followed,
+        # and nothing it does may wait on (or be timed out with) the shared client's calls.
+        with _engine_errors():
+            try:
+                client = docker.from_env(timeout=_CONNECT_TIMEOUT_SECONDS)
+            except DockerException as error:
+                raise RuntimeUnavailable(f"The Docker engine cannot be reached: {error}") from None
+            filters = {"type": "container", "event": list(actions), **_label_filter(labels)}
+            try:
+                stream = client.events(since=since, filters=filters, decode=True)  # blocks: no timeout
+            except BaseException:
+                client.close()
+                raise
+        return _container_events(client, stream)
+
     def _container(self, name: str) -> Container | None:
         try:
             return self.client.containers.get(name)
@@ -447,6 +467,25 @@ def _engine_errors() -> Iterator[None]:
         raise RuntimeUnavailable(f"The Docker engine cannot be reached: {error}") from None
     except APIError as error:
         raise RuntimeError_(f"The Docker engine refused the request: {_reason(error)}") from None
+
+
+def _container_events(client: docker.DockerClient, stream) -> Iterator[ContainerEvent]:
+    """The events of `stream` until the engine ends it (the SDK's stream stops on a broken
+    connection); the client goes with it."""
+    try:
+        with _engine_errors():
+            for event in stream:
+                attributes = event.get("Actor", {}).get("Attributes", {})
+                nanoseconds = int(event.get("timeNano", 0))
+                yield ContainerEvent(
+                    action=event.get("Action", "").split(":")[0],  # "health_status: healthy"
+                    name=attributes.get("name", ""),
+                    labels=attributes,
+                    time=f"{nanoseconds // 10**9}.{nanoseconds % 10**9:09d}",
+                )
+    finally:
+        stream.close()
+        client.close()
 
 
 def _reason(error: APIError) -> str:

@@ -11,12 +11,13 @@ for its memory, ignore SIGTERM, vanish, or make the whole engine unreachable.
 Serving containers' `/ping` is HTTP, outside the seam: `health` says what a ping would find, for
 a test's stand-in of the health checker."""
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from runtime import labels as keys
 from runtime.base import (
+    ContainerEvent,
     ContainerSpec,
     ContainerStartFailed,
     ContainerState,
@@ -51,6 +52,7 @@ class FakeRuntime:
         self.pull_reports: list[str] = []  # what a pull tells its progress report, in order
         self.networks: dict[str, dict] = {}  # name -> {"labels": ..., "internal": ...}
         self.containers: dict[str, FakeContainer] = {}
+        self.events: list[ContainerEvent] = []  # what the engine told, oldest first
         self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
         self.unreachable = False
         self.swarm = False  # whether the engine is in swarm mode (overlay networks)
@@ -77,6 +79,9 @@ class FakeRuntime:
         container.state = replace(
             container.state, status="exited", exit_code=code, oom_killed=oom_killed, finished_at=self._stamp()
         )
+        if oom_killed:
+            self._tell("oom", container.state)
+        self._tell("die", container.state)
 
     def vanish(self, name: str) -> None:
         """The container disappears from the engine (removed behind the platform's back)."""
@@ -171,6 +176,7 @@ class FakeRuntime:
         self.containers[spec.name] = FakeContainer(
             spec, state, ignores_sigterm=self.ignore_sigterm_by_default, healthy=self.healthy_by_default
         )
+        self._tell("start", state)
         return state
 
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
@@ -203,6 +209,19 @@ class FakeRuntime:
             return []
         return [line for line in container.output if since is None or line.timestamp > since]
 
+    def container_events(
+        self, labels: dict[str, str], actions: Sequence[str], since: str | None = None
+    ) -> Iterator[ContainerEvent]:
+        """The matching events told so far, after `since`; then the stream ends, as it does when
+        the engine goes away."""
+        self._answer()
+        told = [
+            event for event in self.events
+            if event.action in actions and labels.items() <= event.labels.items()
+            and (since is None or float(event.time) > float(since))
+        ]
+        return iter(told)
+
     # --- health checks ----------------------------------------------------------------------
 
     def health(self, name: str) -> tuple[bool, str]:
@@ -217,6 +236,10 @@ class FakeRuntime:
     def _answer(self) -> None:
         if self.unreachable:
             raise RuntimeUnavailable("The Docker engine cannot be reached: connection refused")
+
+    def _tell(self, action: str, state: ContainerState) -> None:
+        moment = datetime.fromisoformat(self._stamp().replace("Z", "+00:00")).timestamp()
+        self.events.append(ContainerEvent(action, state.name, dict(state.labels), f"{moment:.9f}"))
 
     def _addresses(self, spec: ContainerSpec) -> dict[str, str]:
         networks = [] if spec.network in (None, "none") else [spec.network]

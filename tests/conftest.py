@@ -209,8 +209,9 @@ class LiveStack:
             time.sleep(0.1)
         return killed_at, time.monotonic()
 
-    def start_worker(self) -> None:
-        self.supervisor.start(worker_spec(self.data_dir, env=WORKER_ENV))
+    def start_worker(self, **env: str) -> None:
+        """Start the worker again; `env` overrides its settings (e.g. a long poll interval)."""
+        self.supervisor.start(worker_spec(self.data_dir, env={**WORKER_ENV, **env}))
 
     def create_access_key(self, account_id: str) -> tuple[str, str]:
         output = _manage("createaccesskey", "--account-id", account_id)

@@ -12,11 +12,13 @@ class TrainingConfig(AppConfig):
         # Registers the training-job handlers with the protocol registry, the taggable resource,
         # the sweeper's share, the GPUs that ended jobs are about to give back, the weights of the
         # jobs waiting for GPUs (elastic jobs do not grow past them), the clean-up of
-        # a node that registers again, and the CloudWatch dimensions of the jobs' metrics.
+        # a node that registers again, the CloudWatch dimensions of the jobs' metrics, and the
+        # container events that make a job looked at at once (an exit: its end or its failure).
         from accounts.tagging import register_taggable
         from capacity import gpus, nodes, preemption
         from logs.metrics import register_point_namespace
-        from reconcile import sweeper
+        from reconcile import container_events, sweeper
+        from runtime import labels
         from training import operations, priority, reaper, scheduler, tasks  # noqa: F401
         from training.metrics import TRAINING_JOB_DIMENSION, TRAINING_JOBS_NAMESPACE
         from training.models import TrainingJob
@@ -27,3 +29,4 @@ class TrainingConfig(AppConfig):
         preemption.register_waiting(priority.waiting_weights)
         nodes.on_registered(reaper.remove_disowned_containers)
         register_point_namespace(TRAINING_JOBS_NAMESPACE, TRAINING_JOB_DIMENSION)
+        container_events.register(labels.TRAINING_ROLE, tasks.nudge_for_container, actions=("die",))

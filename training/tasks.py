@@ -5,10 +5,11 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from capacity import nodes
+from reconcile import leases
 from training import member, reaper, scheduler, spans
 from training import reconciler as training
 from training.models import TERMINAL_STATUSES, TrainingJob
@@ -43,6 +44,17 @@ def _enqueue(job_id: int, countdown: float, node: str | None) -> None:
     reconcile_training_job.apply_async((job_id,), countdown=countdown, **routing)
 
 
+def nudge(jobs: QuerySet) -> None:
+    """Have these jobs looked at now, each on its node's queue (any worker's while unplaced)."""
+    for job_id in leases.due_now(jobs):
+        _enqueue(job_id, 0, scheduler.node_of(job_id))
+
+
+def nudge_for_container(arn: str) -> None:
+    """A container of the job changed (reconcile/container_events.py): look at it now."""
+    nudge(TrainingJob.objects.filter(training_job_arn=arn).exclude(training_job_status__in=TERMINAL_STATUSES))
+
+
 def sweep_training() -> None:
     """The sweeper's share (registered in TrainingConfig.ready): re-enqueue every job whose next
     look is overdue and that nobody holds (a lost message or a killed worker), handle lost nodes,
@@ -54,9 +66,7 @@ def sweep_training() -> None:
         .filter(Q(next_check_at__isnull=True) | Q(next_check_at__lt=now - slack))
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
     )
-    for job_id in overdue.values_list("pk", flat=True):
-        TrainingJob.objects.filter(pk=job_id).update(next_check_at=now)
-        reconcile_training_job.delay(job_id)
+    nudge(overdue)
     _handle_lost_nodes()
     scheduler.release_finished()
     reaper.reap_training_orphans()

@@ -13,6 +13,7 @@ from gateway.network import SERVICES_NETWORK
 from hosting import containers as hosting_containers
 from hosting import reaper as hosting_reaper
 from hosting import reconciler as hosting
+from hosting import tasks as hosting_tasks
 from hosting import transitions as t
 from hosting.health import PingResult
 from hosting.models import (
@@ -24,6 +25,7 @@ from hosting.models import (
     ServingContainer,
 )
 from hosting.presenters import describe_endpoint
+from reconcile import container_events
 from reconcile import loop as reconcile
 from runtime import labels
 from runtime.fake import FakeRuntime
@@ -242,6 +244,23 @@ def pending_variant_status(endpoint: Endpoint) -> dict:
     (variant,) = describe_endpoint(endpoint)["PendingDeploymentSummary"]["ProductionVariants"]
     (status,) = variant["VariantStatus"]
     return status
+
+
+def test_a_serving_container_that_dies_has_its_endpoint_looked_at_at_once_on_its_node(engine, monkeypatch):
+    endpoint, name = in_service_endpoint(engine)  # its next look: a health-check interval away
+    sent = []
+    monkeypatch.setattr(hosting_tasks, "_send", lambda *message: sent.append(message))
+    monkeypatch.setattr(container_events, "_interests", {})
+    container_events.register(labels.SERVING_ROLE, hosting_tasks.nudge_for_container)
+    engine.exit(name, 1)
+    assert hosting.reconcile(endpoint.pk) is None  # the poll's message would be early: dropped
+
+    assert container_events.Watcher(engine, "node-a").follow_once()
+
+    assert sent == [(endpoint.pk, "node-a")]
+    hosting.reconcile(endpoint.pk)  # the message sent runs the step: the container is replaced
+    (replacement,) = [row for row in containers_of(endpoint.deployments.get()) if row != name]
+    assert engine.containers[replacement].state.running
 
 
 def test_an_unreachable_engine_is_in_the_status_message_of_a_new_endpoint_until_it_is_back(engine):

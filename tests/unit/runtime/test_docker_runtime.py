@@ -1,5 +1,6 @@
 """DockerRuntime against the real engine, with a busybox image (`/bin/sh`, no ENTRYPOINT)."""
 
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -386,6 +387,32 @@ def test_unreachable_engine_is_reported_as_runtime_unavailable(monkeypatch, tmp_
     client = docker.DockerClient(base_url=f"unix://{tmp_path / 'no-engine.sock'}", version="1.41")
     with pytest.raises(RuntimeUnavailable):
         DockerRuntime(client).find(TEST_LABELS)
+    with pytest.raises(RuntimeUnavailable):
+        DockerRuntime().container_events(TEST_LABELS, ["die"])
+
+
+def test_container_events_tell_the_start_and_exit_of_labelled_containers_only(runtime, busybox_image):
+    events = runtime.container_events(TEST_LABELS, ["start", "die"])
+    seen = []
+
+    def follow():
+        for event in events:
+            seen.append(event)
+            if event.action == "die":
+                break
+        events.close()  # the stream and its client go with the generator
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    unlabelled = docker.from_env().containers.run(busybox_image, ["true"], detach=True)
+    labelled = runtime.run(spec(busybox_image, "sh", "-c", "exit 3"))
+    follower.join(20)
+    unlabelled.remove(force=True)
+
+    assert [(e.action, e.name) for e in seen] == [("start", labelled.name), ("die", labelled.name)]
+    assert seen[1].labels["exitCode"] == "3"
+    assert seen[1].labels["sageport.test"] == "runtime"
+    assert float(seen[0].time) <= float(seen[1].time)
 
 
 def test_mount_paths_are_host_directories(tmp_path: Path):

@@ -75,12 +75,12 @@ def step(job: TrainingJob) -> float | None:
     return delay
 
 
-def until_training(job: TrainingJob, engine: FakeRuntime) -> str:
+def until_training(job: TrainingJob, engine: FakeRuntime, poll: float = 0.5) -> str:
     """Starting → Downloading → Training → container started; the container's name."""
     for state in (t.DOWNLOADING, t.TRAINING):
         step(job)
         assert t.state_of(job) == state
-    assert step(job) == 0.5
+    assert step(job) == poll
     name = containers.container_name(job, "algo-1")
     assert engine.containers[name].state.running
     return name
