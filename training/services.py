@@ -10,6 +10,7 @@ from protocol.arns import make_arn
 from protocol.context import RequestContext
 from protocol.errors import ResourceInUse, ValidationException
 from protocol.listing import filtered_and_sorted
+from protocol.prepared import PreparedQuery
 from training import requests, transitions
 from training.models import TrainingJob, TrainingJobStatus
 from training.tasks import reconcile_training_job
@@ -60,12 +61,22 @@ def _nudge(job_id: int) -> None:
         log.warning("could not enqueue training job %s (%s); the sweeper will pick it up", job_id, exc)
 
 
+# Read by every DescribeTrainingJob (and StopTrainingJob): compiled once (protocol/prepared.py).
+# The ARN is unique, so one row at most, in no particular order.
+_job_by_arn = PreparedQuery(
+    lambda account_id, region, arn: TrainingJob.objects.filter(
+        account_id=account_id, region=region, training_job_arn=arn
+    )[:1],
+    str, str, str,
+)
+
+
 def get_training_job(ctx: RequestContext, name: str) -> TrainingJob:
     arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
-    job = jobs_of(ctx).filter(training_job_arn=arn).first()
-    if job is None:
+    found = _job_by_arn(ctx.account_id, ctx.region, arn)
+    if not found:
         raise ValidationException(NOT_FOUND_MESSAGE)
-    return job
+    return found[0]
 
 
 def stop_training_job(ctx: RequestContext, name: str) -> None:
