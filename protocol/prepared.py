@@ -7,20 +7,27 @@ QuerySet once with marker values in place of the parameters, keeps the SQL, wher
 landed among the SQL parameters, the row converters and the model's column names, and each call
 then only puts its values in the markers' places, runs the SQL and builds the models.
 
-Only parameters that reach the database as they are can be prepared (a CharField or integer
-compared with `=`, `IN` of one value...); a lookup that transforms its value (`icontains` wraps
-it in `%`) is refused when the query is first compiled, never answered wrongly."""
+Parameters are strings, integers and aware datetimes, compared as they are (`=`, `<`, `>`, a
+function of the value such as `Lower(Value(...))`); a lookup that transforms its value
+(`icontains` wraps it in `%`) is refused when the query is first compiled, never answered wrongly."""
 
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model, QuerySet
 
-# Marker values nobody stores: a string with NUL bytes, integers far below any primary key.
-_STRING_MARKER = "\x00prepared parameter {}\x00"
-_INTEGER_MARKER = -(2**62)
+# Per parameter type: the marker of the n-th parameter (values that no query of ours holds: a
+# string with NUL bytes, integers far below any primary key, instants in year 1), and the value as
+# the database receives it (a datetime is adapted as DateTimeField adapts it: text on SQLite).
+_KINDS: dict[type, tuple[Callable[[int], object], Callable[[object, object], object]]] = {
+    str: (lambda n: f"\x00prepared parameter {n}\x00", lambda value, ops: value),
+    int: (lambda n: -(2**62) - n, lambda value, ops: value),
+    datetime: (lambda n: datetime(1, 1, 1, tzinfo=UTC) + timedelta(microseconds=n + 1),
+               lambda value, ops: ops.adapt_datetimefield_value(value)),
+}
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,7 @@ class _Compiled:
     sql: str
     params: tuple
     positions: tuple[int, ...]  # where each call's values go among `params`, in call order
+    adapters: tuple[Callable[[object, object], object], ...]  # how each value reaches the database
     model: type[Model]
     attnames: tuple[str, ...]
     converters: tuple[tuple[int, tuple, object], ...]  # (column, converter functions, expression)
@@ -35,10 +43,13 @@ class _Compiled:
 
 class PreparedQuery:
     """`PreparedQuery(lambda arn: Job.objects.filter(arn=arn)[:1], str)(arn)` → the list of models.
-    `build` gets one marker per type given (str or int) and returns a QuerySet of whole rows of one
-    model (no select_related, annotations or prefetching)."""
+    `build` gets one marker per type given (str, int or datetime) and returns a QuerySet of rows of
+    one model (`only()` allowed; no select_related, selected annotations or prefetching)."""
 
     def __init__(self, build: Callable[..., QuerySet], *parameter_types: type):
+        unknown = [kind.__name__ for kind in parameter_types if kind not in _KINDS]
+        if unknown:
+            raise TypeError(f"only str, int and datetime parameters can be prepared, not {unknown}")
         self._build = build
         self._types = parameter_types
         # Per connection (each thread has its own): converters belong to their connection.
@@ -48,8 +59,8 @@ class PreparedQuery:
         connection = connections[using]
         compiled = self._compiled.get(connection) or self._compile(connection, using)
         params = list(compiled.params)
-        for position, value in zip(compiled.positions, values, strict=True):
-            params[position] = value
+        for position, adapt, value in zip(compiled.positions, compiled.adapters, values, strict=True):
+            params[position] = adapt(value, connection.ops)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
@@ -57,7 +68,8 @@ class PreparedQuery:
                 for row in rows]
 
     def _compile(self, connection, using: str) -> _Compiled:
-        markers = [_marker(kind, index) for index, kind in enumerate(self._types)]
+        markers = [_KINDS[kind][0](index) for index, kind in enumerate(self._types)]
+        adapters = tuple(_KINDS[kind][1] for kind in self._types)
         queryset = self._build(*markers)
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
@@ -71,7 +83,11 @@ class PreparedQuery:
         compiled = _Compiled(
             sql=sql,
             params=tuple(params),
-            positions=tuple(_position(params, marker, sql) for marker in markers),
+            positions=tuple(
+                _position(params, adapt(marker, connection.ops), sql)
+                for marker, adapt in zip(markers, adapters, strict=True)
+            ),
+            adapters=adapters,
             model=queryset.model,
             attnames=tuple(column.target.attname for column in columns),
             converters=tuple(
@@ -83,19 +99,14 @@ class PreparedQuery:
         return compiled
 
 
-def _marker(kind: type, index: int) -> str | int:
-    if kind is str:
-        return _STRING_MARKER.format(index)
-    if kind is int:
-        return _INTEGER_MARKER - index
-    raise TypeError(f"only str and int parameters can be prepared, not {kind.__name__}")
-
-
-def _position(params: list, marker: str | int, sql: str) -> int:
-    """Where `marker` is among the SQL parameters; it must be there once, unchanged."""
+def _position(params: list, marker: object, sql: str) -> int:
+    """Where `marker` (as the database receives it) is among the SQL parameters; it must be there
+    once, unchanged."""
     positions = [index for index, param in enumerate(params)
                  if type(param) is type(marker) and param == marker]
-    transformed = any(isinstance(param, str) and str(marker) in param and param != marker for param in params)
+    transformed = isinstance(marker, str) and any(
+        isinstance(param, str) and marker in param and param != marker for param in params
+    )
     if len(positions) != 1 or transformed:
         raise TypeError(f"a parameter reaches the database transformed or more than once: {sql}")
     return positions[0]

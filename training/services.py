@@ -9,7 +9,8 @@ from kombu.exceptions import OperationalError
 from protocol.arns import make_arn
 from protocol.context import RequestContext
 from protocol.errors import ResourceInUse, ValidationException
-from protocol.listing import filtered_and_sorted
+from protocol.listing import PreparedListing
+from protocol.pagination import paginate
 from protocol.prepared import PreparedQuery
 from training import requests, transitions
 from training.models import TrainingJob, TrainingJobStatus
@@ -107,14 +108,20 @@ SUMMARY_FIELDS = (
 SORT_FIELDS = {"Name": "training_job_name", "CreationTime": "creation_time", "Status": "training_job_status"}
 
 
-def list_training_jobs(ctx: RequestContext, params: dict):
-    """The ordered queryset ListTrainingJobs pages through."""
+# ListTrainingJobs' pages, compiled once per query shape (protocol/listing.py).
+_listing = PreparedListing(
+    lambda account_id, region: TrainingJob.objects.filter(account_id=account_id, region=region).only(
+        *SUMMARY_FIELDS
+    ),
+    name_field="training_job_name",
+    sort_fields=SORT_FIELDS,
+    status_field="training_job_status",
+)
+
+
+def list_training_jobs(ctx: RequestContext, params: dict) -> tuple[list[TrainingJob], str | None]:
+    """The page of the caller's jobs that ListTrainingJobs asks for, and the next page's token."""
     if "WarmPoolStatusEquals" in params or "TrainingPlanArnEquals" in params:
-        return jobs_of(ctx).none()  # Sageport has neither warm pools nor training plans.
-    return filtered_and_sorted(
-        jobs_of(ctx).only(*SUMMARY_FIELDS),
-        params,
-        name_field="training_job_name",
-        sort_fields=SORT_FIELDS,
-        status_field="training_job_status",
-    )
+        # Sageport has neither warm pools nor training plans: an empty page (the token still checked).
+        return paginate([], params.get("NextToken"), params.get("MaxResults"))
+    return _listing.page(ctx.account_id, ctx.region, params)

@@ -57,6 +57,21 @@ def test_integer_parameters_and_the_models_ordering_are_kept():
 
 
 @pytest.mark.django_db
+def test_datetime_parameters_reach_the_database_as_the_orm_sends_them():
+    for minutes in range(4):
+        TrainingJob.objects.filter(pk=_job(f"at-{minutes}").pk).update(creation_time=CREATED.replace(minute=minutes))
+    between = PreparedQuery(
+        lambda after, before: TrainingJob.objects.filter(creation_time__gt=after, creation_time__lt=before)
+        .order_by("creation_time"),
+        datetime, datetime,
+    )
+
+    found = between(CREATED.replace(minute=0), CREATED.replace(minute=3))
+    assert [job.training_job_name for job in found] == ["at-1", "at-2"]
+    assert between(CREATED.replace(minute=3), CREATED.replace(minute=0)) == []
+
+
+@pytest.mark.django_db
 def test_a_parameter_the_lookup_transforms_is_refused_rather_than_answered_wrongly():
     _job("contains-me")
     containing = PreparedQuery(
@@ -67,6 +82,6 @@ def test_a_parameter_the_lookup_transforms_is_refused_rather_than_answered_wrong
         containing("contains")
 
 
-def test_only_strings_and_integers_can_be_parameters():
-    with pytest.raises(TypeError, match="only str and int"):
-        PreparedQuery(lambda when: TrainingJob.objects.filter(creation_time=when), datetime)(CREATED)
+def test_only_strings_integers_and_datetimes_can_be_parameters():
+    with pytest.raises(TypeError, match="only str, int and datetime parameters"):
+        PreparedQuery(lambda size: TrainingJob.objects.filter(restart_count__lt=size), float)

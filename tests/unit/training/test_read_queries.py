@@ -78,3 +78,38 @@ def test_a_list_page_is_one_query_whatever_the_number_of_jobs(sagemaker, job, dj
         f"{NAME}-4", f"{NAME}-3", f"{NAME}-2", f"{NAME}-1"
     ]
     assert "NextToken" in listed
+
+
+def test_list_filters_sorts_and_pages_with_each_requests_values(sagemaker, job, access_key):  # noqa: F811
+    created = job.creation_time
+    rows = [("Alpha-one", "Completed", 1), ("alpha-two", "Failed", 2), ("beta-one", "Completed", 3),
+            ("ALPHA-three", "Completed", 4)]
+    for name, status, minutes in rows:
+        TrainingJob.objects.create(
+            account_id=job.account_id, region=REGION, training_job_name=name,
+            training_job_arn=f"{job.training_job_arn}-{name.lower()}", request=job.request,
+            training_job_status=status, creation_time=created + timedelta(minutes=minutes),
+            last_modified_time=created, next_check_at=created,
+        )
+    TrainingJob.objects.create(  # another account's job is never listed
+        account_id="999988887777", region=REGION, training_job_name="alpha-elsewhere",
+        training_job_arn="arn:aws:sagemaker:eu-west-1:999988887777:training-job/alpha-elsewhere",
+        request=job.request, creation_time=created, last_modified_time=created, next_check_at=created,
+    )
+
+    def names(**params) -> list[str]:
+        return [s["TrainingJobName"] for s in sagemaker.list_training_jobs(**params)["TrainingJobSummaries"]]
+
+    assert names(NameContains="alpha") == ["ALPHA-three", "alpha-two", "Alpha-one"]
+    assert names(NameContains="ONE", SortBy="Name", SortOrder="Ascending") == ["Alpha-one", "beta-one"]
+    assert names(NameContains="alpha", StatusEquals="Completed") == ["ALPHA-three", "Alpha-one"]
+    assert names(CreationTimeAfter=created + timedelta(minutes=1),
+                 CreationTimeBefore=created + timedelta(minutes=4)) == ["beta-one", "alpha-two"]
+    assert names(NameContains="gamma") == []
+    assert names(WarmPoolStatusEquals="Available") == []
+    pages = sagemaker.get_paginator("list_training_jobs").paginate(
+        SortBy="CreationTime", SortOrder="Ascending", PaginationConfig={"PageSize": 2}
+    )
+    assert [[s["TrainingJobName"] for s in page["TrainingJobSummaries"]] for page in pages] == [
+        [NAME, "Alpha-one"], ["alpha-two", "beta-one"], ["ALPHA-three"]
+    ]
