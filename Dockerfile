@@ -47,4 +47,4 @@ RUN python -m compileall -q /app
 
 EXPOSE 8080
 CMD ["gunicorn", "controlplane.wsgi:application", "--bind", "127.0.0.1:8080", \
-     "--workers", "2", "--worker-class", "gthread", "--threads", "8"]
+     "--workers", "4", "--worker-class", "gthread", "--threads", "2"]

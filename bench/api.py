@@ -5,9 +5,12 @@ Creates the same training job in a running Sageport (a no-op on the busybox exam
 the API is measured) and in a moto_server the bench starts on a free 127.0.0.1 port, then sends,
 with the same concurrency, (a) DescribeTrainingJob of that job and (b) ListTrainingJobs with
 NameContains set to its name (one summary from each target, whatever else the stack holds) through
-two clients: raw HTTP over pooled keep-alive connections, each request SigV4-signed by botocore,
-and a boto3 client. Prints requests/s, p50 and p99 of each phase, the ratios Sageport / moto, then
-one summary line. Bounded: each phase stops after --requests requests or --max-seconds seconds.
+two clients: `replay`, one request SigV4-signed once and replayed over keep-alive connections
+(bench/replay.py: what wrk does, and cheap enough on the client that the server is what is
+measured), and `boto3`, a boto3 client signing every call (what users feel, client cost
+included). Prints requests/s, p50 and p99 of each phase, the ratios Sageport / moto, then one
+summary line. The two targets take turns phase by phase. Bounded: each phase stops after
+--requests requests or --max-seconds seconds.
 
 CreateTrainingJob is not measured: Sageport has no DeleteTrainingJob, so every job created would
 stay in the stack, and each one is scheduled and run by the worker (making it never run needs an
@@ -42,7 +45,8 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 
 try:
-    from bench.common import SignedHttp, delete_bucket, load_arguments, measure, ratios
+    from bench import replay
+    from bench.common import delete_bucket, load_arguments, measure, ratios
 except ModuleNotFoundError:  # run as a script, the repository root is not on the path
     sys.exit("run it from the repository root as: .venv/bin/python -m bench.api")
 
@@ -53,7 +57,7 @@ MOTO_CREDENTIALS = Credentials("testing", "testing")  # moto accepts any key
 START_SECONDS = 30.0
 SAGEPORT, MOTO = "Sageport", "moto"
 OPERATIONS = ("DescribeTrainingJob", "ListTrainingJobs")
-CLIENTS = ("signed", "boto3")
+CLIENTS = ("replay", "boto3")
 
 
 def main() -> int:
@@ -164,25 +168,26 @@ def _wait_for_port(port: int, process: subprocess.Popen) -> None:
 
 # --- the phases ---------------------------------------------------------------------------------
 
-def _calls(client, credentials, name: str, concurrency: int) -> dict[tuple[str, str], object]:
-    """(operation, client kind) → a call that checks its answer."""
+def _phases(client, credentials, name: str, options) -> dict[tuple[str, str], object]:
+    """(operation, client kind) → phase(requests) → its result; every answer is checked."""
     parameters = {
         "DescribeTrainingJob": {"TrainingJobName": name},
         "ListTrainingJobs": {"NameContains": name, "MaxResults": 10},
     }
-    http = SignedHttp(credentials, "sagemaker", client.meta.region_name, concurrency)
-    url = client.meta.endpoint_url + "/"
 
-    def signed(operation: str):
-        body = json.dumps(parameters[operation]).encode()
-        headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": f"SageMaker.{operation}"}
+    def replayed(operation: str):
+        def phase(requests: int) -> dict:
+            # Signed at the start of each phase, so that no phase outlives its signature.
+            request = replay.signed_request(
+                client.meta.endpoint_url + "/", json.dumps(parameters[operation]).encode(),
+                {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": f"SageMaker.{operation}"},
+                credentials, "sagemaker", client.meta.region_name,
+            )
+            return replay.replay(client.meta.endpoint_url, request,
+                                 lambda status, body: status == 200 and name.encode() in body,
+                                 requests, options.concurrency, options.max_seconds)
 
-        def call() -> None:
-            response = http.post(url, body, headers)
-            if response.status != 200 or name.encode() not in response.data:
-                raise RuntimeError(f"{operation} answered {response.status}: {response.data[:200]!r}")
-
-        return call
+        return phase
 
     def with_boto3(operation: str):
         method = getattr(client, {"DescribeTrainingJob": "describe_training_job",
@@ -192,21 +197,30 @@ def _calls(client, credentials, name: str, concurrency: int) -> dict[tuple[str, 
             if name not in json.dumps(method(**parameters[operation]), default=str):
                 raise RuntimeError(f"{operation} did not answer about {name}")
 
-        return call
+        def phase(requests: int) -> dict:
+            return measure(call, requests, options.concurrency, options.max_seconds)
 
-    kinds = {"signed": signed, "boto3": with_boto3}
+        call()  # a wrong answer stops the bench here, not as a column of failures
+        return phase
+
+    kinds = {"replay": replayed, "boto3": with_boto3}
     return {(operation, kind): kinds[kind](operation) for operation in OPERATIONS for kind in CLIENTS}
 
 
 def _measure_all(targets: dict, name: str, options) -> dict[tuple[str, str, str], dict]:
-    """(operation, client kind, target) → the phase's result; each call is checked once first."""
+    """(operation, client kind, target) → the phase's result. The targets take turns phase by
+    phase (a slower minute of the machine falls on both), each after a short warm-up of the phase
+    that must answer without a failure."""
+    phases = {target: _phases(client, credentials, name, options)
+              for target, (client, credentials) in targets.items()}
     results = {}
-    for target, (client, credentials) in targets.items():
-        for (operation, kind), call in _calls(client, credentials, name, options.concurrency).items():
-            call()  # a wrong answer stops the bench here, not as a column of failures
-            measure(call, min(50, options.requests), options.concurrency, options.max_seconds)  # warm-up
-            results[operation, kind, target] = measure(call, options.requests, options.concurrency,
-                                                       options.max_seconds)
+    for operation in OPERATIONS:
+        for kind in CLIENTS:
+            for target in targets:
+                phase = phases[target][operation, kind]
+                if phase(min(50, options.requests))["failures"]:
+                    raise RuntimeError(f"{target} failed {operation} ({kind}) during the warm-up")
+                results[operation, kind, target] = phase(options.requests)
     return results
 
 

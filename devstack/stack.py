@@ -424,13 +424,14 @@ def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
     url = f"http://{_url_host(address)}:{port}"
     listener = _listening_socket("api", address, port)
     # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
-    # Two processes with 8 threads each measured best on 2 cores (bench/invoke.py); gunicorn's
-    # master replaces a worker that dies while the other one keeps serving.
+    # Four processes of 2 threads measured best on 2 cores for Describe/List (bench/api.py: p99
+    # about half of 2 x 8 threads', whose GIL queues made the tail); gunicorn's master replaces a
+    # worker that dies while the others keep serving.
     return ServiceSpec(
         name="api",
         argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
-              "--bind", f"fd://{listener.fileno()}", "--workers", "2", "--worker-class", "gthread",
-              "--threads", "8"],
+              "--bind", f"fd://{listener.fileno()}", "--workers", "4", "--worker-class", "gthread",
+              "--threads", "2"],
         listens=url,
         ready=lambda: _http_answers(f"{url}/"),
         env=_django_env(data_dir),

@@ -1,7 +1,15 @@
 """Filtering and ordering shared by the List* operations, with SageMaker's semantics: time
 bounds are strict, NameContains is a case-insensitive substring, the default order is newest
 first, and the primary key breaks ties so pages never overlap."""
-from django.db.models import QuerySet
+from collections.abc import Callable
+from datetime import datetime
+from functools import lru_cache
+
+from django.db.models import Model, QuerySet, Value
+from django.db.models.functions import Lower, StrIndex
+
+from protocol import pagination
+from protocol.prepared import PreparedQuery
 
 TIME_BOUNDS = {
     "CreationTimeAfter": "creation_time__gt",
@@ -9,6 +17,10 @@ TIME_BOUNDS = {
     "LastModifiedTimeAfter": "last_modified_time__gt",
     "LastModifiedTimeBefore": "last_modified_time__lt",
 }
+# The filters a prepared listing takes as parameters, with their types.
+_FILTERS = {**dict.fromkeys(TIME_BOUNDS, datetime), "NameContains": str, "StatusEquals": str}
+# Query shapes (filters present, order, page) a PreparedListing keeps compiled.
+PREPARED_SHAPES = 256
 
 
 def filtered_and_sorted(
@@ -20,9 +32,43 @@ def filtered_and_sorted(
         if member in params:
             rows = rows.filter(**{lookup: params[member]})
     if "NameContains" in params:
-        rows = rows.filter(**{f"{name_field}__icontains": params["NameContains"]})
+        # The text goes to the database as it is (not made into a LIKE pattern), so that a
+        # PreparedListing can compile the query once; names are ASCII, which both fold alike.
+        position = StrIndex(Lower(name_field), Lower(Value(params["NameContains"])))
+        rows = rows.alias(name_contains_at=position).filter(name_contains_at__gt=0)
     if "StatusEquals" in params:
         rows = rows.filter(**{status_field: params["StatusEquals"]})
     field = sort_fields[params.get("SortBy", "CreationTime")]
     prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
     return rows.order_by(f"{prefix}{field}", f"{prefix}pk")
+
+
+class PreparedListing:
+    """`filtered_and_sorted` + `pagination.paginate` of one operation, with the page's query
+    compiled once per shape (which filters are present, the order, the page's offset and size;
+    protocol/prepared.py): building and compiling it was ~40% of a ListTrainingJobs' CPU.
+    `rows(account_id, region)` is the QuerySet of the caller's resources."""
+
+    def __init__(self, rows: Callable[[str, str], QuerySet], *, name_field: str,
+                 sort_fields: dict[str, str], status_field: str = ""):
+        self._rows = rows
+        self._ordering = {"name_field": name_field, "sort_fields": sort_fields, "status_field": status_field}
+        self._query = lru_cache(maxsize=PREPARED_SHAPES)(self._prepare)
+
+    def page(self, account_id: str, region: str, params: dict) -> tuple[list[Model], str | None]:
+        offset, limit = pagination.page_bounds(params.get("NextToken"), params.get("MaxResults"))
+        filters = tuple(name for name in _FILTERS if name in params)
+        order = (params.get("SortBy", "CreationTime"), params.get("SortOrder", "Descending"))
+        query = self._query(filters, order, offset, limit)
+        window = query(account_id, region, *(params[name] for name in filters))
+        return pagination.page_of(window, offset, limit)
+
+    def _prepare(
+        self, filters: tuple[str, ...], order: tuple[str, str], offset: int, limit: int
+    ) -> PreparedQuery:
+        def build(account_id: str, region: str, *values) -> QuerySet:
+            params = dict(zip(filters, values, strict=True), SortBy=order[0], SortOrder=order[1])
+            rows = filtered_and_sorted(self._rows(account_id, region), params, **self._ordering)
+            return rows[offset : offset + limit + 1]
+
+        return PreparedQuery(build, str, str, *(_FILTERS[name] for name in filters))

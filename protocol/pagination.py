@@ -19,12 +19,21 @@ def paginate(
 ) -> tuple[list, str | None]:
     """One page of `items` (an ordered QuerySet is sliced in the database) and the token of
     the next page, or None on the last one."""
+    offset, limit = page_bounds(next_token, max_results, default_max)
+    # One extra row says whether another page exists without counting the whole set.
+    return page_of(list(items[offset : offset + limit + 1]), offset, limit)
+
+
+def page_bounds(next_token: str | None, max_results: int | None, default_max: int = 100) -> tuple[int, int]:
+    """(offset, page size) a request asks for; read `limit + 1` items from the offset."""
     limit = default_max if max_results is None else max_results
     if limit < 1:
         raise ValidationException(f"MaxResults must be at least 1, got {limit}.")
-    offset = _decode(next_token) if next_token else 0
-    # One extra row says whether another page exists without counting the whole set.
-    window = list(items[offset : offset + limit + 1])
+    return (_decode(next_token) if next_token else 0), limit
+
+
+def page_of(window: list, offset: int, limit: int) -> tuple[list, str | None]:
+    """The page and the next page's token from the `limit + 1` items read at `offset`."""
     has_more = len(window) > limit
     return window[:limit], _encode(offset + limit) if has_more else None
 

@@ -1,7 +1,6 @@
 """SageMaker training-job operations: validate (already done by the protocol layer), delegate."""
 
 from protocol.context import RequestContext
-from protocol.pagination import paginate
 from protocol.registry import operation
 from training import presenters, services
 
@@ -26,9 +25,7 @@ def stop_training_job(ctx: RequestContext, params: dict) -> dict:
 
 @operation("ListTrainingJobs")
 def list_training_jobs(ctx: RequestContext, params: dict) -> dict:
-    jobs, next_token = paginate(
-        services.list_training_jobs(ctx, params), params.get("NextToken"), params.get("MaxResults")
-    )
+    jobs, next_token = services.list_training_jobs(ctx, params)
     return {
         "TrainingJobSummaries": [presenters.training_job_summary(job) for job in jobs],
         "NextToken": next_token,

@@ -3,6 +3,7 @@ from datetime import UTC, datetime
 
 from training.metrics import final_metric_data
 from training.models import TrainingJob
+from training.transitions import history
 
 
 def output_base_uri(job: TrainingJob) -> str:
@@ -74,7 +75,7 @@ def describe_training_job(job: TrainingJob) -> dict:
                 "EndTime": row.end_time,
                 "StatusMessage": row.status_message or None,
             }
-            for row in job.transitions.all()
+            for row in history(job)
         ],
     )
     return body

@@ -9,7 +9,9 @@ from kombu.exceptions import OperationalError
 from protocol.arns import make_arn
 from protocol.context import RequestContext
 from protocol.errors import ResourceInUse, ValidationException
-from protocol.listing import filtered_and_sorted
+from protocol.listing import PreparedListing
+from protocol.pagination import paginate
+from protocol.prepared import PreparedQuery
 from training import requests, transitions
 from training.models import TrainingJob, TrainingJobStatus
 from training.tasks import reconcile_training_job
@@ -60,12 +62,22 @@ def _nudge(job_id: int) -> None:
         log.warning("could not enqueue training job %s (%s); the sweeper will pick it up", job_id, exc)
 
 
+# Read by every DescribeTrainingJob (and StopTrainingJob): compiled once (protocol/prepared.py).
+# The ARN is unique, so one row at most, in no particular order.
+_job_by_arn = PreparedQuery(
+    lambda account_id, region, arn: TrainingJob.objects.filter(
+        account_id=account_id, region=region, training_job_arn=arn
+    )[:1],
+    str, str, str,
+)
+
+
 def get_training_job(ctx: RequestContext, name: str) -> TrainingJob:
     arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
-    job = jobs_of(ctx).filter(training_job_arn=arn).first()
-    if job is None:
+    found = _job_by_arn(ctx.account_id, ctx.region, arn)
+    if not found:
         raise ValidationException(NOT_FOUND_MESSAGE)
-    return job
+    return found[0]
 
 
 def stop_training_job(ctx: RequestContext, name: str) -> None:
@@ -87,17 +99,29 @@ def stop_training_job(ctx: RequestContext, name: str) -> None:
     raise ValidationException(f"The training job {name} changed status while stopping it; try again.")
 
 
+# What a ListTrainingJobs summary shows (presenters.training_job_summary): the stored request, the
+# largest column, is neither read nor decoded for a page.
+SUMMARY_FIELDS = (
+    "training_job_name", "training_job_arn", "creation_time", "training_end_time", "last_modified_time",
+    "training_job_status", "secondary_status",
+)
 SORT_FIELDS = {"Name": "training_job_name", "CreationTime": "creation_time", "Status": "training_job_status"}
 
 
-def list_training_jobs(ctx: RequestContext, params: dict):
-    """The ordered queryset ListTrainingJobs pages through."""
+# ListTrainingJobs' pages, compiled once per query shape (protocol/listing.py).
+_listing = PreparedListing(
+    lambda account_id, region: TrainingJob.objects.filter(account_id=account_id, region=region).only(
+        *SUMMARY_FIELDS
+    ),
+    name_field="training_job_name",
+    sort_fields=SORT_FIELDS,
+    status_field="training_job_status",
+)
+
+
+def list_training_jobs(ctx: RequestContext, params: dict) -> tuple[list[TrainingJob], str | None]:
+    """The page of the caller's jobs that ListTrainingJobs asks for, and the next page's token."""
     if "WarmPoolStatusEquals" in params or "TrainingPlanArnEquals" in params:
-        return jobs_of(ctx).none()  # Sageport has neither warm pools nor training plans.
-    return filtered_and_sorted(
-        jobs_of(ctx),
-        params,
-        name_field="training_job_name",
-        sort_fields=SORT_FIELDS,
-        status_field="training_job_status",
-    )
+        # Sageport has neither warm pools nor training plans: an empty page (the token still checked).
+        return paginate([], params.get("NextToken"), params.get("MaxResults"))
+    return _listing.page(ctx.account_id, ctx.region, params)

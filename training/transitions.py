@@ -9,6 +9,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from protocol.prepared import PreparedQuery
 from training.models import SecondaryStatus, SecondaryStatusTransition, TrainingJob
 from training.models import TrainingJobStatus as Status
 
@@ -58,6 +59,15 @@ STATUS_MESSAGES = {
 
 class IllegalTransition(Exception):
     pass
+
+
+# Read by every DescribeTrainingJob: compiled once (protocol/prepared.py), in the model's order.
+_history_of_job = PreparedQuery(lambda job_id: SecondaryStatusTransition.objects.filter(job_id=job_id), int)
+
+
+def history(job: TrainingJob) -> list[SecondaryStatusTransition]:
+    """The job's status transitions, oldest first: what SecondaryStatusTransitions shows."""
+    return _history_of_job(job.pk)
 
 
 def state_of(job: TrainingJob) -> tuple[str, str]:
