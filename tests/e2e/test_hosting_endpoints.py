@@ -158,7 +158,7 @@ def test_uncompressed_model_prefix_is_copied_under_opt_ml_model(
 
 
 def test_two_variants_share_traffic_by_weight_and_target_variant_selects_one(
-    sagemaker, runtime, probe_image, hosting
+    sagemaker, runtime, stack, probe_image, hosting
 ):
     heavy = hosting.model(probe_image, {"PROBE_TAG": "heavy"})
     light = hosting.model(probe_image, {"PROBE_TAG": "light"})
@@ -177,6 +177,18 @@ def test_two_variants_share_traffic_by_weight_and_target_variant_selects_one(
         ("Heavy", 3.0, 1),
         ("Light", 1.0, 1),
     }
+
+    # A weight change reaches the running data plane (no restart): soon every request goes to Light.
+    data_plane = stack.supervisor.pid("runtime")
+    sagemaker.update_endpoint_weights_and_capacities(
+        EndpointName=name, DesiredWeightsAndCapacities=[{"VariantName": "Heavy", "DesiredWeight": 0.0}]
+    )
+    wait_until(
+        lambda: {invoke_json(runtime, name)["variant"] for _ in range(10)} == {"Light"},
+        timeout=30,
+        what="the data plane routes by the new weights",
+    )
+    assert stack.supervisor.pid("runtime") == data_plane
 
 
 def _runtime_error(call) -> dict:
