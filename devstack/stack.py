@@ -439,17 +439,15 @@ def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
 
 
 def runtime_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
-    """The data plane (InvokeEndpoint) under uvicorn, on a socket the supervisor binds now (as the
-    API's). One process: on 2 cores a second one measured no faster with bench/invoke.py (the
-    proxied containers need the other core); httptools parses HTTP, uvloop runs the loop."""
+    """The data plane (InvokeEndpoint) under uvicorn (hosting/runtime_api/serve.py), on a socket
+    the supervisor binds now (as the API's). One process: on 2 cores a second one measured no
+    faster with bench/invoke.py (the clients and the container need the other core)."""
     url = f"http://{_url_host(address)}:{port}"
     listener = _listening_socket("runtime", address, port)
     return ServiceSpec(
         name="runtime",
-        argv=[sys.executable, "-m", "uvicorn", "hosting.runtime_api.dataplane:app",
-              "--fd", str(listener.fileno()), "--workers", "1", "--loop", "uvloop", "--http", "httptools",
-              "--lifespan", "on", "--no-access-log", "--no-server-header", "--no-date-header",
-              "--timeout-graceful-shutdown", "10"],
+        argv=[sys.executable, "-m", "hosting.runtime_api.serve", "--fd", str(listener.fileno()),
+              "--workers", "1"],
         listens=url,
         ready=lambda: _http_answers(f"{url}/"),
         env=_django_env(data_dir),
