@@ -17,7 +17,9 @@ from accounts.accesskeys import create_access_key
 from capacity.models import Node
 from devstack.stack import free_port
 from hosting.models import ServingContainer
+from hosting.runtime_api import invocation_metrics
 from hosting.runtime_api.dataplane import DataPlane
+from hosting.runtime_api.invocation_metrics import InvocationMetrics
 from hosting.runtime_api.router import Router
 from hosting.runtime_api.upstream import Upstream
 from tests.unit.hosting.runtime_api.test_routing import container, deployment, endpoint
@@ -61,8 +63,10 @@ def model_port():
 
 @pytest.fixture
 def data_plane(monkeypatch):
-    """The app under uvicorn on a free port; its router's refresh thread is not started (no Redis)."""
+    """The app under uvicorn on a free port; its router's refresh thread is not started (no Redis),
+    nor the CloudWatch metrics' flush thread (it would outlive the test's database)."""
     monkeypatch.setattr(Router, "_refresh_forever", lambda self: None)
+    monkeypatch.setattr(invocation_metrics, "_metrics", InvocationMetrics(60, background=False))
     port = free_port()
     config = uvicorn.Config(
         DataPlane(Router(), Upstream(timeout_seconds=5)),
