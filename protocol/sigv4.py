@@ -273,8 +273,8 @@ class _ReceivedHeadersSigner(SigV4Auth):
 
 @functools.lru_cache(maxsize=1024)
 def _signing_key(secret: str, date: str, region: str, service: str) -> bytes:
-    """The key botocore derives for each signature (four HMACs: the largest share of verifying a
-    small request), remembered: a client signs with the same key, date, region and service all day."""
+    """The key botocore derives for each signature (four HMACs, ~10 µs), remembered: a client signs
+    with the same secret, date, region and service all day."""
     key = hmac.new(f"AWS4{secret}".encode(), date.encode(), sha256).digest()
     for part in (region, service, "aws4_request"):
         key = hmac.new(key, part.encode(), sha256).digest()
