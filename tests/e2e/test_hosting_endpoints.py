@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.e2e.conftest import read_tar_gz, training_request, unique_name, wait_for_status
-from tests.e2e.hosting import invoke_json, wait_for_endpoint, wait_until
+from tests.e2e.hosting import NO_RETRIES, invoke_json, wait_for_endpoint, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image, probe_image
 
@@ -237,6 +237,9 @@ def test_runtime_errors_follow_the_sagemaker_runtime_protocol(
     assert "regular expression pattern" in bad_name["Error"]["Message"]
 
     assert invoke_json(runtime, name)["tag"] == "blue"  # none of it harmed the endpoint
+    # The API's port answers too (containers reach only the API, through their forwarder).
+    through_the_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url, config=NO_RETRIES)
+    assert invoke_json(through_the_api, name)["tag"] == "blue"
 
 
 def test_invoking_an_endpoint_that_is_not_in_service_is_a_validation_error(
