@@ -12,6 +12,7 @@ after --requests requests or --max-seconds seconds. The endpoint is deleted at t
 Run it as a module from the repository root (it imports bench.common).
 
 The stack is found through the standard variables (<data>/env sets them): AWS_ENDPOINT_URL_SAGEMAKER,
+AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME (the data plane),
 AWS_ENDPOINT_URL_S3, the access key and AWS_DEFAULT_REGION.
 """
 

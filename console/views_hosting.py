@@ -16,7 +16,7 @@ from console.actions import perform
 from console.viewer import Viewer, console_view
 from hosting import presenters
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
-from hosting.runtime_api.invocations import ENDPOINT_LOG_GROUP
+from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
 from protocol.listing import filtered_and_sorted
 
 PAGE_SIZE = 50

@@ -199,6 +199,10 @@ SAGEPORT_API_ADDRESS = _env_address("SAGEPORT_API_ADDRESS", "127.0.0.1")
 # How clients, other nodes and containers reach the API (written to <data>/env).
 _API_HOST = f"[{SAGEPORT_API_ADDRESS}]" if ":" in SAGEPORT_API_ADDRESS else SAGEPORT_API_ADDRESS
 SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://{_API_HOST}:{SAGEPORT_PORT}"
+# The data plane (InvokeEndpoint, hosting/runtime_api/dataplane.py) listens on the API's address
+# and this port; clients reach it at SAGEPORT_RUNTIME_URL (<data>/env's AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME).
+SAGEPORT_RUNTIME_PORT = _env_int("SAGEPORT_RUNTIME_PORT", 8081)
+SAGEPORT_RUNTIME_URL = os.environ.get("SAGEPORT_RUNTIME_URL") or f"http://{_API_HOST}:{SAGEPORT_RUNTIME_PORT}"
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
 SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_access_key"

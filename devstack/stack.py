@@ -1,5 +1,5 @@
-"""The embedded stack: Redis, SeaweedFS (S3), the API, a Celery worker and Celery beat, run as
-child processes of one supervisor.
+"""The embedded stack: Redis, SeaweedFS (S3), the API, the runtime data plane, a Celery worker and
+Celery beat, run as child processes of one supervisor.
 
 `manage.py runstack` (behind `make run` / `make up`) and the test fixtures both use it. Each
 child runs in its own session so that a Ctrl-C in the terminal reaches only the supervisor, which
@@ -10,9 +10,9 @@ MAX_RESTART_DELAY_SECONDS, back to the shortest once it has stayed up STABLE_SEC
 death and restart is reported. Nothing is restarted once stopping has begun. Children get
 SIGKILL if the supervisor itself dies, so that a crashed stack leaves no orphan holding a port.
 
-The API's listening socket belongs to the supervisor, which hands it to gunicorn
-(`--bind fd://N`): while the API restarts, connections wait in the kernel's backlog instead of
-being refused."""
+The API's and the data plane's listening sockets belong to the supervisor, which hands them to
+gunicorn (`--bind fd://N`) and uvicorn (`--fd N`): while either restarts, connections wait in the
+kernel's backlog instead of being refused."""
 import ipaddress
 import json
 import logging
@@ -439,6 +439,23 @@ def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
     )
 
 
+def runtime_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
+    """The data plane (InvokeEndpoint) under uvicorn (hosting/runtime_api/serve.py), on a socket
+    the supervisor binds now (as the API's). One process: on 2 cores a second one measured no
+    faster with bench/invoke.py (the clients and the container need the other core)."""
+    url = f"http://{_url_host(address)}:{port}"
+    listener = _listening_socket("runtime", address, port)
+    return ServiceSpec(
+        name="runtime",
+        argv=[sys.executable, "-m", "hosting.runtime_api.serve", "--fd", str(listener.fileno()),
+              "--workers", "1"],
+        listens=url,
+        ready=lambda: _http_answers(f"{url}/"),
+        env=_django_env(data_dir),
+        listener=listener,
+    )
+
+
 def worker_spec(data_dir: Path, name: str = "worker", env: dict[str, str] | None = None) -> ServiceSpec:
     """A Celery worker; `name` and `env` (e.g. another SAGEPORT_NODE_NAME) let a test run a second
     worker that stands for another node."""
@@ -465,7 +482,9 @@ def beat_spec(data_dir: Path) -> ServiceSpec:
 # --- The data directory ---------------------------------------------------------------------
 
 
-def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region: str) -> Path:
+def prepare_data_dir(
+    data_dir: Path, api_url: str, runtime_url: str, s3_endpoint_url: str, region: str
+) -> Path:
     """Create or upgrade the database, make sure the default access key exists, and write
     `<data>/env`, which makes unmodified boto3 code and the SageMaker SDK talk to this stack once
     sourced, and the SDK's config file and the kubeconfig (HyperPodPyTorchJobs) it names."""
@@ -493,7 +512,8 @@ def prepare_data_dir(data_dir: Path, api_url: str, s3_endpoint_url: str, region:
         # id "CloudWatch" as AWS_ENDPOINT_URL_CLOUDWATCH); the CloudWatch operations Sageport
         # does not serve answer 501 NotImplementedException, so that nothing reaches AWS.
         "AWS_ENDPOINT_URL_SAGEMAKER": api_url,
-        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api_url,
+        # InvokeEndpoint: the data plane's own port (the API's serves it too, more slowly).
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": runtime_url,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api_url,
         "AWS_ENDPOINT_URL_CLOUDWATCH": api_url,
         "AWS_ENDPOINT_URL_S3": s3_endpoint_url,

@@ -1,5 +1,5 @@
-"""SigV4 authentication of a Django request: the entry point both APIs (JSON 1.1 and the
-runtime REST API) call before anything else."""
+"""SigV4 authentication of a request (Django's, or one the runtime data plane read): the entry
+point both APIs (JSON 1.1 and the runtime REST API) call before anything else."""
 
 from collections.abc import Iterable
 from dataclasses import replace
@@ -24,8 +24,21 @@ def authenticate(
     """Verify the request's SigV4 signature for `signing_name` (the service in the credential
     scope) and return its context; raise a 403 ServiceError (as AWS answers a bad signature) otherwise.
     `must_sign`: lower-case names of further headers the caller acts on (refused unsigned)."""
+    return authenticate_signed(
+        signed_request(request), signing_name=signing_name, request_id=request_id, must_sign=must_sign
+    )
+
+
+def authenticate_signed(
+    request: sigv4.SignedRequest,
+    *,
+    signing_name: str = "sagemaker",
+    request_id: str | None = None,
+    must_sign: Iterable[str] = (),
+) -> RequestContext:
+    """`authenticate` for a request read by another server than Django's (the runtime data plane)."""
     context = sigv4.verify(
-        signed_request(request),
+        request,
         signing_name=signing_name,
         must_sign=must_sign,
         # Resolved on each call so tests and deployments can point the setting elsewhere.

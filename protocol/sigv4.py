@@ -10,6 +10,7 @@ always the body's own, so an `X-Amz-Content-SHA256` header must equal it (`UNSIG
 is refused); the scope's region must look like a region."""
 
 import base64
+import functools
 import hmac
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -259,10 +260,25 @@ class _ReceivedHeadersSigner(SigV4Auth):
     def headers_to_sign(self, request: AWSRequest) -> HTTPHeaders:
         return self._signed
 
+    def signature(self, string_to_sign: str, request: AWSRequest) -> str:
+        date = request.context["timestamp"][:8]
+        key = _signing_key(self.credentials.secret_key, date, self._region_name, self._service_name)
+        return hmac.new(key, string_to_sign.encode("utf-8"), sha256).hexdigest()
+
     def payload(self, request: AWSRequest) -> str:
         # What botocore answers for an `http` URL and a bytes body (always the case here), without
         # preparing a copy of the whole request to reach the body (a quarter of the signer's cost).
         return sha256(request.data).hexdigest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _signing_key(secret: str, date: str, region: str, service: str) -> bytes:
+    """The key botocore derives for each signature (four HMACs, ~10 µs), remembered: a client signs
+    with the same secret, date, region and service all day."""
+    key = hmac.new(f"AWS4{secret}".encode(), date.encode(), sha256).digest()
+    for part in (region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), sha256).digest()
+    return key
 
 
 def _botocore_signer(

@@ -28,6 +28,7 @@ from devstack.stack import (
     create_default_bucket,
     platform_s3_key,
     redis_spec,
+    runtime_spec,
     s3_specs,
     worker_spec,
 )
@@ -169,9 +170,10 @@ def pytorch_elastic_image() -> str:
 
 @dataclass(frozen=True)
 class LiveStack:
-    """The API, a Celery worker and Celery beat on the session's Redis and SeaweedFS."""
+    """The API, the data plane, a Celery worker and Celery beat on the session's Redis and SeaweedFS."""
 
     endpoint_url: str
+    runtime_url: str  # the data plane's (InvokeEndpoint)
     s3_endpoint_url: str
     access_key_id: str
     secret_access_key: str
@@ -184,13 +186,18 @@ class LiveStack:
         """A boto3 client for "sagemaker", "sagemaker-runtime", "logs" or "s3" on this stack,
         signed with the default access key unless the keyword arguments say otherwise."""
         options = {
-            "endpoint_url": self.s3_endpoint_url if service_name == "s3" else self.endpoint_url,
+            "endpoint_url": self._endpoint_url(service_name),
             "aws_access_key_id": self.access_key_id,
             "aws_secret_access_key": self.secret_access_key,
             "region_name": self.region,
             **kwargs,
         }
         return boto3.client(service_name, **options)
+
+    def _endpoint_url(self, service_name: str) -> str:
+        if service_name == "s3":
+            return self.s3_endpoint_url
+        return self.runtime_url if service_name == "sagemaker-runtime" else self.endpoint_url
 
     def kill_worker(self) -> None:
         """SIGKILL the Celery worker and its pool processes, as a crash of the machine would; it
@@ -238,10 +245,12 @@ def stack(supervisor, s3_service, redis_service) -> LiveStack:
     create_default_bucket(data_dir)
     user_env = read_env_file(data_dir / "env")
     api = api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT)
-    for spec in (api, worker_spec(data_dir, env=WORKER_ENV), beat_spec(data_dir)):
+    runtime = runtime_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_RUNTIME_PORT)
+    for spec in (api, runtime, worker_spec(data_dir, env=WORKER_ENV), beat_spec(data_dir)):
         supervisor.start(spec)
     return LiveStack(
         endpoint_url=endpoint_url,
+        runtime_url=user_env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"],
         s3_endpoint_url=s3_service.endpoint_url,
         access_key_id=user_env["AWS_ACCESS_KEY_ID"],
         secret_access_key=user_env["AWS_SECRET_ACCESS_KEY"],

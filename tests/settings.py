@@ -22,6 +22,7 @@ def export_session_environment() -> None:
         # Created by the first server that needs it; tests/conftest.py removes it at the end.
         "SAGEPORT_DATA_DIR": str(Path(tempfile.gettempdir()) / f"sageport-test-{uuid.uuid4().hex[:12]}"),
         "SAGEPORT_PORT": str(free_port()),
+        "SAGEPORT_RUNTIME_PORT": str(free_port()),
         "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{free_port()}",
         "SAGEPORT_REDIS_URL": f"redis://{LOOPBACK}:{free_port()}/0",
         "SAGEPORT_STOP_GRACE_SECONDS": "3",

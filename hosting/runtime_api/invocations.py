@@ -1,11 +1,12 @@
-"""The runtime API: `POST [<prefix>/]endpoints/<name>/invocations` (InvokeEndpoint, REST-JSON),
-served on the same port as the control plane.
+"""InvokeEndpoint on the API's port: `POST [<prefix>/]endpoints/<name>/invocations` (REST-JSON)
+through Django. Clients are pointed at the data plane (hosting/runtime_api/dataplane.py, its own
+port, built for this path); this view serves the containers, which reach only the API (through
+their forwarder, gateway/), and clients given a single endpoint URL. Both follow contract.py.
 
 Authenticate, validate the headers against the botocore shape, pick a container from the
 in-memory routing table, forward the body and the headers InvokeEndpoint defines, and answer
 with the container's body. Container failures become ModelError (424), as in SageMaker."""
 
-import functools
 import logging
 import time
 import uuid
@@ -15,74 +16,19 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
-from prometheus_client import Histogram
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
-from hosting.runtime_api.invocation_metrics import Invocation, get_metrics
+from hosting.runtime_api import contract
+from hosting.runtime_api.invocation_metrics import Invocation
 from hosting.runtime_api.router import Choice, NoRoute, get_router
-from hosting.runtime_api.routing import ROUTABLE_ENDPOINT_STATUSES
-from protocol.arns import log_group_arn, make_arn
+from protocol.arns import make_arn
 from protocol.authentication import authenticate
 from protocol.context import RequestContext
-from protocol.errors import InternalFailure, ServiceError, UnknownOperationException, ValidationException
+from protocol.errors import InternalFailure, ServiceError
 from protocol.limits import declared_length
 from protocol.serialization import REST_JSON, error_response
-from protocol.validation import validate_input
 
 log = logging.getLogger(__name__)
-
-MAX_BODY_BYTES = 6 * 1024 * 1024
-ORIGINAL_MESSAGE_LIMIT = 4096
-ENDPOINT_LOG_GROUP = "/aws/sagemaker/Endpoints/{name}"
-
-# InvokeEndpoint's request headers (by botocore member), the only ones a container receives.
-REQUEST_HEADERS = {
-    "ContentType": "Content-Type",
-    "Accept": "Accept",
-    "CustomAttributes": "X-Amzn-SageMaker-Custom-Attributes",
-    "TargetModel": "X-Amzn-SageMaker-Target-Model",
-    "TargetVariant": "X-Amzn-SageMaker-Target-Variant",
-    "TargetContainerHostname": "X-Amzn-SageMaker-Target-Container-Hostname",
-    "InferenceId": "X-Amzn-SageMaker-Inference-Id",
-    "EnableExplanations": "X-Amzn-SageMaker-Enable-Explanations",
-    "InferenceComponentName": "X-Amzn-SageMaker-Inference-Component",
-    "SessionId": "X-Amzn-SageMaker-Session-Id",
-    "PrefixAwareId": "X-Amzn-SageMaker-Prefix-Aware-Id",
-}
-# What the container receives must be what the client signed (botocore signs all of these).
-_FORWARDED_HEADERS = tuple(header.lower() for header in REQUEST_HEADERS.values())
-# Container response headers InvokeEndpoint returns (besides Content-Type).
-RESPONSE_HEADERS = (
-    "X-Amzn-SageMaker-Custom-Attributes",
-    "X-Amzn-SageMaker-New-Session-Id",
-    "X-Amzn-SageMaker-Closed-Session-Id",
-)
-
-
-# By account, endpoint, variant and HTTP status; the histogram's _count is the invocation count.
-# Endpoint and variant are labelled only once the request reached a routed endpoint (else ""):
-# a client naming endpoints that do not exist cannot grow the label set.
-INVOCATION_SECONDS = Histogram(
-    "sageport_invocation_seconds",
-    "InvokeEndpoint requests by account, endpoint, variant and HTTP status, with their latency",
-    ["account", "endpoint", "variant", "status"],
-)
-_UNROUTED = ("", "", "")
-
-
-class ValidationError(ServiceError):
-    code = "ValidationError"
-    status = 400
-
-
-class ModelError(ServiceError):
-    code = "ModelError"
-    status = 424
-
-
-class ServiceUnavailable(ServiceError):
-    code = "ServiceUnavailable"
-    status = 503
 
 
 class RuntimeApiMiddleware:
@@ -105,12 +51,12 @@ class RuntimeApiMiddleware:
 def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpResponse:
     started = time.perf_counter()
     response = _answer(request, endpoint_name)
-    elapsed = time.perf_counter() - started
-    account, endpoint, variant = getattr(request, "sageport_route", _UNROUTED)
-    INVOCATION_SECONDS.labels(account, endpoint, variant, str(response.status_code)).observe(elapsed)
-    invocation = getattr(request, "sageport_invocation", None)
-    if invocation is not None:  # the request reached (or tried) a container: CloudWatch counts it
-        get_metrics().record(invocation, elapsed)
+    contract.observe(
+        getattr(request, "sageport_route", contract.UNROUTED),
+        response.status_code,
+        time.perf_counter() - started,
+        getattr(request, "sageport_invocation", None),
+    )
     return response
 
 
@@ -129,55 +75,22 @@ def _answer(request: HttpRequest, endpoint_name: str) -> HttpResponse:
 
 def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpResponse:
     if request.method != "POST":
-        raise UnknownOperationException(
-            f"InvokeEndpoint is POST /endpoints/<name>/invocations, not {request.method[:16]}."
-        )
-    if declared_length(request) > MAX_BODY_BYTES:
-        # Refused before reading (and so before authenticating, which needs the whole body).
-        raise ValidationError(
-            "1 validation error detected: Value at 'body' failed to satisfy constraint: "
-            f"Member must have length less than or equal to {MAX_BODY_BYTES}"
-        )
-    ctx = authenticate(request, request_id=request_id, must_sign=_FORWARDED_HEADERS)
-    params = _params(request, endpoint_name)
+        raise contract.wrong_method(request.method)
+    if declared_length(request) > contract.MAX_BODY_BYTES:
+        raise contract.too_large()
+    ctx = authenticate(request, request_id=request_id, must_sign=contract.FORWARDED_HEADERS)
+    params = contract.params(endpoint_name, {name.lower(): value for name, value in request.headers.items()})
     arn = make_arn(ctx.region, ctx.account_id, "endpoint", endpoint_name)
     router = get_router()
-    route = router.route(arn)
-    if route is None:
-        raise ValidationError(f"Endpoint {endpoint_name} of account {ctx.account_id} not found.")
-    if route.status not in ROUTABLE_ENDPOINT_STATUSES:
-        raise ValidationError(
-            f"Endpoint {endpoint_name} of account {ctx.account_id} is not InService (status: {route.status})."
-        )
     target = params.get("TargetVariant")
-    if target is not None and target not in {group.variant_name for group in route.groups}:
-        raise ValidationError(f"The variant {target} does not exist in endpoint {endpoint_name}.")
-    headers = {header: params[member] for member, header in REQUEST_HEADERS.items() if member in params}
+    contract.check_route(router.route(arn), ctx, endpoint_name, target)
     request.sageport_route = (ctx.account_id, endpoint_name, target or "")
+    headers = contract.forwarded_headers(params)
     upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
     request.sageport_route = (ctx.account_id, endpoint_name, choice.variant_name)
     if not 200 <= upstream.status < 300:
-        raise _model_error(ctx, endpoint_name, upstream)
+        raise contract.model_error(ctx, endpoint_name, upstream.status, upstream.data)
     return _response(upstream, choice, request_id)
-
-
-def _params(request: HttpRequest, endpoint_name: str) -> dict:
-    params = {"EndpointName": endpoint_name, "Body": ""}  # the body's size is checked above
-    for member, header in REQUEST_HEADERS.items():
-        value = request.headers.get(header)
-        if value:
-            params[member] = value
-    return dict(_validated(tuple(params.items())))
-
-
-@functools.lru_cache(maxsize=1024)
-def _validated(params: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object], ...]:
-    """Clients repeat the same headers request after request: their validation is remembered
-    (refusals are not: an exception is never cached, so each one is raised again)."""
-    try:
-        return tuple(validate_input("sagemaker-runtime", "InvokeEndpoint", dict(params)).items())
-    except ValidationException as error:
-        raise ValidationError(error.message) from None
 
 
 def _forward(router, arn, target, request: HttpRequest, headers, ctx: RequestContext, endpoint_name):
@@ -190,10 +103,7 @@ def _forward(router, arn, target, request: HttpRequest, headers, ctx: RequestCon
         try:
             choice = router.choose(arn, target, avoid=refused)
         except NoRoute:
-            raise ServiceUnavailable(
-                f"Endpoint {endpoint_name} of account {ctx.account_id} has no healthy container "
-                "available right now; try again."
-            ) from None
+            raise contract.no_container(ctx, endpoint_name) from None
         status = 0
         try:
             upstream = router.pool(choice.backend).urlopen(
@@ -206,16 +116,9 @@ def _forward(router, arn, target, request: HttpRequest, headers, ctx: RequestCon
             refused.add(choice.backend.container_name)
         except ReadTimeoutError:
             seconds = settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
-            raise _no_answer(
-                ctx,
-                endpoint_name,
-                (
-                    "Your invocation timed out while waiting for a response from container primary "
-                    f"(no answer within {seconds:g} s)."
-                ),
-            ) from None
+            raise contract.timed_out(ctx, endpoint_name, seconds) from None
         except HTTPError as error:  # the container closed the connection or died mid-request
-            raise _no_answer(ctx, endpoint_name, f"The container did not answer: {error}") from None
+            raise contract.no_answer(ctx, endpoint_name, f"The container did not answer: {error}") from None
         finally:
             router.release(choice)
             model_seconds = time.perf_counter() - sent
@@ -231,45 +134,10 @@ def _response(upstream: urllib3.BaseHTTPResponse, choice: Choice, request_id: st
         response["Content-Type"] = content_type
     else:
         del response["Content-Type"]
-    for header in RESPONSE_HEADERS:
+    for header in contract.RESPONSE_HEADERS:
         if header in upstream.headers:
             response[header] = upstream.headers[header]
-    response["x-Amzn-Invoked-Production-Variant"] = choice.variant_name
+    response[contract.INVOKED_VARIANT_HEADER] = choice.variant_name
     response["x-amzn-RequestId"] = request_id
     response["Date"] = http_date()
     return response
-
-
-def _model_error(ctx: RequestContext, endpoint_name: str, upstream: urllib3.BaseHTTPResponse) -> ModelError:
-    original = upstream.data.decode("utf-8", errors="replace")[:ORIGINAL_MESSAGE_LIMIT]
-    kind = "client" if upstream.status < 500 else "server"
-    return ModelError(
-        f'Received {kind} error ({upstream.status}) from primary with message "{original}". '
-        f"{_see_logs(ctx, endpoint_name)}",
-        extra={
-            "ErrorCode": f"{kind.upper()}_ERROR_FROM_MODEL",
-            "OriginalStatusCode": upstream.status,
-            "OriginalMessage": original,
-            "LogStreamArn": _log_group_arn(ctx, endpoint_name),
-        },
-    )
-
-
-def _no_answer(ctx: RequestContext, endpoint_name: str, message: str) -> ModelError:
-    return ModelError(
-        f'Received server error (0) from primary with message "{message}". {_see_logs(ctx, endpoint_name)}',
-        extra={
-            "OriginalStatusCode": 0,
-            "OriginalMessage": message,
-            "LogStreamArn": _log_group_arn(ctx, endpoint_name),
-        },
-    )
-
-
-def _log_group_arn(ctx: RequestContext, endpoint_name: str) -> str:
-    return log_group_arn(ctx.region, ctx.account_id, ENDPOINT_LOG_GROUP.format(name=endpoint_name))
-
-
-def _see_logs(ctx: RequestContext, endpoint_name: str) -> str:
-    group = ENDPOINT_LOG_GROUP.format(name=endpoint_name)
-    return f"See the log group {group} in account {ctx.account_id} for more information."

@@ -1,5 +1,6 @@
-"""The data path inside one API process: a routing table in memory, kept fresh by a background
-thread, and pooled keep-alive connections to the serving containers.
+"""The data path inside one serving process (the data plane's, or the API's): a routing table in
+memory, kept fresh by a background thread that a routing change wakes at once, the requests in
+flight per container, and (for the API's synchronous view) pooled urllib3 connections.
 
 See hosting/runtime_api/routing.py for how the table is refreshed and acknowledged. A request never
 touches Redis and queries the database only for an endpoint its table lacks (or shows unusable):
@@ -65,19 +66,24 @@ class Router:
         so that an endpoint DescribeEndpoint already shows InService is never refused. Never
         touches Redis, and a database that fails leaves the last table in use."""
         if not self._started:
-            self._start()
-        with self._lock:
-            route = self._table.get(endpoint_arn)
-        if route is None or route.status not in routing.ROUTABLE_ENDPOINT_STATUSES:
+            self.start()
+        route = self.lookup(endpoint_arn)
+        if not usable(route):
             try:
                 self._reload()
             except DatabaseError as error:
                 log.warning("routing table reload failed, serving the last one: %s", error)
-            with self._lock:
-                route = self._table.get(endpoint_arn)
+            route = self.lookup(endpoint_arn)
         return route
 
-    def _start(self) -> None:
+    def lookup(self, endpoint_arn: str) -> EndpointRoute | None:
+        """The endpoint's route in the table as it is: no database, no Redis (an event loop may
+        call it; `route` when it is not `usable`, off the loop)."""
+        with self._lock:
+            return self._table.get(endpoint_arn)
+
+    def start(self) -> None:
+        """Load the first table and start the refresh thread (once; `route` calls it if needed)."""
         with self._start_lock:
             if self._started:
                 return
@@ -87,11 +93,12 @@ class Router:
 
     def _refresh_forever(self) -> None:
         # Announce this process before reading the version (see routing.py for why); the table
-        # loaded by `_start` is at most this thread's start-up older, well within a drain's minimum.
+        # loaded by `start` is at most this thread's start-up older, well within a drain's minimum.
         self._attempt(lambda: routing.publish_ack(self._process_id, 0, {}))
+        changes = routing.ChangeListener()
         while True:
             self._attempt(self.refresh)
-            time.sleep(settings.SAGEPORT_ROUTING_REFRESH_SECONDS)
+            changes.wait(settings.SAGEPORT_ROUTING_REFRESH_SECONDS)  # a change announced ends it
 
     def _attempt(self, action) -> None:
         """Run a refresh step; Redis or the database away for a while is logged once, not per tick."""
@@ -190,6 +197,11 @@ class Router:
                 )
                 self._pools[backend.container_name] = pool
             return pool
+
+
+def usable(route: EndpointRoute | None) -> bool:
+    """Whether a route can be used as the table has it (else it is read again first)."""
+    return route is not None and route.status in routing.ROUTABLE_ENDPOINT_STATUSES
 
 
 def _weighted_choice(groups: list[RouteGroup]) -> RouteGroup:

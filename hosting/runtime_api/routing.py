@@ -1,13 +1,17 @@
-"""Which containers InvokeEndpoint may reach, and how every API process learns of a change.
+"""Which containers InvokeEndpoint may reach, and how every serving process learns of a change.
 
 The database says which containers are routable (status InService in a deployment that takes
-traffic, of an endpoint that is InService or Updating). API processes keep that in memory and
+traffic, of an endpoint that is InService or Updating). Serving processes keep that in memory and
 never query the database per request; a counter in Redis tells them when to reload:
 
-- a writer commits its change, then increments `version` (`announce_change`, `bump`);
-- each API process, every `SAGEPORT_ROUTING_REFRESH_SECONDS`, reads `version`, reloads the table
-  from the database when it moved, and publishes an *ack*: the version it loaded and how many
+- a writer commits its change, then increments `version` and publishes the new version on the
+  `changes` channel (`announce_change`, `bump`);
+- each serving process (the data plane's, the API's) listens on that channel (`ChangeListener`)
+  and, on a message or else every `SAGEPORT_ROUTING_REFRESH_SECONDS`, reads `version`, reloads the
+  table from the database when it moved, and publishes an *ack*: the version it loaded and how many
   requests it has in flight per container (a Redis key with a TTL, so a dead process's ack goes).
+  The message makes a change take effect at once; the periodic read is the safety net for a
+  message missed (a process not yet subscribed, a dropped connection).
 
 A container may be stopped once every live ack has a version at least the one returned by the
 `bump` after it left the routing table, and no ack lists it as busy (`has_drained`). Why this is
@@ -15,14 +19,15 @@ safe: an ack with version ≥ V was read after the bump, hence after the commit,
 table no longer has the container. A process that starts routing writes a placeholder ack (version
 0) before reading the version, so a drainer either sees it and waits, or it read the new state.
 
-Requests never touch Redis (hosting/runtime_api/router.py): while Redis is away an API process reloads its
-table from the database at every refresh instead and serves on; drains wait, since neither `bump`
+Requests never touch Redis (hosting/runtime_api/router.py): while Redis is away a serving process reloads
+its table from the database at every refresh instead and serves on; drains wait, since neither `bump`
 nor `has_drained` can answer. A process whose ack vanished with a restarted Redis republishes it
 within one refresh, which the drain's minimum wait covers."""
 
 import functools
 import json
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -51,8 +56,11 @@ def _key(name: str) -> str:
 
 
 def bump() -> int:
-    """Tell every API process to reload; returns the new version."""
-    return int(_redis().incr(_key("version")))
+    """Tell every serving process to reload; returns the new version."""
+    client = _redis()
+    version = int(client.incr(_key("version")))
+    client.publish(_key("changes"), version)
+    return version
 
 
 def announce_change() -> None:
@@ -63,7 +71,7 @@ def announce_change() -> None:
 def _bump_quietly() -> None:
     try:
         bump()
-    except redis.RedisError as error:  # the API processes also reload on a timer
+    except redis.RedisError as error:  # serving processes also reload on a timer
         log.warning("could not announce a routing change: %s", error)
 
 
@@ -85,11 +93,43 @@ def acks() -> list[Ack]:
 
 
 def has_drained(container_name: str, version: int) -> bool:
-    """No API process can send `container_name` a new request, and none has one in flight."""
+    """No serving process can send `container_name` a new request, and none has one in flight."""
     return all(ack.version >= version and not ack.busy.get(container_name) for ack in acks())
 
 
-# --- API processes' side ---------------------------------------------------------------------
+# --- Serving processes' side ---------------------------------------------------------------------
+
+
+class ChangeListener:
+    """Waits for the writers' announcements on the `changes` channel. Redis away: it waits the
+    whole timeout (the caller's periodic check goes on) and subscribes again on the next wait."""
+
+    def __init__(self):
+        self._pubsub: redis.client.PubSub | None = None
+
+    def wait(self, timeout: float) -> None:
+        """Return when a change is announced, or after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        try:
+            if self._pubsub is None:
+                self._pubsub = _redis().pubsub(ignore_subscribe_messages=True)
+                self._pubsub.subscribe(_key("changes"))
+            while (left := deadline - time.monotonic()) > 0:
+                if self._pubsub.get_message(timeout=left) is not None:
+                    while self._pubsub.get_message(timeout=0) is not None:
+                        pass  # several announcements: one reload covers them all
+                    return
+        except redis.RedisError:
+            self.close()
+            time.sleep(max(deadline - time.monotonic(), 0))
+
+    def close(self) -> None:
+        if self._pubsub is not None:
+            try:
+                self._pubsub.close()
+            except redis.RedisError:
+                pass
+            self._pubsub = None
 
 
 def current_version() -> int:

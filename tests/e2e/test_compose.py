@@ -207,7 +207,8 @@ def _compose_environment(data_dir: Path) -> dict[str, str]:
     environment["SAGEPORT_DATA_DIR"] = str(data_dir)
     environment["SAGEPORT_STACK_ID"] = _stack_id(data_dir)
     environment["SAGEPORT_S3_SECRET_ACCESS_KEY"] = secrets.token_hex(32)  # compose has no default
-    for name in ("SAGEPORT_PORT", "SAGEPORT_S3_PORT", "SAGEPORT_REDIS_PORT", "SAGEPORT_POSTGRES_PORT"):
+    for name in ("SAGEPORT_PORT", "SAGEPORT_RUNTIME_PORT", "SAGEPORT_S3_PORT", "SAGEPORT_REDIS_PORT",
+                 "SAGEPORT_POSTGRES_PORT"):
         environment[name] = str(free_port())
     taken = {int(port) for port in environment.values() if port.isdigit()}
     for name in WEED_PORT_VARIABLES:

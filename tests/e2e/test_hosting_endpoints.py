@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.e2e.conftest import read_tar_gz, training_request, unique_name, wait_for_status
-from tests.e2e.hosting import invoke_json, wait_for_endpoint, wait_until
+from tests.e2e.hosting import NO_RETRIES, invoke_json, wait_for_endpoint, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image, probe_image
 
@@ -158,7 +158,7 @@ def test_uncompressed_model_prefix_is_copied_under_opt_ml_model(
 
 
 def test_two_variants_share_traffic_by_weight_and_target_variant_selects_one(
-    sagemaker, runtime, probe_image, hosting
+    sagemaker, runtime, stack, probe_image, hosting
 ):
     heavy = hosting.model(probe_image, {"PROBE_TAG": "heavy"})
     light = hosting.model(probe_image, {"PROBE_TAG": "light"})
@@ -177,6 +177,18 @@ def test_two_variants_share_traffic_by_weight_and_target_variant_selects_one(
         ("Heavy", 3.0, 1),
         ("Light", 1.0, 1),
     }
+
+    # A weight change reaches the running data plane (no restart): soon every request goes to Light.
+    data_plane = stack.supervisor.pid("runtime")
+    sagemaker.update_endpoint_weights_and_capacities(
+        EndpointName=name, DesiredWeightsAndCapacities=[{"VariantName": "Heavy", "DesiredWeight": 0.0}]
+    )
+    wait_until(
+        lambda: {invoke_json(runtime, name)["variant"] for _ in range(10)} == {"Light"},
+        timeout=30,
+        what="the data plane routes by the new weights",
+    )
+    assert stack.supervisor.pid("runtime") == data_plane
 
 
 def _runtime_error(call) -> dict:
@@ -225,6 +237,9 @@ def test_runtime_errors_follow_the_sagemaker_runtime_protocol(
     assert "regular expression pattern" in bad_name["Error"]["Message"]
 
     assert invoke_json(runtime, name)["tag"] == "blue"  # none of it harmed the endpoint
+    # The API's port answers too (containers reach only the API, through their forwarder).
+    through_the_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url, config=NO_RETRIES)
+    assert invoke_json(through_the_api, name)["tag"] == "blue"
 
 
 def test_invoking_an_endpoint_that_is_not_in_service_is_a_validation_error(

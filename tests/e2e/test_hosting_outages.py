@@ -1,5 +1,5 @@
-"""InvokeEndpoint keeps answering from the API's last routing table while Redis is away: the data
-path never waits on the broker."""
+"""InvokeEndpoint keeps answering from the data plane's last routing table while Redis is away:
+the data path never waits on the broker."""
 
 import signal
 import time
@@ -23,7 +23,7 @@ PAUSE_SECONDS = 0.25  # 20 requests span 5 s: longer than any Redis timeout or r
 @pytest.fixture
 def endpoint_name(hosting, probe_image, runtime):
     name = hosting.probe_endpoint(probe_image)
-    assert invoke_json(runtime, name)["tag"] == "blue"  # every API process has loaded its table
+    assert invoke_json(runtime, name)["tag"] == "blue"  # the data plane has loaded its table
     return name
 
 

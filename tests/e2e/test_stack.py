@@ -6,6 +6,7 @@ import uuid
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from django.conf import settings
 
 from controlplane.celery import app as celery_app
 from tests.conftest import read_env_file
@@ -13,7 +14,6 @@ from tests.e2e.hosting import NO_RETRIES
 
 USER_ENDPOINT_VARIABLES = (
     "AWS_ENDPOINT_URL_SAGEMAKER",
-    "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
     "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS",
     "AWS_ENDPOINT_URL_CLOUDWATCH",
 )
@@ -26,6 +26,7 @@ def test_env_file_points_aws_clients_at_the_stack(stack):
     assert variables["AWS_SECRET_ACCESS_KEY"] == stack.secret_access_key
     assert variables["AWS_DEFAULT_REGION"] == stack.region
     assert {variables[name] for name in USER_ENDPOINT_VARIABLES} == {stack.endpoint_url}
+    assert variables["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] == f"http://127.0.0.1:{settings.SAGEPORT_RUNTIME_PORT}"
     assert variables["AWS_ENDPOINT_URL_S3"] == stack.s3_endpoint_url
     assert variables["AWS_EC2_METADATA_DISABLED"] == "true"
 

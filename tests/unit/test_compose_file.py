@@ -9,7 +9,7 @@ import yaml
 from devstack.stack import PROJECT_DIR, STORE_VOLUME_SLOTS
 
 COMPOSE = PROJECT_DIR / "compose.yaml"
-SAGEPORT_PROCESSES = ("api", "worker", "beat", "s3gateway")
+SAGEPORT_PROCESSES = ("api", "runtime", "worker", "beat", "s3gateway")
 _VARIABLE = re.compile(r"(?<!\$)\$\{([A-Z0-9_]+)(?::-([^}]*)|:\?([^}]*))?\}")
 REQUIRED_STAND_IN = "a-value-the-user-sets"
 
@@ -42,7 +42,9 @@ def test_no_port_is_written_as_a_number():
 def test_every_service_runs_under_an_init_on_the_host_network():
     services = yaml.safe_load(COMPOSE.read_text())["services"]
 
-    assert set(services) == {"api", "worker", "beat", "s3gateway", "seaweedfs", "redis", "postgres"}
+    assert set(services) == {
+        "api", "runtime", "worker", "beat", "s3gateway", "seaweedfs", "redis", "postgres"
+    }
     assert {name for name, service in services.items() if service.get("init") is not True} == set()
     assert {name for name, service in services.items() if service.get("network_mode") != "host"} == set()
 

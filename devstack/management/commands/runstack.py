@@ -18,6 +18,7 @@ from devstack.stack import (
     prepare_data_dir,
     redis_spec,
     reset_metrics_dir,
+    runtime_spec,
     s3_specs,
     stop_on_signals,
     worker_spec,
@@ -27,7 +28,7 @@ READY_BANNER = "Sageport is running."  # scripts/up.sh waits for this line
 
 
 class Command(BaseCommand):
-    help = "Run Redis, SeaweedFS (S3), the API, a Celery worker and Celery beat until Ctrl-C."
+    help = "Run Redis, SeaweedFS (S3), the API, the data plane, a Celery worker and Celery beat until Ctrl-C."
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -47,7 +48,11 @@ class Command(BaseCommand):
     def handle(self, *args, prepare_only: bool, with_default_bucket: bool, **options):
         data_dir = Path(settings.DATA_DIR)
         env_file = prepare_data_dir(
-            data_dir, settings.SAGEPORT_API_URL, settings.SAGEPORT_S3_ENDPOINT_URL, settings.SAGEPORT_REGION
+            data_dir,
+            settings.SAGEPORT_API_URL,
+            settings.SAGEPORT_RUNTIME_URL,
+            settings.SAGEPORT_S3_ENDPOINT_URL,
+            settings.SAGEPORT_REGION,
         )
         reset_metrics_dir(data_dir)  # before any of the stack's processes starts
         if prepare_only:
@@ -58,6 +63,7 @@ class Command(BaseCommand):
             redis_spec(data_dir, settings.CELERY_BROKER_URL),
             *s3_specs(data_dir, settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()),
             api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT),
+            runtime_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_RUNTIME_PORT),
             worker_spec(data_dir),
             beat_spec(data_dir),
         ]

@@ -20,16 +20,17 @@ from storage import s3
 from tests.conftest import read_env_file
 
 API_URL = "http://127.0.0.1:18080"
+RUNTIME_URL = "http://127.0.0.1:18081"
 S3_URL = "http://127.0.0.1:18333"
 
 
 def test_the_env_file_points_every_served_client_and_the_sdk_at_the_stack(db, tmp_path):
-    variables = read_env_file(prepare_data_dir(tmp_path, API_URL, S3_URL, "eu-west-1"))
+    variables = read_env_file(prepare_data_dir(tmp_path, API_URL, RUNTIME_URL, S3_URL, "eu-west-1"))
 
     endpoints = {name: value for name, value in variables.items() if name.startswith("AWS_ENDPOINT_URL_")}
     assert endpoints == {
         "AWS_ENDPOINT_URL_SAGEMAKER": API_URL,
-        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": API_URL,
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": RUNTIME_URL,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": API_URL,
         "AWS_ENDPOINT_URL_CLOUDWATCH": API_URL,
         "AWS_ENDPOINT_URL_S3": S3_URL,
@@ -41,7 +42,7 @@ def test_the_env_file_points_every_served_client_and_the_sdk_at_the_stack(db, tm
 
 
 def test_the_kubeconfig_gives_the_kubernetes_client_the_api_and_the_default_key(db, tmp_path):
-    variables = read_env_file(prepare_data_dir(tmp_path, API_URL, S3_URL, "eu-west-1"))
+    variables = read_env_file(prepare_data_dir(tmp_path, API_URL, RUNTIME_URL, S3_URL, "eu-west-1"))
     configuration = kubernetes.client.Configuration()
 
     kubernetes.config.load_kube_config(variables["KUBECONFIG"], client_configuration=configuration)

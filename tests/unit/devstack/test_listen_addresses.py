@@ -1,10 +1,12 @@
 """The embedded stack's servers listen where their settings say, never on a name or a default
 that assumes one host; Redis's password stays off the command line."""
+import socket
 import stat
 
 import pytest
 
 from devstack import stack
+from hosting.runtime_api import serve
 
 
 def test_redis_listens_on_the_address_of_its_url_and_requires_its_password(tmp_path):
@@ -40,5 +42,28 @@ def test_the_api_listens_on_its_address(tmp_path):
     try:
         assert spec.listener.getsockname() == (stack.LOOPBACK, port)
         assert spec.listens == f"http://127.0.0.1:{port}"
+    finally:
+        spec.listener.close()
+
+
+def test_the_data_plane_listens_on_its_address_on_a_socket_uvicorn_is_handed(tmp_path):
+    port = stack.free_port()
+    spec = stack.runtime_spec(tmp_path, stack.LOOPBACK, port)
+    try:
+        assert spec.listener.getsockname() == (stack.LOOPBACK, port)
+        assert spec.listens == f"http://127.0.0.1:{port}"
+        assert spec.argv[spec.argv.index("--fd") + 1] == str(spec.listener.fileno())
+    finally:
+        spec.listener.close()
+
+
+def test_the_data_plane_takes_the_inherited_socket_as_tcp_so_its_connections_get_no_nagle_delay(tmp_path):
+    # uvicorn's own --fd takes it as a Unix socket: the loop then leaves Nagle's algorithm on, and
+    # each answer waited ~40 ms for the client's delayed ACK.
+    spec = stack.runtime_spec(tmp_path, stack.LOOPBACK, stack.free_port())
+    try:
+        inherited = serve.listening_socket(serve._arguments(["--fd", str(spec.listener.fileno())]))
+        assert (inherited.family, inherited.type) == (socket.AF_INET, socket.SOCK_STREAM)
+        inherited.detach()  # the descriptor stays the spec's
     finally:
         spec.listener.close()

@@ -1,5 +1,7 @@
 """The data path's router serves from its last routing table while Redis or the database fails."""
 
+import threading
+
 import pytest
 import redis
 from django.db import OperationalError
@@ -67,3 +69,27 @@ def test_the_last_table_is_served_while_the_database_fails(router, monkeypatch):
 
     assert backends(router.route(ARN)) == ["blue-a"]
     assert router.route("arn:aws:sagemaker:us-east-1:123456789012:endpoint/unknown") is None
+
+
+def test_a_routing_change_wakes_a_waiting_listener_at_once(redis_service):
+    listener = routing.ChangeListener()
+    listener.wait(0)  # subscribed from here on
+    woke = threading.Event()
+    waiting = threading.Thread(target=lambda: (listener.wait(120), woke.set()), daemon=True)
+    waiting.start()
+
+    routing.bump()
+
+    assert woke.wait(60), "the listener slept through the announcement"
+    listener.close()
+
+
+def test_a_listener_without_redis_waits_out_its_period_and_never_raises(monkeypatch):
+    def fail(*args, **kwargs):
+        raise redis.ConnectionError("Connection refused")
+
+    monkeypatch.setattr(routing, "_redis", fail)
+    listener = routing.ChangeListener()
+
+    listener.wait(0.05)
+    listener.wait(0.05)  # and tries again

@@ -1,0 +1,188 @@
+"""What InvokeEndpoint accepts and answers, whichever server reads the request: the data plane
+(hosting/runtime_api/dataplane.py, its own port) or the API's Django view (invocations.py, the
+port containers reach through their forwarder). Both call these, so that they refuse, route,
+forward and fail alike."""
+
+import functools
+from collections.abc import Mapping
+
+from prometheus_client import Histogram
+
+from hosting.runtime_api.invocation_metrics import Invocation, get_metrics
+from hosting.runtime_api.router import usable
+from hosting.runtime_api.routing import EndpointRoute
+from protocol.arns import log_group_arn
+from protocol.context import RequestContext
+from protocol.errors import ServiceError, UnknownOperationException, ValidationException
+from protocol.validation import validate_input
+
+MAX_BODY_BYTES = 6 * 1024 * 1024
+ORIGINAL_MESSAGE_LIMIT = 4096
+ENDPOINT_LOG_GROUP = "/aws/sagemaker/Endpoints/{name}"
+
+# InvokeEndpoint's request headers (by botocore member), the only ones a container receives.
+REQUEST_HEADERS = {
+    "ContentType": "Content-Type",
+    "Accept": "Accept",
+    "CustomAttributes": "X-Amzn-SageMaker-Custom-Attributes",
+    "TargetModel": "X-Amzn-SageMaker-Target-Model",
+    "TargetVariant": "X-Amzn-SageMaker-Target-Variant",
+    "TargetContainerHostname": "X-Amzn-SageMaker-Target-Container-Hostname",
+    "InferenceId": "X-Amzn-SageMaker-Inference-Id",
+    "EnableExplanations": "X-Amzn-SageMaker-Enable-Explanations",
+    "InferenceComponentName": "X-Amzn-SageMaker-Inference-Component",
+    "SessionId": "X-Amzn-SageMaker-Session-Id",
+    "PrefixAwareId": "X-Amzn-SageMaker-Prefix-Aware-Id",
+}
+# What the container receives must be what the client signed (botocore signs all of these).
+FORWARDED_HEADERS = tuple(header.lower() for header in REQUEST_HEADERS.values())
+_MEMBERS_BY_HEADER = tuple((member, header.lower()) for member, header in REQUEST_HEADERS.items())
+# Container response headers InvokeEndpoint returns (besides Content-Type).
+RESPONSE_HEADERS = (
+    "X-Amzn-SageMaker-Custom-Attributes",
+    "X-Amzn-SageMaker-New-Session-Id",
+    "X-Amzn-SageMaker-Closed-Session-Id",
+)
+INVOKED_VARIANT_HEADER = "x-Amzn-Invoked-Production-Variant"
+
+# By account, endpoint, variant and HTTP status; the histogram's _count is the invocation count.
+# Endpoint and variant are labelled only once the request reached a routed endpoint (else ""):
+# a client naming endpoints that do not exist cannot grow the label set.
+INVOCATION_SECONDS = Histogram(
+    "sageport_invocation_seconds",
+    "InvokeEndpoint requests by account, endpoint, variant and HTTP status, with their latency",
+    ["account", "endpoint", "variant", "status"],
+)
+UNROUTED = ("", "", "")
+
+
+class ValidationError(ServiceError):
+    code = "ValidationError"
+    status = 400
+
+
+class ModelError(ServiceError):
+    code = "ModelError"
+    status = 424
+
+
+class ServiceUnavailable(ServiceError):
+    code = "ServiceUnavailable"
+    status = 503
+
+
+def wrong_method(method: str) -> ServiceError:
+    return UnknownOperationException(
+        f"InvokeEndpoint is POST /endpoints/<name>/invocations, not {method[:16]}."
+    )
+
+
+def too_large() -> ServiceError:
+    """A body over 6 MB: refused before it is read (and so before authenticating, which needs it)."""
+    return ValidationError(
+        "1 validation error detected: Value at 'body' failed to satisfy constraint: "
+        f"Member must have length less than or equal to {MAX_BODY_BYTES}"
+    )
+
+
+def params(endpoint_name: str, headers: Mapping[str, str]) -> dict:
+    """The request's InvokeEndpoint members (`headers` by lower-case name), validated against the
+    botocore shape; a ValidationError names what is wrong."""
+    found = {"EndpointName": endpoint_name, "Body": ""}  # the body's size is checked on its own
+    for member, header in _MEMBERS_BY_HEADER:
+        value = headers.get(header)
+        if value:
+            found[member] = value
+    return dict(_validated(tuple(found.items())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _validated(members: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object], ...]:
+    """Clients repeat the same headers request after request: their validation is remembered
+    (refusals are not: an exception is never cached, so each one is raised again)."""
+    try:
+        return tuple(validate_input("sagemaker-runtime", "InvokeEndpoint", dict(members)).items())
+    except ValidationException as error:
+        raise ValidationError(error.message) from None
+
+
+def forwarded_headers(members: dict) -> dict[str, str]:
+    """The headers the container receives: InvokeEndpoint's own, as the client signed them."""
+    return {header: members[member] for member, header in REQUEST_HEADERS.items() if member in members}
+
+
+def check_route(
+    route: EndpointRoute | None, ctx: RequestContext, endpoint_name: str, target: str | None
+) -> None:
+    """Refuse an endpoint that does not exist, is not InService, or lacks the target variant."""
+    if route is None:
+        raise ValidationError(f"Endpoint {endpoint_name} of account {ctx.account_id} not found.")
+    if not usable(route):
+        raise ValidationError(
+            f"Endpoint {endpoint_name} of account {ctx.account_id} is not InService (status: {route.status})."
+        )
+    if target is not None and target not in {group.variant_name for group in route.groups}:
+        raise ValidationError(f"The variant {target} does not exist in endpoint {endpoint_name}.")
+
+
+def no_container(ctx: RequestContext, endpoint_name: str) -> ServiceError:
+    return ServiceUnavailable(
+        f"Endpoint {endpoint_name} of account {ctx.account_id} has no healthy container "
+        "available right now; try again."
+    )
+
+
+def model_error(ctx: RequestContext, endpoint_name: str, status: int, body: bytes) -> ModelError:
+    """The container answered `status` (not 2xx): SageMaker's 424 with the container's message."""
+    original = body.decode("utf-8", errors="replace")[:ORIGINAL_MESSAGE_LIMIT]
+    kind = "client" if status < 500 else "server"
+    return ModelError(
+        f'Received {kind} error ({status}) from primary with message "{original}". '
+        f"{_see_logs(ctx, endpoint_name)}",
+        extra={
+            "ErrorCode": f"{kind.upper()}_ERROR_FROM_MODEL",
+            "OriginalStatusCode": status,
+            "OriginalMessage": original,
+            "LogStreamArn": _log_group_arn(ctx, endpoint_name),
+        },
+    )
+
+
+def timed_out(ctx: RequestContext, endpoint_name: str, seconds: float) -> ModelError:
+    return no_answer(
+        ctx,
+        endpoint_name,
+        "Your invocation timed out while waiting for a response from container primary "
+        f"(no answer within {seconds:g} s).",
+    )
+
+
+def no_answer(ctx: RequestContext, endpoint_name: str, message: str) -> ModelError:
+    """The container gave no answer (it closed the connection, died or timed out)."""
+    return ModelError(
+        f'Received server error (0) from primary with message "{message}". {_see_logs(ctx, endpoint_name)}',
+        extra={
+            "OriginalStatusCode": 0,
+            "OriginalMessage": message,
+            "LogStreamArn": _log_group_arn(ctx, endpoint_name),
+        },
+    )
+
+
+def observe(
+    route_labels: tuple[str, str, str], status: int, seconds: float, invocation: Invocation | None
+) -> None:
+    """Count a request in Prometheus and, if it reached (or tried) a container, in CloudWatch."""
+    account, endpoint, variant = route_labels
+    INVOCATION_SECONDS.labels(account, endpoint, variant, str(status)).observe(seconds)
+    if invocation is not None:
+        get_metrics().record(invocation, seconds)
+
+
+def _log_group_arn(ctx: RequestContext, endpoint_name: str) -> str:
+    return log_group_arn(ctx.region, ctx.account_id, ENDPOINT_LOG_GROUP.format(name=endpoint_name))
+
+
+def _see_logs(ctx: RequestContext, endpoint_name: str) -> str:
+    group = ENDPOINT_LOG_GROUP.format(name=endpoint_name)
+    return f"See the log group {group} in account {ctx.account_id} for more information."

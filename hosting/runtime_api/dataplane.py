@@ -1,0 +1,262 @@
+"""The data plane: InvokeEndpoint (`POST [<prefix>/]endpoints/<name>/invocations`, REST-JSON) on a
+port of its own, a raw ASGI app served by uvicorn (devstack/stack.py `runtime_spec`).
+
+Built for the hot path: one event loop per process, no Django request stack. Django is set up
+once for the ORM that only two things use, both off the loop in a thread: the routing table's
+loads (hosting/runtime_api/router.py, refreshed in the background when a change is announced) and
+an access key not yet remembered (accounts/accesskeys.py). A request reads its body (≤ 6 MB),
+verifies SigV4 (protocol/sigv4.py, with cached signing keys), validates its headers against the
+botocore shape, picks a container from the in-memory table (counted in flight there for drains),
+and forwards over a pooled keep-alive connection (upstream.py). Refusals, routing and errors are
+contract.py's, shared with the API's Django view."""
+
+import asyncio
+import email.utils
+import logging
+import os
+import re
+import time
+import uuid
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
+
+from hosting.runtime_api import contract  # noqa: E402
+from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
+from hosting.runtime_api.router import Choice, NoRoute, Router, get_router, usable  # noqa: E402
+from hosting.runtime_api.upstream import Answer, NoAnswer, Refused, TimedOut, Upstream  # noqa: E402
+from protocol.arns import make_arn  # noqa: E402
+from protocol.authentication import authenticate_signed  # noqa: E402
+from protocol.context import RequestContext  # noqa: E402
+from protocol.errors import InternalFailure, ServiceError, UnknownOperationException  # noqa: E402
+from protocol.serialization import REST_JSON, error_response  # noqa: E402
+from protocol.sigv4 import SignedRequest  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+_INVOCATIONS = re.compile(r"^(?:.*/)?endpoints/(?P<endpoint_name>[^/]+)/invocations$")
+_RESPONSE_HEADERS = tuple((name, name.lower().encode()) for name in contract.RESPONSE_HEADERS)
+
+
+class _ClientGone(Exception):
+    """The client disconnected before its body arrived: there is no one to answer."""
+
+
+class DataPlane:
+    """The ASGI application (module-level `app`); tests build their own with a router and an upstream."""
+
+    def __init__(self, router: Router, upstream: Upstream):
+        self.router = router
+        self.upstream = upstream
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.upstream.open()
+                try:  # the first request would load the table otherwise; the database may be away
+                    await asyncio.to_thread(self.router.start)
+                except Exception as error:
+                    log.warning("routing table not loaded at start (the first request loads it): %s", error)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.upstream.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope, receive, send) -> None:
+        started = time.perf_counter()
+        request = _Request(scope)
+        try:
+            status, headers, body = await self._answer(request, receive)
+        except _ClientGone:
+            return
+        except ServiceError as error:
+            status, headers, body = _error(error, request.id)
+        except Exception:
+            log.exception("unhandled error in InvokeEndpoint (request id %s)", request.id)
+            status, headers, body = _error(InternalFailure("An internal error occurred."), request.id)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        if request.endpoint_name is not None:
+            contract.observe(request.route_labels, status, time.perf_counter() - started, request.invocation)
+
+    async def _answer(self, request: "_Request", receive) -> tuple[int, list, bytes]:
+        match = _INVOCATIONS.match(request.scope["path"])
+        if match is None:
+            raise UnknownOperationException(
+                f"No operation answers {request.method[:16]} on this path: the runtime API is "
+                "POST /endpoints/<name>/invocations."
+            )
+        endpoint_name = request.endpoint_name = match["endpoint_name"]
+        if request.method != "POST":
+            raise contract.wrong_method(request.method)
+        headers = request.headers()
+        body = await _read_body(headers, receive)
+        ctx = await _authenticate(request, headers, body)
+        params = contract.params(endpoint_name, headers)
+        arn = make_arn(ctx.region, ctx.account_id, "endpoint", endpoint_name)
+        target = params.get("TargetVariant")
+        route = self.router.lookup(arn)
+        if not usable(route):  # unknown here, or not yet InService: the database may know better
+            route = await asyncio.to_thread(self.router.route, arn)
+        contract.check_route(route, ctx, endpoint_name, target)
+        request.route_labels = (ctx.account_id, endpoint_name, target or "")
+        forwarded = contract.forwarded_headers(params)
+        answer, choice = await self._forward(request, ctx, arn, target, body, forwarded)
+        request.route_labels = (ctx.account_id, endpoint_name, choice.variant_name)
+        if not 200 <= answer.status < 300:
+            raise contract.model_error(ctx, endpoint_name, answer.status, answer.body)
+        return 200, _success_headers(answer, choice, request.id), answer.body
+
+    async def _forward(
+        self, request: "_Request", ctx: RequestContext, arn: str, target, body: bytes, headers: dict
+    ) -> tuple[Answer, Choice]:
+        """Send the request to a container; one that refuses the connection (nothing was sent) is
+        avoided and another one tried. The exchange is noted (`request.invocation`) for the
+        endpoint's CloudWatch metrics, whatever its outcome."""
+        endpoint_name = request.endpoint_name
+        refused: set[str] = set()
+        sent = time.perf_counter()
+        while True:
+            try:
+                choice = self.router.choose(arn, target, avoid=refused)
+            except NoRoute:
+                raise contract.no_container(ctx, endpoint_name) from None
+            status = 0
+            try:
+                backend = choice.backend
+                answer = await self.upstream.post(backend.address, backend.port, body, headers)
+                status = answer.status
+                return answer, choice
+            except Refused:
+                refused.add(choice.backend.container_name)
+            except TimedOut:
+                seconds = settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
+                raise contract.timed_out(ctx, endpoint_name, seconds) from None
+            except NoAnswer as error:
+                message = f"The container did not answer: {error}"
+                raise contract.no_answer(ctx, endpoint_name, message) from None
+            finally:
+                self.router.release(choice)
+                request.invocation = Invocation(
+                    ctx.account_id, ctx.region, endpoint_name, choice.variant_name,
+                    time.perf_counter() - sent, status,
+                )
+
+
+class _Request:
+    """What the data plane notes about one request while answering it."""
+
+    __slots__ = ("scope", "method", "id", "endpoint_name", "route_labels", "invocation")
+
+    def __init__(self, scope):
+        self.scope = scope
+        self.method: str = scope["method"]
+        self.id = str(uuid.uuid4())
+        self.endpoint_name: str | None = None  # set once the path is InvokeEndpoint's
+        self.route_labels = contract.UNROUTED
+        self.invocation: Invocation | None = None
+
+    def headers(self) -> dict[str, str]:
+        """By lower-case name (as uvicorn gives them); a repeated header's values joined by commas,
+        as SigV4's canonical form joins them."""
+        found: dict[str, str] = {}
+        for raw_name, raw_value in self.scope["headers"]:
+            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+            found[name] = f"{found[name]},{value}" if name in found else value
+        return found
+
+    def raw_target(self) -> str:
+        """The request target as sent (the signature covers the undecoded path)."""
+        path = self.scope.get("raw_path") or self.scope["path"].encode()
+        query = self.scope.get("query_string") or b""
+        return (path + b"?" + query if query else path).decode("latin-1")
+
+
+async def _read_body(headers: dict[str, str], receive) -> bytes:
+    """The whole body (authentication hashes it), refused past 6 MB: at once when the declared
+    length says so, else as soon as what arrived does."""
+    try:
+        declared = int(headers.get("content-length") or 0)
+    except ValueError:
+        declared = 0
+    if declared > contract.MAX_BODY_BYTES:
+        raise contract.too_large()
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > contract.MAX_BODY_BYTES:
+            raise contract.too_large()
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one chunk: no copy
+
+
+async def _authenticate(request: _Request, headers: dict[str, str], body: bytes) -> RequestContext:
+    """SigV4 on the loop while the access key is remembered (accounts/accesskeys.py), which is
+    nearly always; otherwise Django refuses the database query there, and the check runs again
+    in a thread."""
+    signed = SignedRequest(request.method, request.raw_target(), headers, body)
+
+    def verify() -> RequestContext:
+        return authenticate_signed(signed, request_id=request.id, must_sign=contract.FORWARDED_HEADERS)
+
+    try:
+        return verify()
+    except SynchronousOnlyOperation:
+        return await asyncio.to_thread(verify)
+
+
+def _success_headers(answer: Answer, choice: Choice, request_id: str) -> list[tuple[bytes, bytes]]:
+    headers = [
+        (b"content-length", str(len(answer.body)).encode()),
+        (b"x-amzn-invoked-production-variant", choice.variant_name.encode()),
+        (b"x-amzn-requestid", request_id.encode()),
+        (b"date", _http_date()),
+    ]
+    content_type = answer.headers.get("Content-Type")
+    if content_type:
+        headers.append((b"content-type", content_type.encode("latin-1")))
+    for name, raw_name in _RESPONSE_HEADERS:
+        value = answer.headers.get(name)
+        if value is not None:
+            headers.append((raw_name, value.encode("latin-1")))
+    return headers
+
+
+def _error(error: ServiceError, request_id: str) -> tuple[int, list, bytes]:
+    """The REST-JSON error the API's view answers (protocol/serialization.py), as ASGI parts."""
+    response = error_response(error, request_id, content_type=REST_JSON)
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+    return response.status_code, headers, response.content
+
+
+_date_cache: tuple[int, bytes] = (0, b"")
+
+
+def _http_date() -> bytes:
+    """The Date header, formatted once a second."""
+    global _date_cache
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache = (now, email.utils.formatdate(now, usegmt=True).encode())
+    return _date_cache[1]
+
+
+app = DataPlane(get_router(), Upstream(settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS))

@@ -1,0 +1,171 @@
+"""The data plane as clients see it: boto3's sagemaker-runtime client against the ASGI app under
+uvicorn, routed from the database to a model server on this machine."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import boto3
+import pytest
+import urllib3
+import uvicorn
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from accounts.accesskeys import create_access_key
+from capacity.models import Node
+from devstack.stack import free_port
+from hosting.models import ServingContainer
+from hosting.runtime_api import invocation_metrics
+from hosting.runtime_api.dataplane import DataPlane
+from hosting.runtime_api.invocation_metrics import InvocationMetrics
+from hosting.runtime_api.router import Router
+from hosting.runtime_api.upstream import Upstream
+from tests.unit.hosting.runtime_api.test_routing import container, deployment, endpoint
+
+# Its rows are read by the server's threads, on connections of their own: they must be committed.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class _Model(BaseHTTPRequestHandler):
+    """Echoes the body and the custom attributes; a body `fail` gets a 500."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        status = 500 if body == b"fail" else 200
+        answer = b"boom" if status == 500 else body
+        self.send_response(status)
+        self.send_header("Content-Type", self.headers.get("Content-Type", "application/octet-stream"))
+        self.send_header(
+            "X-Amzn-SageMaker-Custom-Attributes", self.headers.get("X-Amzn-SageMaker-Custom-Attributes", "")
+        )
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def model_port():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def data_plane(monkeypatch):
+    """The app under uvicorn on a free port; its router's refresh thread is not started (no Redis),
+    nor the CloudWatch metrics' flush thread (it would outlive the test's database)."""
+    monkeypatch.setattr(Router, "_refresh_forever", lambda self: None)
+    monkeypatch.setattr(invocation_metrics, "_metrics", InvocationMetrics(60, background=False))
+    port = free_port()
+    config = uvicorn.Config(
+        DataPlane(Router(), Upstream(timeout_seconds=5)),
+        host="127.0.0.1",
+        port=port,
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the data plane did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def runtime(data_plane, model_port):
+    """A client of the data plane, and an endpoint `e` whose one container is the model server."""
+    container(deployment(endpoint("InService"), "Active", {"A": 1.0}), "A", "blue-a")
+    Node.objects.update(address="127.0.0.1")
+    ServingContainer.objects.update(host_port=model_port)
+    key = create_access_key("123456789012")
+    return boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=data_plane,
+        region_name="us-east-1",
+        aws_access_key_id=key.access_key_id,
+        aws_secret_access_key=key.secret_access_key,
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+def error_of(call) -> tuple[int, str, dict]:
+    with pytest.raises(ClientError) as caught:
+        call()
+    response = caught.value.response
+    return response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"], response
+
+
+def test_an_invocation_reaches_the_container_and_returns_its_answer(runtime):
+    answer = runtime.invoke_endpoint(
+        EndpointName="e", Body=b"1,2,3", ContentType="text/csv", CustomAttributes="trace=7"
+    )
+
+    assert answer["Body"].read() == b"1,2,3"
+    assert answer["ContentType"] == "text/csv"
+    assert answer["CustomAttributes"] == "trace=7"
+    assert answer["InvokedProductionVariant"] == "A"
+
+
+def test_a_container_error_is_a_model_error_with_its_message(runtime):
+    status, code, response = error_of(lambda: runtime.invoke_endpoint(EndpointName="e", Body=b"fail"))
+
+    assert (status, code) == (424, "ModelError")
+    assert response["OriginalStatusCode"] == 500
+    assert response["OriginalMessage"] == "boom"
+
+
+def test_unknown_endpoints_and_variants_are_validation_errors(runtime):
+    assert error_of(lambda: runtime.invoke_endpoint(EndpointName="nothing", Body=b"1"))[:2] == (
+        400,
+        "ValidationError",
+    )
+    assert error_of(lambda: runtime.invoke_endpoint(EndpointName="e", Body=b"1", TargetVariant="B"))[:2] == (
+        400,
+        "ValidationError",
+    )
+
+
+def test_a_body_over_6_mb_is_refused(runtime):
+    status, code, response = error_of(
+        lambda: runtime.invoke_endpoint(EndpointName="e", Body=b"x" * (6 * 2**20 + 1))
+    )
+
+    assert (status, code) == (400, "ValidationError")
+    assert "less than or equal to 6291456" in response["Error"]["Message"]
+
+
+def test_unsigned_requests_wrong_methods_and_unknown_paths_get_rest_json_errors(data_plane, runtime):
+    http = urllib3.PoolManager()
+    answers = {
+        "unsigned": http.request("POST", f"{data_plane}/endpoints/e/invocations", body=b"1"),
+        "get": http.request("GET", f"{data_plane}/endpoints/e/invocations"),
+        "unknown path": http.request("POST", f"{data_plane}/somewhere"),
+    }
+
+    seen = {
+        name: (r.status, r.headers["X-Amzn-ErrorType"], json.loads(r.data)["__type"])
+        for name, r in answers.items()
+    }
+    assert seen == {
+        "unsigned": (403, "MissingAuthenticationTokenException", "MissingAuthenticationTokenException"),
+        "get": (400, "UnknownOperationException", "UnknownOperationException"),
+        "unknown path": (400, "UnknownOperationException", "UnknownOperationException"),
+    }
+    assert {r.headers["Content-Type"] for r in answers.values()} == {"application/json"}
