@@ -22,7 +22,11 @@ ${XDG_CACHE_HOME:-~/.cache}/sageport/bench-moto, installs `moto[server]` there (
 directory to make it again), and runs its moto_server. At the end moto_server is stopped and the
 bucket the job wrote to is deleted; the Sageport job stays (as jobs do: nothing deletes them).
 
-    make up && . .sageport/env && .venv/bin/python -m bench.api [--requests 2000] [--concurrency 8]
+    make bench-api [ARGS='--requests 2000 --concurrency 8']
+
+or, on a running stack:
+
+    . .sageport/env && .venv/bin/python -m bench.api [--requests 2000] [--concurrency 8]
 
 Run it as a module from the repository root. The stack is found through the standard variables
 (<data>/env sets them): AWS_ENDPOINT_URL_SAGEMAKER, AWS_ENDPOINT_URL_S3, the access key and

@@ -7,7 +7,11 @@ keep-alive connections, and (b) through InvokeEndpoint with boto3 (SigV4 signing
 users see it). Prints requests/s, p50 and p99 of each, and the ratios. Bounded: each phase stops
 after --requests requests or --max-seconds seconds. The endpoint is deleted at the end.
 
-    make up && . .sageport/env && .venv/bin/python -m bench.invoke [--requests 2000] [--concurrency 8]
+    make bench-invoke [ARGS='--requests 2000 --concurrency 8']
+
+or, on a running stack:
+
+    . .sageport/env && .venv/bin/python -m bench.invoke [--requests 2000] [--concurrency 8]
 
 Run it as a module from the repository root (it imports bench.common).
 

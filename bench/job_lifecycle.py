@@ -11,7 +11,11 @@ median seconds of each, the ratio Sageport / docker run, then one summary line. 
 stops the bench. The bucket the jobs wrote to and any container left by `docker run` are removed at
 the end; the jobs stay in the stack (Sageport has no DeleteTrainingJob).
 
-    make up && . .sageport/env && .venv/bin/python -m bench.job_lifecycle [--repeat 5]
+    make bench-job-lifecycle [ARGS='--repeat 5']
+
+or, on a running stack:
+
+    . .sageport/env && .venv/bin/python -m bench.job_lifecycle [--repeat 5]
 
 Run it as a module from the repository root. The stack is found through the standard variables
 (<data>/env sets them): AWS_ENDPOINT_URL_SAGEMAKER, AWS_ENDPOINT_URL_S3, the access key and

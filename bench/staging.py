@@ -17,7 +17,11 @@ one summary line. Bounded: at most --repeat rounds, none starts after --max-seco
 Completed within --job-timeout stops the bench. The bucket is removed at the end, the temporary
 directory too; the jobs stay in the stack (Sageport has no DeleteTrainingJob).
 
-    make up && . .sageport/env && .venv/bin/python -m bench.staging [--repeat 3]
+    make bench-staging [ARGS='--repeat 3']
+
+or, on a running stack:
+
+    . .sageport/env && .venv/bin/python -m bench.staging [--repeat 3]
 
 Run it as a module from the repository root. The stack is found through the standard variables
 (<data>/env sets them): AWS_ENDPOINT_URL_SAGEMAKER, AWS_ENDPOINT_URL_S3, the access key and

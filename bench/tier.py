@@ -19,7 +19,11 @@ and their ratios are printed, then one summary line. Bounded: at most --repeat s
 starts after --max-seconds. The tier's directory, the bucket with its objects and the disk files
 are removed at the end.
 
-    make up && . .sageport/env && .venv/bin/python -m bench.tier [--shard-mib 256] [--ranks 2] [--repeat 3]
+    make bench-tier [ARGS='--shard-mib 256 --ranks 2 --repeat 3']
+
+or, on a running stack:
+
+    . .sageport/env && .venv/bin/python -m bench.tier [--shard-mib 256] [--ranks 2] [--repeat 3]
 
 Run it as a module from the repository root (as a script, bench/tier.py would shadow the `tier`
 package). S3 is found through the standard variables (AWS_ENDPOINT_URL_S3, the access key,
