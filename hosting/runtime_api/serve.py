@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> None:
         server_header=False,
         date_header=False,  # the app sets Date itself, as on every AWS answer
         timeout_graceful_shutdown=10,
+        # Longer than uvicorn's 5 s: a client sending on a kept connection just as the server
+        # closes it for idleness loses that request (boto3 retries it, a plain client does not).
+        # Clients keep connections without a limit of their own, so the longer the fewer races;
+        # 75 s outlasts the 60 s idle timeout AWS's load balancers use.
+        timeout_keep_alive=75,
     )
     sockets = [listening_socket(options)]
     if options.workers > 1:
