@@ -1,7 +1,11 @@
 """AWS Signature Version 4 verification.
 
-The signature is recomputed with botocore's own SigV4 signer, told exactly which headers the
-client signed, over the raw request target and body as they came off the wire.
+The signature is recomputed over the raw request target and body as they came off the wire and
+exactly the headers the client signed, by a canonical-request builder of our own that applies
+SigV4's rules as botocore's signer does for every service but S3 (path normalised and encoded
+again, query pairs sorted, header values trimmed; tests/unit/protocol/test_sigv4_canonical.py
+holds it to botocore's byte for byte): botocore's signer rebuilt a request object per call and
+cost twice the whole check.
 
 Enforced as AWS does, so that a captured request cannot be re-aimed or re-filled: `host`,
 `content-type` and every `x-amz-*` header present (X-Amz-Target, X-Amz-Date, ...) must be
