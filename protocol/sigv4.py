@@ -251,13 +251,13 @@ def compute_signature(
     request: SignedRequest, authorization: Authorization, amz_date: str, secret: str
 ) -> str:
     scope = f"{amz_date[:8]}/{authorization.region}/{authorization.service}/aws4_request"
-    digest = sha256(canonical_request(request, authorization, amz_date).encode()).hexdigest()
+    digest = sha256(canonical_request(request, authorization).encode()).hexdigest()
     string_to_sign = f"{_ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
     key = _signing_key(secret, amz_date[:8], authorization.region, authorization.service)
     return hmac.new(key, string_to_sign.encode(), sha256).hexdigest()
 
 
-def canonical_request(request: SignedRequest, authorization: Authorization, amz_date: str) -> str:
+def canonical_request(request: SignedRequest, authorization: Authorization) -> str:
     """The canonical request the client signed, built by SigV4's rules as botocore applies them to
     every service but S3 (tests/unit/protocol/test_sigv4_canonical.py holds them to botocore's)."""
     path, query = _split_target(request.raw_target)
