@@ -19,7 +19,10 @@ CHROMIUM_ARGS = [
 SCREENSHOT_DIR_VARIABLE = "SAGEPORT_SCREENSHOT_DIR"
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while Playwright's sync API is open, the main thread has an asyncio
+# loop marked running, so every later test's asyncio.run() and Django ORM call (its async-safety
+# check) would fail.
+@pytest.fixture(scope="module")
 def chromium():
     if shutil.which(CHROMIUM) is None:
         pytest.fail(f"{CHROMIUM} is missing: scripts/bootstrap.sh installs Debian's chromium for these tests")
