@@ -1,5 +1,6 @@
 """smp.init() and the process-wide state it sets up: ranks, groups and parameters."""
 
+import atexit
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -78,6 +79,15 @@ def _init_process_group(backend, env):
     dist.init_process_group(
         backend, init_method=env.init_method, rank=env.rank, world_size=env.world_size, timeout=timeout
     )
+    atexit.register(_leave_process_group)
+
+
+def _leave_process_group():
+    """Close the job's process groups before the interpreter tears their objects down in no set
+    order: a rank whose peers on another host had already exited then aborted in gloo's teardown
+    (SIGABRT, the job failed after training had finished)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _build_state(params, env, device):
