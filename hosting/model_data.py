@@ -15,8 +15,9 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from accounts import s3_tenancy
 from storage.archives import ArchiveError, safe_extract
-from storage.s3 import ByteBudget, StorageError, download_many, list_keys, parse_s3_uri
+from storage.s3 import ByteBudget, StorageError, download_many, list_keys
 from storage.safe_files import contained
 
 
@@ -24,28 +25,31 @@ class ModelDataError(Exception):
     """The model data cannot be staged; the message is fit for a FailureReason."""
 
 
-def stage(container: dict, dest: Path) -> None:
+def stage(account_id: str, container: dict, dest: Path) -> None:
     """Fill `dest` (emptied first, so a half-done earlier attempt leaves nothing) with the model
-    data of a ContainerDefinition; an empty directory when it names none."""
+    data of a ContainerDefinition of `account_id`'s model; an empty directory when it names none.
+    Model data in another account's bucket is refused (accounts/s3_tenancy)."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     source = container.get("ModelDataSource", {}).get("S3DataSource")
     url = container.get("ModelDataUrl")
     try:
         if url is not None:
-            _unpack_archive(url, dest)
+            _unpack_archive(s3_tenancy.location(account_id, url), dest)
         elif source is not None and source["CompressionType"] == "Gzip":
-            _unpack_archive(source["S3Uri"], dest)
+            _unpack_archive(s3_tenancy.location(account_id, source["S3Uri"]), dest)
         elif source is not None:
-            _download_uncompressed(source["S3Uri"], source["S3DataType"], dest)
+            location = s3_tenancy.location(account_id, source["S3Uri"])
+            _download_uncompressed(location, source["S3DataType"], dest)
     except StorageError as error:
         if error.transient:
             raise  # retried with backoff by the reconciler
         raise ModelDataError(f"Could not download the model data: {error}") from None
 
 
-def _unpack_archive(uri: str, dest: Path) -> None:
-    bucket, key = parse_s3_uri(uri)
+def _unpack_archive(location: s3_tenancy.S3Location, dest: Path) -> None:
+    bucket, key = location
+    uri = location.uri
     with tempfile.TemporaryDirectory(dir=dest.parent) as scratch:
         archive = Path(scratch) / "model.tar.gz"
         download_many([(bucket, key, archive)], _budget())
@@ -55,8 +59,9 @@ def _unpack_archive(uri: str, dest: Path) -> None:
             raise ModelDataError(f"Could not unpack the model data {uri}: {error}") from None
 
 
-def _download_uncompressed(uri: str, data_type: str, dest: Path) -> None:
-    bucket, prefix = parse_s3_uri(uri)
+def _download_uncompressed(location: s3_tenancy.S3Location, data_type: str, dest: Path) -> None:
+    bucket, prefix = location
+    uri = location.uri
     if data_type == "S3Object":
         items = [(bucket, prefix, dest / PurePosixPath(prefix).name)]
     else:

@@ -274,7 +274,9 @@ def _prepare_here(endpoint: Endpoint, deployment: EndpointDeployment) -> dict:
         definition = containers.container_definition(deployment, name)
         if not marker.exists():
             model_name = containers.variant_spec(deployment, name)["ModelName"]
-            hosting_model_data.stage(definition, containers.model_dir(deployment, model_name))
+            hosting_model_data.stage(
+                endpoint.account_id, definition, containers.model_dir(deployment, model_name)
+            )
         image = definition["Image"]
         resolved[image] = {
             "ResolvedImage": f"{_repository(image)}@{containers.resolve_image(image, say)}",

@@ -98,6 +98,7 @@ def call(
         raise NotImplementedOperation(f"Sageport does not implement {service.target_prefix}.{operation}")
     try:
         params = validate_input(service.botocore_name, operation, read_params())
+        registry.run_request_checks(context, service, operation, params)
         return handler(context, params)
     except ValidationException as error:
         if service.invalid_input is ValidationException:

@@ -40,6 +40,12 @@ SERVICES: dict[str, Service] = {
 
 _handlers: dict[tuple[str, str], Handler] = {}
 
+# Checks every request goes through after validation and before its handler, whatever the
+# operation: rules no feature may forget (the tenancy rule on S3 locations, accounts/s3_tenancy).
+# A check raises a ServiceError to refuse the request.
+RequestCheck = Callable[[RequestContext, str, str, dict], None]  # (ctx, botocore name, operation, params)
+_request_checks: list[RequestCheck] = []
+
 
 def operation(name: str, service: str = "SageMaker") -> Callable[[Handler], Handler]:
     if service not in SERVICES:
@@ -57,3 +63,13 @@ def operation(name: str, service: str = "SageMaker") -> Callable[[Handler], Hand
 
 def handler_for(service: str, name: str) -> Handler | None:
     return _handlers.get((service, name))
+
+
+def add_request_check(check: RequestCheck) -> None:
+    if check not in _request_checks:
+        _request_checks.append(check)
+
+
+def run_request_checks(ctx: RequestContext, service: Service, operation: str, params: dict) -> None:
+    for check in _request_checks:
+        check(ctx, service.botocore_name, operation, params)

@@ -5,15 +5,21 @@ All instances' model directories are merged into ONE model.tar.gz (SageMaker's c
 to output.tar.gz beside the model. Archives are packed straight into S3 (`archives.upload_tar_gz`):
 no archive is written to the host's disk."""
 
+from accounts import s3_tenancy
 from storage import archives, s3
 from training import workspace
 from training.models import TrainingJob
 from training.presenters import output_base_uri
 
 
+def output_location(job: TrainingJob) -> s3_tenancy.S3Location:
+    """Where the job's artifacts go, once its bucket is checked to be the job's account's."""
+    return s3_tenancy.location(job.account_id, output_base_uri(job), "write")
+
+
 def upload(job: TrainingJob, host_names: list[str]) -> None:
     hosts = [workspace.host_workspace(job, host) for host in host_names]
-    bucket, prefix = s3.parse_s3_uri(output_base_uri(job))
+    bucket, prefix = output_location(job)
     if job.request["OutputDataConfig"].get("CompressionType") == "NONE":
         for host in hosts:
             s3.upload_tree(host.model_dir, bucket, f"{prefix}/model")

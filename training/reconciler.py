@@ -170,7 +170,7 @@ def _stage_channels(job: TrainingJob, only: list[str]) -> None:
             destination = workspace.host_workspace(job, host).channel_dir(channel["ChannelName"])
             safe_files.remove_tree(destination)  # a half-staged channel from a crash
             destination.mkdir(parents=True)
-            stage_channel(channel, destination, index, len(hosts))
+            stage_channel(job.account_id, channel, destination, index, len(hosts))
 
 
 def _fail_before_training(job: TrainingJob, reason: str) -> float | None:

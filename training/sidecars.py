@@ -3,6 +3,7 @@ steps around them: defined and checkpoints restored while Downloading, kept runn
 Training, stopped and the checkpoints synced one last time when the containers are done."""
 from pathlib import Path
 
+from accounts import s3_tenancy
 from training import workspace
 from training.data import checkpoint_sync, pipe_feeder, sidecars
 from training.data.channels import host_object_keys
@@ -29,13 +30,13 @@ def prepare(job: TrainingJob, hosts: list[str]) -> None:
             continue
         host_workspace = workspace.host_workspace(job, host)
         for channel in pipe_channels(job):
-            objects = host_object_keys(channel, index, len(every_host))
+            objects = host_object_keys(job.account_id, channel, index, len(every_host))
             name = f"pipe-{host}-{channel['ChannelName']}"
             pipe_feeder.define(directory(job), name, host_workspace.data_dir, channel, objects)
         if "CheckpointConfig" in job.request:
             helper = _checkpoint_helper(host)
-            uri = job.request["CheckpointConfig"]["S3Uri"]
-            checkpoint_sync.define(directory(job), helper, host_workspace.checkpoint_dir, uri)
+            checkpoints = checkpoint_location(job)
+            checkpoint_sync.define(directory(job), helper, host_workspace.checkpoint_dir, checkpoints)
             checkpoint_sync.restore(directory(job), helper)
 
 
@@ -50,8 +51,13 @@ def finish(job: TrainingJob, hosts: list[str]) -> None:
     """Stop the helpers, then sync the checkpoints one last time (the containers are done)."""
     stop(job)
     if "CheckpointConfig" in job.request:
+        checkpoint_location(job)  # the bucket may have changed hands while the job ran
         for host in hosts:
             checkpoint_sync.final_sync(directory(job), _checkpoint_helper(host))
+
+
+def checkpoint_location(job: TrainingJob) -> s3_tenancy.S3Location:
+    return s3_tenancy.location(job.account_id, job.request["CheckpointConfig"]["S3Uri"], "write")
 
 
 def stop(job: TrainingJob) -> None:

@@ -20,8 +20,8 @@ from runtime import labels
 from runtime.base import ContainerState
 from storage import archives, s3, safe_files
 from training import workspace
+from training.artifacts import output_location
 from training.models import TrainingJob
-from training.presenters import output_base_uri
 
 FIRST_HOST = "algo-1"
 PARTS = "sageport-instances"
@@ -102,7 +102,7 @@ def gather_parts(job: TrainingJob) -> None:
     """Unpack the members' uploaded model and output directories into this node's workspace, so
     that the artifacts are packed exactly as for instances on one node."""
     remote = list(_elsewhere(job).values_list("host", flat=True))
-    bucket, prefix = s3.parse_s3_uri(output_base_uri(job))
+    bucket, prefix = output_location(job)
     for host in remote:
         host_workspace = workspace.host_workspace(job, host)
         for name, directory in ARCHIVES.items():
@@ -117,7 +117,7 @@ def gather_parts(job: TrainingJob) -> None:
 def delete_parts(job: TrainingJob) -> None:
     if not _elsewhere(job).exists():
         return  # nothing was uploaded for a job on one node
-    bucket, prefix = s3.parse_s3_uri(output_base_uri(job))
+    bucket, prefix = output_location(job)
     s3.delete_keys(bucket, s3.list_keys(bucket, f"{prefix}/{PARTS}/"))
 
 
@@ -156,7 +156,7 @@ def parts_uploaded_here(job: TrainingJob, hosts: list[str]) -> bool:
 
 def upload_parts(job: TrainingJob, hosts: list[str]) -> None:
     """Upload the model and output directories of this node's instances for the job's node."""
-    bucket, prefix = s3.parse_s3_uri(output_base_uri(job))
+    bucket, prefix = output_location(job)
     for host in hosts:
         host_workspace = workspace.host_workspace(job, host)
         for name, directory in ARCHIVES.items():

@@ -8,6 +8,7 @@ import io
 import tarfile
 from pathlib import Path, PurePosixPath
 
+from accounts import s3_tenancy
 from storage import archives, s3
 from training import reconciler as training
 
@@ -65,7 +66,9 @@ class FakeStore:
             self.objects[(bucket, f"{prefix}/{path.relative_to(root).as_posix()}")] = path.read_bytes()
         return len(files)
 
-    def stage_channel(self, channel: dict, dest: Path, host_index: int, host_count: int) -> int:
+    def stage_channel(
+        self, account_id: str, channel: dict, dest: Path, host_index: int, host_count: int
+    ) -> int:
         """Every object under the channel's S3Prefix, written below `dest` (one host's view)."""
         self._answer()
         bucket, prefix = s3.parse_s3_uri(channel["DataSource"]["S3DataSource"]["S3Uri"])
@@ -84,4 +87,7 @@ class FakeStore:
         for name in ("download_many", "list_keys", "delete_keys"):
             monkeypatch.setattr(s3, name, getattr(self, name))
         monkeypatch.setattr(training, "stage_channel", self.stage_channel)
+        # Every bucket of the fake store is the job's account's: the tenancy rule has tests of its
+        # own (tests/unit/accounts/test_s3_tenancy.py), these are about the steps around it.
+        monkeypatch.setattr(s3_tenancy, "owns", lambda account_id, bucket: True)
         return self

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from storage.s3 import ByteBudget, StorageError, download_many, get_bytes, list_keys, parse_s3_uri, s3_uri
+from accounts import s3_tenancy
+from storage.s3 import ByteBudget, StorageError, download_many, get_bytes, list_keys, s3_uri
 from storage.safe_files import contained
 
 
@@ -29,11 +30,12 @@ class _Object:
     relative_path: str  # where it lands, relative to the channel directory
 
 
-def stage_channel(channel: dict, dest: Path, host_index: int, host_count: int) -> int:
-    """Download this host's share of `channel` (a CreateTrainingJob `Channel`) into `dest`;
-    returns the number of objects staged. More than SAGEPORT_MAX_CHANNEL_BYTES in all fails
-    (s3.SizeLimitExceeded) once the limit is crossed."""
-    objects = _channel_objects(channel)
+def stage_channel(account_id: str, channel: dict, dest: Path, host_index: int, host_count: int) -> int:
+    """Download this host's share of `channel` (a CreateTrainingJob `Channel` of `account_id`'s
+    job) into `dest`; returns the number of objects staged. More than SAGEPORT_MAX_CHANNEL_BYTES
+    in all fails (s3.SizeLimitExceeded) once the limit is crossed; a bucket of another account
+    (the channel's, or one its manifest names) fails before anything is read."""
+    objects = _channel_objects(account_id, channel)
     name = channel["ChannelName"]
     targets = {obj: _safe_destination(dest, obj, name) for obj in objects}  # all checked first
     objects = _host_share(channel, objects, host_index, host_count)
@@ -46,20 +48,22 @@ def stage_channel(channel: dict, dest: Path, host_index: int, host_count: int) -
     return len(objects)
 
 
-def host_object_keys(channel: dict, host_index: int, host_count: int) -> list[tuple[str, str]]:
+def host_object_keys(
+    account_id: str, channel: dict, host_index: int, host_count: int
+) -> list[tuple[str, str]]:
     """This host's share of `channel` as (bucket, key), in key order: what Pipe mode streams."""
-    objects = _host_share(channel, _channel_objects(channel), host_index, host_count)
+    objects = _host_share(channel, _channel_objects(account_id, channel), host_index, host_count)
     return sorted((obj.bucket, obj.key) for obj in objects)
 
 
-def _channel_objects(channel: dict) -> list[_Object]:
+def _channel_objects(account_id: str, channel: dict) -> list[_Object]:
     name = channel["ChannelName"]
     source = _s3_data_source(channel)
-    bucket, prefix = parse_s3_uri(source["S3Uri"])
+    bucket, prefix = s3_tenancy.location(account_id, source["S3Uri"], "list")
     if source["S3DataType"] == "S3Prefix":
         objects = _prefix_objects(bucket, prefix)
     else:
-        objects = _manifest_objects(name, bucket, prefix)
+        objects = _manifest_objects(account_id, name, bucket, prefix)
     if not objects:
         raise ChannelError(
             f"Data download failed: no S3 objects found under S3 URL '{source['S3Uri']}' "
@@ -108,13 +112,16 @@ def _relative_to_prefix(key: str, prefix: str) -> str:
     return key[prefix.rfind("/") + 1:]
 
 
-def _manifest_objects(name: str, bucket: str, key: str) -> list[_Object]:
+def _manifest_objects(account_id: str, name: str, bucket: str, key: str) -> list[_Object]:
     raw = get_bytes(bucket, key)
     try:
         header, *entries = json.loads(raw)
         if not all(isinstance(entry, str) for entry in entries):
             raise TypeError("every entry after the prefix must be a string")
-        prefix_bucket, prefix = parse_s3_uri(header["prefix"])
+        # What a manifest lists obeys the tenancy rule too: its prefix is read with the platform's key.
+        prefix_bucket, prefix = s3_tenancy.location(account_id, header["prefix"], "read")
+    except s3_tenancy.ForeignLocation:
+        raise
     except (ValueError, TypeError, KeyError, StorageError) as error:
         raise ChannelError(
             f"Channel '{name}': {s3_uri(bucket, key)} is not a valid manifest file: {error}"

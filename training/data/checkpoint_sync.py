@@ -49,9 +49,13 @@ def plan(current: dict[str, Signature], previous: dict[str, Signature], uploaded
     return Plan(uploads=uploads, deletions=sorted(rel for rel in uploaded if rel not in current))
 
 
-def define(directory: Path, name: str, local_dir: Path, s3_uri: str) -> None:
+def define(directory: Path, name: str, local_dir: Path, checkpoints: tuple[str, str]) -> None:
+    """`checkpoints`: the (bucket, key) of CheckpointConfig.S3Uri, its bucket already checked to be
+    the job's account's (accounts/s3_tenancy)."""
+    bucket, key = checkpoints
     sidecars.define(directory, name, MODULE, {
-        "local_dir": str(local_dir), "s3_uri": s3_uri, "manifest": str(directory / f"{name}.manifest"),
+        "local_dir": str(local_dir), "bucket": bucket, "key": key,
+        "manifest": str(directory / f"{name}.manifest"),
     })
 
 
@@ -59,7 +63,7 @@ def restore(directory: Path, name: str) -> int:
     """Copy the prefix's objects into the local directory; returns how many. Safe to repeat."""
     spec = sidecars.spec_of(directory, name)
     local_dir = Path(spec["local_dir"])
-    bucket, prefix = _bucket_and_prefix(spec["s3_uri"])
+    bucket, prefix = _bucket_and_prefix(spec)
     items = [
         (bucket, key, local_dir.joinpath(*_relative_path(bucket, key, prefix).parts))
         for key in s3.list_keys(bucket, prefix)
@@ -94,7 +98,7 @@ def run(spec: dict) -> None:
 def sync_once(spec: dict, previous: dict[str, Signature], final: bool) -> dict[str, Signature]:
     """One pass; returns this scan, the `previous` of the next pass."""
     local_dir, manifest = Path(spec["local_dir"]), Path(spec["manifest"])
-    bucket, prefix = _bucket_and_prefix(spec["s3_uri"])
+    bucket, prefix = _bucket_and_prefix(spec)
     current = scan(local_dir)
     if not local_dir.is_dir():
         return current  # removed under us (the job is over): an empty scan must delete nothing
@@ -124,10 +128,10 @@ def scan(local_dir: Path) -> dict[str, Signature]:
     }
 
 
-def _bucket_and_prefix(s3_uri: str) -> tuple[str, str]:
+def _bucket_and_prefix(spec: dict) -> tuple[str, str]:
     """`s3://b/ckpt` and `s3://b/ckpt/` both hold `<rel>` at key `ckpt/<rel>`."""
-    bucket, key = s3.parse_s3_uri(s3_uri)
-    return bucket, (key.rstrip("/") + "/" if key.strip("/") else "")
+    key = spec["key"]
+    return spec["bucket"], (key.rstrip("/") + "/" if key.strip("/") else "")
 
 
 def _relative_path(bucket: str, key: str, prefix: str) -> PurePosixPath:

@@ -11,6 +11,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from django.test import Client
 
+from accounts import buckets
 from accounts.accesskeys import create_access_key
 from protocol import registry
 from protocol.shapes import service_model
@@ -64,6 +65,8 @@ class DjangoTransport:
 
 @pytest.fixture
 def access_key(db):
+    # The requests' S3 locations are in "bucket", which the account owns (accounts/s3_tenancy).
+    buckets.claim("bucket", "210987654321")
     return create_access_key("210987654321")
 
 

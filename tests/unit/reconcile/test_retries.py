@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts import buckets
 from reconcile import loop as reconcile
 from runtime.base import ContainerStartFailed, RuntimeError_, RuntimeUnavailable
 from runtime.fake import FakeRuntime
@@ -33,6 +34,7 @@ def downloading_job(**request) -> TrainingJob:
         OutputDataConfig={"S3OutputPath": "s3://bucket/out"},
         **request,
     )
+    buckets.claim("bucket", job.account_id)  # the job's own bucket (accounts/s3_tenancy)
     assert t.transition(job, t.DOWNLOADING)
     return job
 

@@ -37,7 +37,7 @@ def test_restore_then_sync_mirror_the_directory_under_the_prefix(bucket, tmp_pat
     put_bytes(bucket, "elsewhere/x", b"not ours")
     local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
     local.mkdir()
-    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, f"s3://{bucket}/ckpt")
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, (bucket, "ckpt"))
 
     assert checkpoint_sync.restore(helpers, "checkpoints-algo-1") == 1
     assert (local / "old" / "step-1.pt").read_bytes() == b"one"
@@ -54,7 +54,7 @@ def test_sync_uploads_nothing_through_links_to_host_files_or_directories(bucket,
     write(host / "secret.txt", b"host secret", 10**18)
     local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
     local.mkdir()
-    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, f"s3://{bucket}/ckpt")
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, (bucket, "ckpt"))
     checkpoint_sync.restore(helpers, "checkpoints-algo-1")
     write(local / "mine.pt", b"mine", 10**18)
     os.symlink(host, local / "dir-link")
@@ -70,7 +70,7 @@ def test_a_file_swapped_for_a_link_after_the_scan_is_skipped_and_tried_again(buc
     write(host / "secret.txt", b"host secret", 10**18)
     local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
     write(local / "sub" / "step.pt", b"step", 10**18)
-    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, f"s3://{bucket}/ckpt")
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, (bucket, "ckpt"))
     spec = checkpoint_sync.sidecars.spec_of(helpers, "checkpoints-algo-1")
     scanned = checkpoint_sync.scan(local)
     (local / "sub" / "step.pt").unlink()
