@@ -87,7 +87,7 @@ def test_a_bucket_of_another_account_or_of_nobody_is_refused_at_create(owned, ur
     with pytest.raises(ValidationException) as raised:
         s3_tenancy.refuse_foreign_locations(CTX, "sagemaker", "CreateModel", request)
     # CreateModel's words for model data its role cannot read.
-    assert raised.value.message.startswith(f"Could not access model data at {uri}. Please ensure that the role")
+    assert raised.value.message.startswith(f"Could not access model data at {uri}. Please ensure that")
     assert f'"{ROLE}"' in raised.value.message and "us-east-1" in raised.value.message
 
 

@@ -45,5 +45,5 @@ def test_model_data_in_another_accounts_bucket_is_refused_and_nothing_is_read(bu
     with pytest.raises(ModelDataError, match=(
         f"^Could not download the model data: Could not read s3://{bucket}/model.tar.gz: AccessDenied$"
     )):
-        hosting_model_data.stage(OTHER_ACCOUNT, {"ModelDataUrl": f"s3://{bucket}/model.tar.gz"}, tmp_path / "model")
-    assert list((tmp_path / "model").iterdir()) == []
+        hosting_model_data.stage(OTHER_ACCOUNT, {"ModelDataUrl": f"s3://{bucket}/model.tar.gz"}, tmp_path / "m")
+    assert list((tmp_path / "m").iterdir()) == []
