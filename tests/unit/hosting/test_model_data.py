@@ -42,8 +42,9 @@ def test_uncompressed_model_data_beyond_the_limit_fails_with_the_setting_named(b
 
 def test_model_data_in_another_accounts_bucket_is_refused_and_nothing_is_read(bucket, tmp_path):
     put_bytes(bucket, "model.tar.gz", archive_with(tmp_path, file_member("weights.bin")).read_bytes())
+    container = {"ModelDataUrl": f"s3://{bucket}/model.tar.gz"}
     with pytest.raises(ModelDataError, match=(
         f"^Could not download the model data: Could not read s3://{bucket}/model.tar.gz: AccessDenied$"
     )):
-        hosting_model_data.stage(OTHER_ACCOUNT, {"ModelDataUrl": f"s3://{bucket}/model.tar.gz"}, tmp_path / "m")
+        hosting_model_data.stage(OTHER_ACCOUNT, container, tmp_path / "m")
     assert list((tmp_path / "m").iterdir()) == []
