@@ -186,7 +186,12 @@ def test_an_account_only_sees_its_own_training_jobs(stack, sagemaker, bucket, sh
     ]
     assert error_of(other.list_tags, ResourceArn=arn)["Error"]["Code"] == "ValidationException"
     assert error_of(other.stop_training_job, TrainingJobName=name)["Error"]["Code"] == "ValidationException"
-    theirs = other.create_training_job(**shell_job(name, shell_algo_image, bucket, "true"))["TrainingJobArn"]
+    their_bucket = f"theirs-{uuid.uuid4().hex[:12]}"  # its jobs write only to its own buckets
+    their_s3 = stack.client("s3", aws_access_key_id=key_id, aws_secret_access_key=secret)
+    their_s3.create_bucket(Bucket=their_bucket)
+    their_role = f"arn:aws:iam::{account}:role/R"
+    request = shell_job(name, shell_algo_image, their_bucket, "true", RoleArn=their_role)
+    theirs = other.create_training_job(**request)["TrainingJobArn"]
     assert theirs == f"arn:aws:sagemaker:{stack.region}:{account}:training-job/{name}"
     wait_for_status(sagemaker, name)
     wait_for_status(other, name)
