@@ -202,10 +202,11 @@ def _role_account(arn: str) -> str | None:
 
 
 def _role_of(params: dict) -> str:
+    """How the refusal names the request's role: SageMaker quotes its ARN."""
     for member in ("RoleArn", "ExecutionRoleArn"):
         if isinstance(params.get(member), str):
-            return params[member]
-    return "of the request"
+            return f'the role "{params[member]}"'
+    return "the request's role"
 
 
 def _refusal(named: NamedUri, bucket: str, region: str, role: str) -> str:
@@ -216,17 +217,17 @@ def _refusal(named: NamedUri, bucket: str, region: str, role: str) -> str:
         return (
             f'No S3 objects found under S3 URL "{named.uri}" given in input data source. Please ensure '
             f"that the bucket exists in the selected region ({region}), that objects exist under that "
-            f'S3 prefix, and that the role "{role}" has "s3:ListBucket" permissions on bucket "{bucket}".'
+            f'S3 prefix, and that {role} has "s3:ListBucket" permissions on bucket "{bucket}".'
         )
     if any(member in named.path for member in _MODEL_DATA_MEMBERS):
         return (
-            f'Could not access model data at {named.uri}. Please ensure that the role "{role}" exists and '
+            f"Could not access model data at {named.uri}. Please ensure that {role} exists and "
             'that its trust relationship policy allows the action "sts:AssumeRole" for the service '
             'principal "sagemaker.amazonaws.com". Also ensure that the role has "s3:GetObject" '
             f"permissions and that the object is located in {region}."
         )
     return (
         f'Could not access the S3 location "{named.uri}" given in {named.path}. Please ensure that the '
-        f'bucket exists in the selected region ({region}) and that the role "{role}" has permissions '
+        f"bucket exists in the selected region ({region}) and that {role} has permissions "
         f'on bucket "{bucket}".'
     )

@@ -26,9 +26,9 @@ def _error(call) -> tuple[str, str]:
     return raised.value.response["Error"]["Code"], raised.value.response["Error"]["Message"]
 
 
-def test_models_and_endpoint_configs_are_created_described_tagged_listed_and_deleted(sagemaker):
+def test_models_and_endpoint_configs_are_created_described_tagged_listed_and_deleted(sagemaker, bucket):
     model = unique("Model")
-    container = {"Image": IMAGE, "ModelDataUrl": "s3://bucket/model.tar.gz", "Environment": {"A": "1"}}
+    container = {"Image": IMAGE, "ModelDataUrl": f"s3://{bucket}/model.tar.gz", "Environment": {"A": "1"}}
     model_arn = sagemaker.create_model(
         ModelName=model, PrimaryContainer=container, Tags=[{"Key": "team", "Value": "ml"}]
     )["ModelArn"]
