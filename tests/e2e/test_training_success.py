@@ -45,6 +45,9 @@ def test_completed_job_gets_the_sagemaker_container_contract_and_uploads_artifac
         ],
     )
     request["Environment"]["USER_SETTING"] = "kept"
+    # The job's own identity is the platform's to say, whatever the request's Environment claims.
+    request["Environment"]["TRAINING_JOB_NAME"] = "someone-else"
+    request["Environment"]["TRAINING_JOB_ARN"] = "arn:aws:sagemaker:us-east-1:999999999999:training-job/x"
     arn = sagemaker.create_training_job(**request)["TrainingJobArn"]
     assert arn == f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"
 
