@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from sagemaker.estimator import Estimator
 from sagemaker.model import Model
+from sagemaker.predictor import Predictor
+from sagemaker.serializers import CSVSerializer
 
 from devstack.stack import PROJECT_DIR
 from tests.conftest import read_env_file
@@ -25,6 +27,7 @@ from tests.e2e.sdk import ROLE, WatchedOutput
 
 CODE_DIR = Path(__file__).parent / "script_mode"
 SDK_V3_VENV_SCRIPT = PROJECT_DIR / "scripts" / "sdk-v3-venv.sh"
+pytest_plugins = ["tests.e2e.hosting_fixtures"]  # serve_image
 
 
 def script_estimator(session, image: str, **options) -> Estimator:
@@ -111,19 +114,22 @@ def test_two_instances_complete_when_algo_1_ends_long_before_algo_2_looks_it_up(
     assert len(set(reports["algo-2"]["addresses"].values())) == 2
 
 
-def test_an_inference_model_with_an_entry_point_is_repacked_with_its_code(
-    stack, sdk_session, sagemaker, tmp_path
+def test_a_model_with_an_entry_point_is_repacked_with_its_code_deployed_and_answers(
+    stack, sdk_session, sagemaker, serve_image, tmp_path
 ):
+    """The SDK v2 repacks model_data with the code under code/ (sagemaker/utils.py `repack_model`:
+    `tarfile.add(model_dir, arcname=os.path.sep)`, whose first member is the root directory, named
+    ''), uploads it, and the endpoint serves what the repacked archive holds."""
     bucket = sdk_session.default_bucket()
     archive = tmp_path / "model.tar.gz"
-    (tmp_path / "weights.txt").write_text("0.25")
+    (tmp_path / "model.json").write_text(json.dumps({"coefficients": [2.0], "intercept": 0.5}))
     with tarfile.open(archive, "w:gz") as tar:
-        tar.add(tmp_path / "weights.txt", arcname="weights.txt")
+        tar.add(tmp_path / "model.json", arcname="model.json")
     prefix = unique_name("repack")
     stack.client("s3").upload_file(str(archive), bucket, f"{prefix}/model.tar.gz")
     name = unique_name("repacked")
     model = Model(
-        image_uri="sageport-examples/python-serve:latest",
+        image_uri=serve_image,
         model_data=f"s3://{bucket}/{prefix}/model.tar.gz",
         entry_point="inference.py",
         source_dir=str(CODE_DIR),
@@ -132,13 +138,17 @@ def test_an_inference_model_with_an_entry_point_is_repacked_with_its_code(
         sagemaker_session=sdk_session,
     )
 
-    model.create(instance_type="ml.m5.large")
+    model.deploy(initial_instance_count=1, instance_type="ml.m5.large", endpoint_name=name)
+    try:
+        predictor = Predictor(name, sagemaker_session=sdk_session, serializer=CSVSerializer())
+        assert predictor.predict("3") == b"6.5\n"
+    finally:
+        sagemaker.delete_endpoint(EndpointName=name)
 
     repacked = sagemaker.describe_model(ModelName=name)["PrimaryContainer"]["ModelDataUrl"]
     assert repacked != f"s3://{bucket}/{prefix}/model.tar.gz"
     repacked_bucket, key = repacked.removeprefix("s3://").split("/", 1)
     members = read_tar_gz(stack.client("s3"), repacked_bucket, key)
-    assert members["weights.txt"] == b"0.25"
     assert members["code/inference.py"] == (CODE_DIR / "inference.py").read_bytes()
 
 
