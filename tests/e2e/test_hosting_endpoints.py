@@ -131,14 +131,19 @@ def test_serving_container_gets_the_sagemaker_contract(sagemaker, runtime, s3, b
     assert report["environment"] == {"USER_SETTING": "kept"}
     assert report["model_files"] == ["sub/meta.json", "weights.bin"]
     assert report["model_writable"] is False
-    forwarded = set(report["headers"]) - {"host", "accept-encoding", "content-length", "user-agent"}
+    forwarded = set(report["headers"]) - {"host", "accept-encoding", "content-length"}
     assert forwarded == {
         "content-type",
         "accept",
         "x-amzn-sagemaker-custom-attributes",
         "x-amzn-sagemaker-inference-id",
+        "user-agent",
     }
     assert report["headers"]["x-amzn-sagemaker-inference-id"] == "inference-7"
+    # SageMaker's hosting sends its own User-Agent on both (containers' access logs show
+    # "AHC/2.0" on GET /ping and POST /invocations: aws/sagemaker-python-sdk#1554).
+    assert report["headers"]["user-agent"] == "AHC/2.0"
+    assert report["ping_user_agents"] == ["AHC/2.0"]
     assert response["ContentType"] == "application/json"
     assert response["CustomAttributes"] == "trace=1"
     assert response["InvokedProductionVariant"] == "AllTraffic"
