@@ -109,7 +109,9 @@ def test_trained_model_is_deployed_and_predicts_from_its_coefficients(
     assert raised.value.response["Error"]["Message"] == f'Could not find endpoint "{name}".'
 
 
-def test_serving_container_gets_the_sagemaker_contract(sagemaker, runtime, s3, bucket, probe_image, hosting):
+def test_serving_container_gets_the_sagemaker_contract(
+    stack, sagemaker, runtime, s3, bucket, probe_image, hosting
+):
     model_url = _put_tar_gz(s3, bucket, "models/probe.tar.gz", {"weights.bin": b"w", "sub/meta.json": b"{}"})
     model = hosting.model(
         probe_image, {"USER_SETTING": "kept"}, ModelDataUrl=model_url, ContainerHostname="model-host"
@@ -144,6 +146,10 @@ def test_serving_container_gets_the_sagemaker_contract(sagemaker, runtime, s3, b
     # "AHC/2.0" on GET /ping and POST /invocations: aws/sagemaker-python-sdk#1554).
     assert report["headers"]["user-agent"] == "AHC/2.0"
     assert report["ping_user_agents"] == ["AHC/2.0"]
+    # The same through the API port's view (what containers reach through their forwarder).
+    through_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url)
+    answer = through_api.invoke_endpoint(EndpointName=name, Body=b"{}", ContentType="application/json")
+    assert json.loads(answer["Body"].read())["headers"]["user-agent"] == "AHC/2.0"
     assert response["ContentType"] == "application/json"
     assert response["CustomAttributes"] == "trace=1"
     assert response["InvokedProductionVariant"] == "AllTraffic"
