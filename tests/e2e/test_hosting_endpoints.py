@@ -3,6 +3,7 @@ and the endpoint's shape and lifecycle are what boto3 and its waiters expect."""
 
 import io
 import json
+import os
 import tarfile
 
 import docker
@@ -146,6 +147,10 @@ def test_serving_container_gets_the_sagemaker_contract(
     # "AHC/2.0" on GET /ping and POST /invocations: aws/sagemaker-python-sdk#1554).
     assert report["headers"]["user-agent"] == "AHC/2.0"
     assert report["ping_user_agents"] == ["AHC/2.0"]
+    # ml.m5.large has 2 vCPUs: the container runs on 2 of the node's CPUs (all of them on a smaller
+    # node), which Python 3.13+ counts through PYTHON_CPU_COUNT (runtime/cpusets.py).
+    cpus = min(2, os.cpu_count())
+    assert (report["affinity_cpus"], report["python_cpu_count"]) == (cpus, str(cpus))
     # The same through the API port's view (what containers reach through their forwarder).
     through_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url)
     answer = through_api.invoke_endpoint(EndpointName=name, Body=b"{}", ContentType="application/json")
