@@ -11,6 +11,10 @@ from django.conf import settings
 
 BODY_EXCERPT_CHARS = 200
 MAX_PARALLEL_PINGS = 8
+# What SageMaker's hosting sends on /ping and /invocations alike, as serving containers log it
+# (nginx access logs of SageMaker endpoints: `"GET /ping HTTP/1.1" 200 1 "-" "AHC/2.0"`, the same
+# on POST /invocations; aws/sagemaker-python-sdk#1554). Some servers log or route on it.
+PLATFORM_USER_AGENT = "AHC/2.0"
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ def ping(port: int) -> PingResult:
     timeout = settings.SAGEPORT_PING_TIMEOUT_SECONDS
     connection = http.client.HTTPConnection(settings.SAGEPORT_NODE_ADDRESS, port, timeout=timeout)
     try:
-        connection.request("GET", "/ping")
+        connection.request("GET", "/ping", headers={"User-Agent": PLATFORM_USER_AGENT})
         response = connection.getresponse()
         body = response.read(BODY_EXCERPT_CHARS).decode("utf-8", errors="replace").strip()
     except TimeoutError:

@@ -4,6 +4,7 @@ Every call goes through `_engine_errors()`, which turns "cannot reach the engine
 `RuntimeUnavailable` (transient); the operations translate the engine's refusals into the
 permanent errors of base.py with the engine's own reason, so they can become a FailureReason."""
 import ipaddress
+import os
 import re
 import threading
 import time
@@ -20,6 +21,7 @@ from docker.types import DeviceRequest, IPAMConfig, IPAMPool
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
+from runtime import cpusets
 from runtime import labels as keys
 from runtime.base import (
     ContainerEvent,
@@ -37,6 +39,7 @@ from runtime.pull_progress import PullProgress, PullReport
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
 _CONNECT_TIMEOUT_SECONDS = 10  # the events stream itself waits without limit
+_HOLDING_CPUS = ("created", "running", "paused", "restarting")  # a container's states that hold its cpuset
 
 # Least privilege for every algorithm and model container (training and serving alike). The
 # process stays root inside (the SageMaker contract: images expect it), but it is a root with
@@ -235,7 +238,8 @@ class DockerRuntime:
 
     def _create(self, spec: ContainerSpec) -> Container:
         try:
-            return self.client.containers.create(**create_kwargs(spec, self._image_config(spec)))
+            kwargs = create_kwargs(spec, self._image_config(spec), self._cpuset(spec))
+            return self.client.containers.create(**kwargs)
         except ImageNotFound as error:
             raise NoSuchImage(f'Image "{spec.image}" is not available: {_reason(error)}') from None
         except APIError as error:
@@ -246,6 +250,17 @@ class DockerRuntime:
             raise ContainerStartFailed(
                 f'Could not create container "{spec.name}": {_reason(error)}'
             ) from None
+
+    def _cpuset(self, spec: ContainerSpec) -> str | None:
+        """The CPUs a container with a CPU quota is pinned to (runtime/cpusets.py): of this node's
+        (the worker runs on the node whose engine it drives), those least used by the running
+        containers of every stack on the engine."""
+        if not spec.nano_cpus:
+            return None
+        node_cpus = sorted(os.sched_getaffinity(0))
+        pinned = self.client.api.containers(filters={"label": keys.CPUSET, "status": list(_HOLDING_CPUS)})
+        in_use = [(container.get("Labels") or {}).get(keys.CPUSET, "") for container in pinned]
+        return cpusets.least_used(cpusets.count_for(spec.nano_cpus, len(node_cpus)), node_cpus, in_use)
 
     def _image_config(self, spec: ContainerSpec) -> dict:
         """The image's config (ENV, ENTRYPOINT), read only when the spec extends it."""
@@ -341,19 +356,24 @@ class DockerRuntime:
             return None
 
 
-def create_kwargs(spec: ContainerSpec, image_config: dict | None = None) -> dict:
+def create_kwargs(spec: ContainerSpec, image_config: dict | None = None, cpuset: str | None = None) -> dict:
     """The Docker SDK `containers.create` arguments for `spec` (pure, so it can be checked
     without an engine, e.g. the GPU device request on a machine without NVIDIA runtime).
-    `image_config`: the image's (its ENV and ENTRYPOINT), which `python_paths` and `launcher` extend."""
+    `image_config`: the image's (its ENV and ENTRYPOINT), which `python_paths` and `launcher` extend;
+    `cpuset`: the CPUs it is pinned to (runtime/cpusets.py), which Python 3.13+ counts through
+    PYTHON_CPU_COUNT unless the spec's environment sets its own."""
     image_config = image_config or {}
     environment = dict(spec.environment)
     if spec.python_paths:
         environment["PYTHONPATH"] = _python_path(spec, _image_environment(image_config))
+    pinned = {keys.CPUSET: cpuset} if cpuset else {}
+    if cpuset:
+        environment.setdefault("PYTHON_CPU_COUNT", str(len(cpusets.parse(cpuset))))
     kwargs: dict = {
         "name": spec.name,
         "image": spec.image,
         "command": spec.command,
-        "labels": {**spec.labels, **keys.own()},
+        "labels": {**spec.labels, **keys.own(), **pinned},
         "init": False,  # the algorithm is PID 1 and receives SIGTERM itself
         # Never privileged, never the host's network or PID namespace, no Docker socket: the
         # mounts are only those of the spec (the job's own directories).
@@ -386,6 +406,8 @@ def create_kwargs(spec: ContainerSpec, image_config: dict | None = None) -> dict
         kwargs["networking_config"] = {spec.network: endpoint}
     if spec.nano_cpus:
         kwargs["nano_cpus"] = spec.nano_cpus
+    if cpuset:
+        kwargs["cpuset_cpus"] = cpuset
     if spec.memory_bytes:
         kwargs["mem_limit"] = spec.memory_bytes
         kwargs["memswap_limit"] = spec.memory_bytes  # no swap beyond the instance's memory

@@ -14,6 +14,7 @@ HOST = "sageport.host"  # a training instance: algo-N
 NODE = "sageport.node"  # the node whose worker created the (training or serving) container
 DEPLOYMENT = "sageport.deployment"  # a serving container's EndpointDeployment (primary key)
 VARIANT = "sageport.variant"  # a serving container's production variant
+CPUSET = "sageport.cpuset"  # the CPUs a container is pinned to (runtime/cpusets.py)
 
 TRAINING_ROLE = "train"
 SERVING_ROLE = "serve"

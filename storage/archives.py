@@ -144,14 +144,20 @@ def safe_extract(archive: Path, dest: Path, max_bytes: int | None = None) -> int
 
     Refuses, naming the member, absolute paths, `..`, links whose target leaves `dest` (however
     they chain through other links of the archive), and device or fifo files; and an archive
-    whose files hold more than `max_bytes` in all. Checked before anything is written."""
+    whose files hold more than `max_bytes` in all. Checked before anything is written.
+
+    A directory member naming the archive's own root (`''`, `.`, `./`, `/`) is no escape: the
+    SageMaker SDK's repack writes one (`tarfile.add(model_dir, arcname=os.path.sep)`), and so
+    does `tar czf model.tar.gz -C model .`. It is counted and not extracted: `dest` is that
+    directory already."""
     dest.mkdir(parents=True, exist_ok=True)
     try:
         with tarfile.open(archive, mode="r:*") as tar:
             members = tar.getmembers()
             _check_members(members, max_bytes)
+            below_root = [member for member in members if not _is_root_directory(member)]
             # The "data" filter re-checks each member against the real paths on disk.
-            tar.extractall(dest, members=members, filter="data")
+            tar.extractall(dest, members=below_root, filter="data")
     except (tarfile.TarError, OSError, EOFError) as error:
         raise ArchiveError(f"Could not extract {archive.name}: {error}") from None
     return len(members)
@@ -166,7 +172,14 @@ def _check_members(members: list[tarfile.TarInfo], max_bytes: int | None) -> Non
     # name is where its member lands, and the map is the extracted tree's links.
     links = {PurePosixPath(member.name).as_posix(): member.linkname for member in members if member.issym()}
     for member in members:
-        _check_member(member, links)
+        if not _is_root_directory(member):
+            _check_member(member, links)
+
+
+def _is_root_directory(member: tarfile.TarInfo) -> bool:
+    """A directory member that names the destination itself. tarfile reads `/` and `//` as `''`
+    and `./` as `.`; anything else at the root (a file or a link named `.`) is refused below."""
+    return member.isdir() and not PurePosixPath(member.name.lstrip("/")).parts
 
 
 def _check_member(member: tarfile.TarInfo, links: dict[str, str]) -> None:

@@ -73,11 +73,13 @@ def spec_for(
         account_id=job.account_id,
         region=job.region,
     )
-    environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
-    environment.update(reach.environment)
+    # The request's Environment may replace what describes the world the container reaches
+    # (an S3 of its own, a region), and the image's own variables (PATH, LD_PRELOAD: SageMaker
+    # passes them through as given); it cannot rename the job, nor change the topology Sageport's
+    # launcher started, nor widen the GPUs the scheduler gave it: those are set after it.
+    environment = {**reach.environment, **job.request.get("Environment", {})}
+    environment.update(TRAINING_JOB_NAME=job.training_job_name, TRAINING_JOB_ARN=job.training_job_arn)
     environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
-    environment.update(job.request.get("Environment", {}))
-    # Set last: the job's Environment cannot widen what the scheduler gave it.
     environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
     return ContainerSpec(
         name=container_name(job, host),

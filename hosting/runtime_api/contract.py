@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from prometheus_client import Histogram
 
+from hosting.health import PLATFORM_USER_AGENT
 from hosting.runtime_api.invocation_metrics import Invocation, get_metrics
 from hosting.runtime_api.router import usable
 from hosting.runtime_api.routing import EndpointRoute
@@ -107,8 +108,11 @@ def _validated(members: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object]
 
 
 def forwarded_headers(members: dict) -> dict[str, str]:
-    """The headers the container receives: InvokeEndpoint's own, as the client signed them."""
-    return {header: members[member] for member, header in REQUEST_HEADERS.items() if member in members}
+    """The headers the container receives: InvokeEndpoint's own, as the client signed them, and
+    the platform's User-Agent (never the client's: SageMaker's hosting sends its own)."""
+    headers = {header: members[member] for member, header in REQUEST_HEADERS.items() if member in members}
+    headers["User-Agent"] = PLATFORM_USER_AGENT
+    return headers
 
 
 def check_route(

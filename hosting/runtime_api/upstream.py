@@ -90,7 +90,8 @@ def _session(
         connector=connector,
         timeout=timeout,
         trace_configs=tracing,
-        # The container receives the headers the client signed, and no others of aiohttp's own.
+        # The container receives the headers the client signed and the platform's User-Agent
+        # (contract.forwarded_headers), and no others of aiohttp's own.
         skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"),
         cookie_jar=aiohttp.DummyCookieJar(),
         raise_for_status=False,

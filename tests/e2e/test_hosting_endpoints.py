@@ -3,6 +3,7 @@ and the endpoint's shape and lifecycle are what boto3 and its waiters expect."""
 
 import io
 import json
+import os
 import tarfile
 
 import docker
@@ -109,7 +110,9 @@ def test_trained_model_is_deployed_and_predicts_from_its_coefficients(
     assert raised.value.response["Error"]["Message"] == f'Could not find endpoint "{name}".'
 
 
-def test_serving_container_gets_the_sagemaker_contract(sagemaker, runtime, s3, bucket, probe_image, hosting):
+def test_serving_container_gets_the_sagemaker_contract(
+    stack, sagemaker, runtime, s3, bucket, probe_image, hosting
+):
     model_url = _put_tar_gz(s3, bucket, "models/probe.tar.gz", {"weights.bin": b"w", "sub/meta.json": b"{}"})
     model = hosting.model(
         probe_image, {"USER_SETTING": "kept"}, ModelDataUrl=model_url, ContainerHostname="model-host"
@@ -131,14 +134,27 @@ def test_serving_container_gets_the_sagemaker_contract(sagemaker, runtime, s3, b
     assert report["environment"] == {"USER_SETTING": "kept"}
     assert report["model_files"] == ["sub/meta.json", "weights.bin"]
     assert report["model_writable"] is False
-    forwarded = set(report["headers"]) - {"host", "accept-encoding", "content-length", "user-agent"}
+    forwarded = set(report["headers"]) - {"host", "accept-encoding", "content-length"}
     assert forwarded == {
         "content-type",
         "accept",
         "x-amzn-sagemaker-custom-attributes",
         "x-amzn-sagemaker-inference-id",
+        "user-agent",
     }
     assert report["headers"]["x-amzn-sagemaker-inference-id"] == "inference-7"
+    # SageMaker's hosting sends its own User-Agent on both (containers' access logs show
+    # "AHC/2.0" on GET /ping and POST /invocations: aws/sagemaker-python-sdk#1554).
+    assert report["headers"]["user-agent"] == "AHC/2.0"
+    assert report["ping_user_agents"] == ["AHC/2.0"]
+    # ml.m5.large has 2 vCPUs: the container runs on 2 of the node's CPUs (all of them on a smaller
+    # node), which Python 3.13+ counts through PYTHON_CPU_COUNT (runtime/cpusets.py).
+    cpus = min(2, os.cpu_count())
+    assert (report["affinity_cpus"], report["python_cpu_count"]) == (cpus, str(cpus))
+    # The same through the API port's view (what containers reach through their forwarder).
+    through_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url)
+    answer = through_api.invoke_endpoint(EndpointName=name, Body=b"{}", ContentType="application/json")
+    assert json.loads(answer["Body"].read())["headers"]["user-agent"] == "AHC/2.0"
     assert response["ContentType"] == "application/json"
     assert response["CustomAttributes"] == "trace=1"
     assert response["InvokedProductionVariant"] == "AllTraffic"

@@ -6,17 +6,22 @@ Which path needs what: with `enable_network_isolation` the SDK passes the code a
 channel (staged by the platform), so the container needs no S3; without it the toolkit
 downloads `sourcedir.tar.gz` from S3 itself, with the credentials and S3 endpoint the platform
 gives the container. SDK v3's ModelTrainer always passes code and drivers as channels."""
+import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tarfile
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
 from sagemaker.estimator import Estimator
 from sagemaker.model import Model
+from sagemaker.predictor import Predictor
+from sagemaker.serializers import CSVSerializer
 
 from devstack.stack import PROJECT_DIR
 from tests.conftest import read_env_file
@@ -25,6 +30,7 @@ from tests.e2e.sdk import ROLE, WatchedOutput
 
 CODE_DIR = Path(__file__).parent / "script_mode"
 SDK_V3_VENV_SCRIPT = PROJECT_DIR / "scripts" / "sdk-v3-venv.sh"
+pytest_plugins = ["tests.e2e.hosting_fixtures"]  # serve_image
 
 
 def script_estimator(session, image: str, **options) -> Estimator:
@@ -111,19 +117,22 @@ def test_two_instances_complete_when_algo_1_ends_long_before_algo_2_looks_it_up(
     assert len(set(reports["algo-2"]["addresses"].values())) == 2
 
 
-def test_an_inference_model_with_an_entry_point_is_repacked_with_its_code(
-    stack, sdk_session, sagemaker, tmp_path
+def test_a_model_with_an_entry_point_is_repacked_with_its_code_deployed_and_answers(
+    stack, sdk_session, sagemaker, serve_image, tmp_path
 ):
+    """The SDK v2 repacks model_data with the code under code/ (sagemaker/utils.py `repack_model`:
+    `tarfile.add(model_dir, arcname=os.path.sep)`, whose first member is the root directory, named
+    ''), uploads it, and the endpoint serves what the repacked archive holds."""
     bucket = sdk_session.default_bucket()
     archive = tmp_path / "model.tar.gz"
-    (tmp_path / "weights.txt").write_text("0.25")
+    (tmp_path / "model.json").write_text(json.dumps({"coefficients": [2.0], "intercept": 0.5}))
     with tarfile.open(archive, "w:gz") as tar:
-        tar.add(tmp_path / "weights.txt", arcname="weights.txt")
+        tar.add(tmp_path / "model.json", arcname="model.json")
     prefix = unique_name("repack")
     stack.client("s3").upload_file(str(archive), bucket, f"{prefix}/model.tar.gz")
     name = unique_name("repacked")
     model = Model(
-        image_uri="sageport-examples/python-serve:latest",
+        image_uri=serve_image,
         model_data=f"s3://{bucket}/{prefix}/model.tar.gz",
         entry_point="inference.py",
         source_dir=str(CODE_DIR),
@@ -132,14 +141,71 @@ def test_an_inference_model_with_an_entry_point_is_repacked_with_its_code(
         sagemaker_session=sdk_session,
     )
 
-    model.create(instance_type="ml.m5.large")
+    model.deploy(initial_instance_count=1, instance_type="ml.m5.large", endpoint_name=name)
+    try:
+        predictor = Predictor(name, sagemaker_session=sdk_session, serializer=CSVSerializer())
+        assert predictor.predict("3") == b"6.5\n"
+    finally:
+        sagemaker.delete_endpoint(EndpointName=name)
 
     repacked = sagemaker.describe_model(ModelName=name)["PrimaryContainer"]["ModelDataUrl"]
     assert repacked != f"s3://{bucket}/{prefix}/model.tar.gz"
     repacked_bucket, key = repacked.removeprefix("s3://").split("/", 1)
     members = read_tar_gz(stack.client("s3"), repacked_bucket, key)
-    assert members["weights.txt"] == b"0.25"
     assert members["code/inference.py"] == (CODE_DIR / "inference.py").read_bytes()
+
+
+REQUIREMENTS_ENTRY_POINT = """
+import sageport_marker
+open("/opt/ml/model/marker.txt", "w").write(sageport_marker.VALUE)
+"""
+
+
+def write_wheel(folder: Path, name: str, version: str, module_text: str) -> None:
+    """A pure-Python wheel of one module, made by hand (building one would need the network)."""
+    dist_info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": module_text,
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    records = [f"{path},sha256={_record_hash(text)},{len(text.encode())}" for path, text in files.items()]
+    files[f"{dist_info}/RECORD"] = "\n".join([*records, f"{dist_info}/RECORD,,"]) + "\n"
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        for path, text in files.items():
+            wheel.writestr(path, text)
+
+
+def _record_hash(text: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("image_fixture", ["toolkit_image", "pytorch_mpi_image"])
+def test_requirements_txt_installs_into_the_images_python(
+    request, stack, sdk_session, sagemaker, tmp_path, image_fixture
+):
+    """The toolkit runs `python -m pip install -r requirements.txt` in the code directory before the
+    entry point (sagemaker_training/modules.py `install_requirements`). On Debian's Python that pip
+    refused with PEP 668's externally-managed-environment (InstallRequirementsError); the example
+    images' Python is the framework's own, as in AWS's framework images. No network: the wheel
+    comes from a wheelhouse in the source directory."""
+    source = tmp_path / "code"
+    (source / "wheels").mkdir(parents=True)
+    write_wheel(source / "wheels", "sageport_marker", "1.0", 'VALUE = "installed"\n')
+    (source / "requirements.txt").write_text("--no-index\n--find-links wheels\nsageport_marker==1.0\n")
+    (source / "train.py").write_text(REQUIREMENTS_ENTRY_POINT)
+    estimator = Estimator(
+        entry_point="train.py", source_dir=str(source), image_uri=request.getfixturevalue(image_fixture),
+        role=ROLE, instance_type="ml.m5.large", instance_count=1, enable_network_isolation=True,
+        sagemaker_session=sdk_session,
+    )
+
+    estimator.fit(logs=False)
+
+    job = sagemaker.describe_training_job(TrainingJobName=estimator.latest_training_job.name)
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    bucket, key = estimator.model_data.removeprefix("s3://").split("/", 1)
+    assert read_tar_gz(stack.client("s3"), bucket, key) == {"marker.txt": b"installed"}
 
 
 SDK_V3_SCRIPT = textwrap.dedent("""

@@ -45,6 +45,9 @@ def test_completed_job_gets_the_sagemaker_container_contract_and_uploads_artifac
         ],
     )
     request["Environment"]["USER_SETTING"] = "kept"
+    # The job's own identity is the platform's to say, whatever the request's Environment claims.
+    request["Environment"]["TRAINING_JOB_NAME"] = "someone-else"
+    request["Environment"]["TRAINING_JOB_ARN"] = "arn:aws:sagemaker:us-east-1:999999999999:training-job/x"
     arn = sagemaker.create_training_job(**request)["TrainingJobArn"]
     assert arn == f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"
 
@@ -83,6 +86,37 @@ def test_completed_job_gets_the_sagemaker_container_contract_and_uploads_artifac
     assert model["hostname"] == b"algo-1\n"
     assert model["input-writable"] == b"writable\n", "the input tree is writable, as on SageMaker"
     assert read_tar_gz(s3, bucket, f"output/{name}/output/output.tar.gz") == {"extra.txt": b"extra\n"}
+
+
+# What the container counts: `nproc` (its affinity mask), its CPU quota and memory limit from
+# the cgroup (v2's files, else v1's), and what Python 3.13+ takes for os.cpu_count().
+RESOURCE_PROBE = """
+nproc > /opt/ml/model/nproc
+if [ -f /sys/fs/cgroup/cpu.max ]; then cat /sys/fs/cgroup/cpu.max > /opt/ml/model/cpu.max
+    cat /sys/fs/cgroup/memory.max > /opt/ml/model/memory.max
+else cd /sys/fs/cgroup/cpu && echo "$(cat cpu.cfs_quota_us) $(cat cpu.cfs_period_us)" > /opt/ml/model/cpu.max
+    cat /sys/fs/cgroup/memory/memory.limit_in_bytes > /opt/ml/model/memory.max; fi
+echo "$PYTHON_CPU_COUNT" > /opt/ml/model/python-cpu-count
+"""
+
+
+def test_the_container_counts_its_instance_types_vcpus_and_has_its_memory(
+    sagemaker, s3, bucket, shell_algo_image
+):
+    """ml.m5.large has 2 vCPUs and 8 GiB (capacity/instance_types.py, AWS's figures); a node with
+    fewer gives all it has (runtime/cpusets.py)."""
+    name = unique_name("resources")
+    sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, RESOURCE_PROBE))
+
+    job = wait_for_status(sagemaker, name)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
+    cpus = min(2, os.cpu_count())
+    memory = min(8 * 1024**3, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    assert model["nproc"] == model["python-cpu-count"] == f"{cpus}\n".encode()
+    assert model["cpu.max"] == f"{cpus * 100000} 100000\n".encode()
+    assert model["memory.max"] == f"{memory}\n".encode()
 
 
 def test_waiter_returns_when_the_job_completes(sagemaker, bucket, shell_algo_image):

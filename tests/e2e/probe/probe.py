@@ -5,7 +5,8 @@ It reports what the platform gave it and misbehaves on request:
 - POST /invocations with a JSON object: {"sleep": s} answers after s seconds, {"status": n,
   "message": m} answers n with m, {"unhealthy": true} makes /ping fail from then on;
 - otherwise it answers 200 with JSON: its PROBE_TAG, argv, hostname, the request headers it got,
-  the files under /opt/ml/model and whether that directory is writable.
+  the User-Agents of the health checks so far, the CPUs it may run on (and PYTHON_CPU_COUNT), the
+  files under /opt/ml/model and whether that directory is writable.
 """
 
 import json
@@ -22,7 +23,10 @@ UNHEALTHY_MARK = Path("/tmp/unhealthy")
 
 
 class ProbeHandler(InferenceHandler):
+    ping_user_agents: set[str] = set()  # of every /ping so far
+
     def ping(self) -> tuple[int, str]:
+        ProbeHandler.ping_user_agents.add(self.headers.get("User-Agent", ""))
         if os.environ.get("PROBE_PING") == "fail":
             return 503, "the probe was told never to become healthy"
         if UNHEALTHY_MARK.exists():
@@ -41,6 +45,9 @@ class ProbeHandler(InferenceHandler):
             "argv": sys.argv[1:],
             "hostname": socket.gethostname(),
             "headers": {name.lower(): value for name, value in self.headers.items()},
+            "ping_user_agents": sorted(ProbeHandler.ping_user_agents),
+            "affinity_cpus": len(os.sched_getaffinity(0)),
+            "python_cpu_count": os.environ.get("PYTHON_CPU_COUNT"),
             "environment": {key: value for key, value in os.environ.items() if key.startswith("USER_")},
             "model_files": sorted(str(p.relative_to(MODEL_DIR)) for p in MODEL_DIR.rglob("*") if p.is_file()),
             "model_writable": os.access(MODEL_DIR, os.W_OK),

@@ -1,5 +1,6 @@
 """DockerRuntime against the real engine, with a busybox image (`/bin/sh`, no ENTRYPOINT)."""
 
+import os
 import threading
 import time
 import uuid
@@ -307,6 +308,46 @@ def test_a_container_over_its_memory_limit_is_reported_oom_killed(runtime, busyb
     runtime.run(container)
     state = wait_until_exited(runtime, container.name)
     assert state.oom_killed and state.exit_code == 137
+
+
+# `nproc`, then the CPU quota and period and the memory limit, from cgroup v2's files or v1's.
+READ_CGROUP_LIMITS = """nproc
+if [ -f /sys/fs/cgroup/cpu.max ]; then cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max
+else echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
+     cat /sys/fs/cgroup/memory/memory.limit_in_bytes; fi"""
+
+
+def test_a_cpu_quota_pins_the_container_to_as_many_cpus_and_its_memory_is_its_limit(runtime, busybox_image):
+    """What SageMaker's dedicated instance shows a container, here from the cgroup: `nproc` (the
+    affinity mask) counts the quota's CPUs, cpu.max holds the quota, memory.max the memory."""
+    memory = 256 * 1024 * 1024
+    container = spec(busybox_image, "sh", "-c", READ_CGROUP_LIMITS, nano_cpus=10**9, memory_bytes=memory)
+    runtime.run(container)
+
+    assert output(runtime, container.name) == ["1", "100000 100000", str(memory)]
+    inspected = runtime.client.api.inspect_container(container.name)
+    assert inspected["HostConfig"]["CpusetCpus"] == inspected["Config"]["Labels"][labels.CPUSET]
+    assert "PYTHON_CPU_COUNT=1" in inspected["Config"]["Env"]
+
+
+def test_containers_are_pinned_to_the_cpus_the_fewest_others_use(runtime, busybox_image):
+    first, second = (spec(busybox_image, "sleep", "30", nano_cpus=1_000_000_000) for _ in range(2))
+    runtime.run(first)
+    runtime.run(second)
+    inspect = runtime.client.api.inspect_container
+    pinned = [inspect(container.name)["HostConfig"]["CpusetCpus"] for container in (first, second)]
+    assert pinned[0] != pinned[1] or len(os.sched_getaffinity(0)) == 1
+
+
+def test_a_cpuset_is_sent_with_its_label_and_python_counts_it_unless_the_spec_says_otherwise():
+    kwargs = create_kwargs(spec("image", "serve", nano_cpus=2_000_000_000), cpuset="2,3")
+    assert (kwargs["nano_cpus"], kwargs["cpuset_cpus"]) == (2_000_000_000, "2,3")
+    assert kwargs["labels"][labels.CPUSET] == "2,3"
+    assert kwargs["environment"]["PYTHON_CPU_COUNT"] == "2"  # Python 3.13+: os.cpu_count()
+    own = create_kwargs(spec("image", "serve", environment={"PYTHON_CPU_COUNT": "8"}), cpuset="0")
+    assert own["environment"]["PYTHON_CPU_COUNT"] == "8"
+    plain = create_kwargs(spec("image", "serve"))
+    assert "cpuset_cpus" not in plain and "PYTHON_CPU_COUNT" not in plain["environment"]
 
 
 def test_logs_keep_streams_apart_in_order_and_filter_strictly_after_since(runtime, busybox_image):

@@ -85,6 +85,7 @@ def link_member(name, target, kind=tarfile.SYMTYPE):
     "member, named",
     [
         (file_member("../x"), "'../x'"),
+        (file_member(".."), "'..'"),
         (file_member("ok/../../x"), "'ok/../../x'"),
         (file_member("/etc/x"), "'/etc/x'"),
         (link_member("link", "/etc/passwd"), "'link'"),
@@ -98,6 +99,49 @@ def test_safe_extract_refuses_members_that_escape_the_destination(tmp_path, memb
         safe_extract(archive, tmp_path / "dest")
     assert list((tmp_path / "dest").iterdir()) == []
     assert not (tmp_path / "x").exists()
+
+
+def directory_member(name):
+    member = tarfile.TarInfo(name)
+    member.type = tarfile.DIRTYPE
+    return member
+
+
+@pytest.mark.parametrize("root", ["", ".", "./", "/", "//", "./."])
+def test_safe_extract_accepts_a_directory_member_naming_the_archive_root(tmp_path, root):
+    """The SageMaker SDK v2 repacks a model with `tarfile.add(model_dir, arcname=os.path.sep)`
+    (sagemaker/utils.py `_save_model`), whose first member is the root directory read back as '';
+    `tar czf model.tar.gz -C model .` writes './'. Neither leaves the destination."""
+    members = [directory_member(root), directory_member("code"), file_member("code/inference.py")]
+    assert safe_extract(archive_with(tmp_path, *members), tmp_path / "dest") == 3
+    assert (tmp_path / "dest" / "code" / "inference.py").read_text() == "x"
+
+
+def test_safe_extract_reads_the_sdk_repack_of_a_model_with_its_code(tmp_path):
+    write(tmp_path / "model" / "model.pth", "weights")
+    write(tmp_path / "model" / "code" / "inference.py", "def model_fn(d): ...")
+    archive = tmp_path / "model.tar.gz"
+    with tarfile.open(archive, mode="w:gz") as tar:
+        tar.add(tmp_path / "model", arcname=os.path.sep)  # what the SDK v2's repack does
+    assert safe_extract(archive, tmp_path / "dest") == 4
+    assert (tmp_path / "dest" / "code" / "inference.py").read_text() == "def model_fn(d): ..."
+
+
+@pytest.mark.parametrize(
+    "member, named",
+    [
+        (file_member("."), "'.'"),
+        (file_member(""), "''"),
+        (link_member(".", "/etc"), "'.'"),
+        (directory_member(".."), "'..'"),
+        (directory_member("/etc"), "'/etc'"),
+        (directory_member("./.."), "'./..'"),
+    ],
+)
+def test_safe_extract_refuses_what_is_not_the_root_directory_itself(tmp_path, member, named):
+    with pytest.raises(ArchiveError, match=f"Refusing archive member {named}"):
+        safe_extract(archive_with(tmp_path, member), tmp_path / "dest")
+    assert list((tmp_path / "dest").iterdir()) == []
 
 
 def test_safe_extract_refuses_device_files(tmp_path):

@@ -410,6 +410,25 @@ def test_a_container_gets_its_jobs_region_and_credentials_on_the_services_networ
     assert spec.environment["AWS_ENDPOINT_URL_S3"] == "http://my-own-s3:9000"  # the user's own wins
 
 
+def test_the_jobs_environment_cannot_rename_the_job_but_sets_the_images_own_variables(engine):
+    """SageMaker passes Environment into the container as given: a PATH replaces the image's
+    (aws/sagemaker-python-sdk#1857: `{"PATH": "...:${PATH}"}` arrives unexpanded), and so does
+    LD_PRELOAD, which reaches only the user's own processes (Sageport's helpers run on the host).
+    TRAINING_JOB_NAME and TRAINING_JOB_ARN name the job the platform runs."""
+    job = new_job(Environment={
+        "TRAINING_JOB_NAME": "other",
+        "TRAINING_JOB_ARN": "arn:aws:sagemaker:us-east-1:999999999999:training-job/other",
+        "PATH": "/opt/mine/bin", "LD_PRELOAD": "/opt/mine/lib.so",
+    })
+    name = until_training(job, engine)
+
+    environment = engine.containers[name].spec.environment
+    assert (environment["TRAINING_JOB_NAME"], environment["TRAINING_JOB_ARN"]) == (
+        job.training_job_name, job.training_job_arn,
+    )
+    assert (environment["PATH"], environment["LD_PRELOAD"]) == ("/opt/mine/bin", "/opt/mine/lib.so")
+
+
 def test_a_network_isolated_container_gets_no_network_endpoints_or_credentials(engine):
     job = new_job(EnableNetworkIsolation=True)
     name = until_training(job, engine)

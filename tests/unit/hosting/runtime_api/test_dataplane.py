@@ -29,11 +29,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 class _Model(BaseHTTPRequestHandler):
-    """Echoes the body and the custom attributes; a body `fail` gets a 500."""
+    """Echoes the body and the custom attributes; a body `fail` gets a 500. Keeps the User-Agent
+    of every request."""
 
     protocol_version = "HTTP/1.1"
+    user_agents: list[str | None] = []
 
     def do_POST(self) -> None:
+        self.user_agents.append(self.headers.get("User-Agent"))
         body = self.rfile.read(int(self.headers["Content-Length"]))
         status = 500 if body == b"fail" else 200
         answer = b"boom" if status == 500 else body
@@ -121,6 +124,16 @@ def test_an_invocation_reaches_the_container_and_returns_its_answer(runtime):
     assert answer["ContentType"] == "text/csv"
     assert answer["CustomAttributes"] == "trace=7"
     assert answer["InvokedProductionVariant"] == "A"
+
+
+def test_the_container_gets_the_platforms_user_agent_not_the_clients(runtime, monkeypatch):
+    """SageMaker's hosting sends its own User-Agent (`AHC/2.0` in serving containers' access
+    logs, aws/sagemaker-python-sdk#1554), never the caller's botocore one."""
+    monkeypatch.setattr(_Model, "user_agents", [])
+
+    runtime.invoke_endpoint(EndpointName="e", Body=b"1")
+
+    assert _Model.user_agents == ["AHC/2.0"]
 
 
 def test_a_container_error_is_a_model_error_with_its_message(runtime):
