@@ -345,13 +345,19 @@ def _fleet(config: EndpointConfig, desired: dict) -> str:
 
 def listing(
     ctx: RequestContext,
+    operation: str,
     model,
     params: dict,
     sort_fields: dict[str, str],
     name_field: str,
     status_field: str = "",
 ):
-    """The ordered queryset a List* operation pages through."""
+    """The ordered queryset the List* `operation` pages through."""
     return filtered_and_sorted(
-        _scoped(model, ctx), params, name_field=name_field, sort_fields=sort_fields, status_field=status_field
+        _scoped(model, ctx),
+        params,
+        operation=operation,
+        name_field=name_field,
+        sort_fields=sort_fields,
+        status_field=status_field,
     )

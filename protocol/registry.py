@@ -57,3 +57,8 @@ def operation(name: str, service: str = "SageMaker") -> Callable[[Handler], Hand
 
 def handler_for(service: str, name: str) -> Handler | None:
     return _handlers.get((service, name))
+
+
+def served() -> list[tuple[Service, str]]:
+    """Every registered operation: its service and its name."""
+    return [(SERVICES[prefix], name) for prefix, name in _handlers]
