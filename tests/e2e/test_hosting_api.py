@@ -105,7 +105,8 @@ def test_duplicates_and_missing_resources_answer_validation_exceptions(sagemaker
             EndpointName="Nope", DesiredWeightsAndCapacities=[{"VariantName": "v", "DesiredWeight": 1.0}]
         ),
     ):
-        assert _error(call) == ("ValidationException", f'Could not find endpoint "{ACCOUNT_ARN}:endpoint/nope".')
+        missing = f'Could not find endpoint "{ACCOUNT_ARN}:endpoint/nope".'
+        assert _error(call) == ("ValidationException", missing)
     assert sagemaker.list_endpoints(NameContains="nope")["Endpoints"] == []
 
 

@@ -44,7 +44,7 @@ def _message(operation: str, **params) -> str:
         ("DeleteEndpoint", {"EndpointName": "Gone"}, f'Could not find endpoint "{ARN}:endpoint/gone".'),
         (
             "UpdateEndpointWeightsAndCapacities",
-            {"EndpointName": "Gone", "DesiredWeightsAndCapacities": [{"VariantName": "v", "DesiredWeight": 1}]},
+            {"EndpointName": "Gone", "DesiredWeightsAndCapacities": [{"VariantName": "v"}]},
             f'Could not find endpoint "{ARN}:endpoint/gone".',
         ),
     ],
