@@ -214,6 +214,9 @@ def observe(
 
 
 def _log_group_arn(ctx: RequestContext, endpoint_name: str) -> str:
+    # ModelError's LogStreamArn: SageMaker puts the endpoint's log group ARN there, not a stream's
+    # (`"LogStreamArn":"arn:aws:logs:us-east-1:…:log-group:/aws/sagemaker/Endpoints/<name>"` in
+    # captured answers), so clients that parse it find what they find on SageMaker.
     return log_group_arn(ctx.region, ctx.account_id, ENDPOINT_LOG_GROUP.format(name=endpoint_name))
 
 

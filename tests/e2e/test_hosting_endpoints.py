@@ -217,6 +217,10 @@ def test_runtime_errors_follow_the_sagemaker_runtime_protocol(
     assert failed["ResponseMetadata"]["HTTPStatusCode"] == 424
     assert failed["OriginalStatusCode"] == 422
     assert failed["OriginalMessage"] == "bad feature"
+    # SageMaker's ModelError names the endpoint's log *group* in LogStreamArn, whatever the member's
+    # name: a captured answer, `{"ErrorCode":"CLIENT_ERROR_FROM_MODEL","LogStreamArn":"arn:aws:logs:
+    # us-east-1:12345678:log-group:/aws/sagemaker/Endpoints/demo-test-name",…}` (opensearch-project/
+    # skills, PPLToolTests). DescribeLogStreams' `arn` is the stream's (tests/e2e/test_logs_api.py).
     assert failed["LogStreamArn"] == (
         f"arn:aws:logs:us-east-1:{stack.account_id}:log-group:/aws/sagemaker/Endpoints/{name}"
     )
