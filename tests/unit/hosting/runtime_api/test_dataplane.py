@@ -186,3 +186,19 @@ def test_the_runtime_operations_not_served_answer_501_like_the_api(runtime):
 def test_an_unserved_runtime_operation_is_authenticated_first(data_plane):
     answer = urllib3.PoolManager().request("POST", f"{data_plane}/endpoints/e/async-invocations")
     assert (answer.status, answer.headers["X-Amzn-ErrorType"]) == (403, "MissingAuthenticationTokenException")
+
+
+def test_a_scope_naming_a_region_aws_does_not_have_is_refused(data_plane, runtime):
+    """As on the API: 403 "Credential should be scoped to a valid region, not 'xx-fake-9'."."""
+    credentials = runtime._request_signer._credentials
+    client = boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=data_plane,
+        region_name="xx-fake-9",
+        aws_access_key_id=credentials.access_key,
+        aws_secret_access_key=credentials.secret_key,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    status, code, response = error_of(lambda: client.invoke_endpoint(EndpointName="e", Body=b"1"))
+    assert (status, code) == (403, "InvalidSignatureException")
+    assert response["Error"]["Message"] == "Credential should be scoped to a valid region, not 'xx-fake-9'."
