@@ -68,7 +68,7 @@ def _register_policy_operations(kind: Kind) -> None:
         past = None if version == policy.version else policies.get_revision(kind, policy, version)
         return presenters.describe_policy(kind, policy, past)
 
-    @operation(f"List{member}s")
+    @operation(kind.list_operation)
     def list_(ctx: RequestContext, params: dict) -> dict:
         rows = policies.list_policies(ctx, kind, params)
         page, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))

@@ -163,7 +163,8 @@ def _live(kind: Kind, policy: ClusterPolicy) -> ClusterPolicy:
 
 
 def list_policies(ctx: RequestContext, kind: Kind, params: dict) -> QuerySet:
-    """Newest first unless SortBy/SortOrder say otherwise; the time bounds are strict."""
+    """Ordered by SortBy/SortOrder or their documented defaults (newest first); the time bounds
+    are strict."""
     rows = policies_of(ctx, kind)
     if "CreatedAfter" in params:
         rows = rows.filter(creation_time__gt=params["CreatedAfter"])
@@ -173,4 +174,6 @@ def list_policies(ctx: RequestContext, kind: Kind, params: dict) -> QuerySet:
         rows = rows.filter(cluster__cluster_arn=params["ClusterArn"].lower())
     if "Status" in params:
         rows = rows.filter(status=params["Status"])
-    return filtered_and_sorted(rows, params, name_field="name", sort_fields=kind.sort_fields)
+    return filtered_and_sorted(
+        rows, params, operation=kind.list_operation, name_field="name", sort_fields=kind.sort_fields
+    )

@@ -35,6 +35,10 @@ class Kind:
     def list_member(self) -> str:
         return f"{self.member}Summaries"
 
+    @property
+    def list_operation(self) -> str:
+        return f"List{self.member}s"
+
 
 SCHEDULER_CONFIG = Kind(
     value=PolicyKind.SCHEDULER_CONFIG,

@@ -138,8 +138,9 @@ def delete_cluster(ctx: RequestContext, name_or_arn: str) -> Cluster:
 def list_clusters(ctx: RequestContext, params: dict) -> QuerySet:
     if "TrainingPlanArn" in params:
         return clusters_of(ctx).none()  # Sageport has no training plans
-    ordered = {"SortBy": "CREATION_TIME", **params}
-    return filtered_and_sorted(clusters_of(ctx), ordered, name_field="cluster_name", sort_fields=SORT_FIELDS)
+    return filtered_and_sorted(
+        clusters_of(ctx), params, operation="ListClusters", name_field="cluster_name", sort_fields=SORT_FIELDS
+    )
 
 
 def list_members(cluster: Cluster, params: dict) -> QuerySet:
@@ -148,8 +149,9 @@ def list_members(cluster: Cluster, params: dict) -> QuerySet:
     rows = rows.annotate(creation_time=F("launch_time"))
     if "InstanceGroupNameContains" in params:
         rows = rows.filter(group__name__icontains=params["InstanceGroupNameContains"])
-    ordered = {"SortBy": "CREATION_TIME", **params}
-    return filtered_and_sorted(rows, ordered, name_field="group__name", sort_fields=NODE_SORT_FIELDS)
+    return filtered_and_sorted(
+        rows, params, operation="ListClusterNodes", name_field="group__name", sort_fields=NODE_SORT_FIELDS
+    )
 
 
 def get_member(cluster: Cluster, params: dict) -> ClusterMember:

@@ -17,13 +17,16 @@ from console.viewer import Viewer, console_view
 from hosting import presenters
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
 from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
-from protocol.listing import filtered_and_sorted
+from protocol.listing import NEWEST_FIRST, filtered_and_sorted
 
 PAGE_SIZE = 50
 HISTORY_SHOWN = 100  # the newest deployment steps on an endpoint's page
 
 
-def _page(viewer: Viewer, request: HttpRequest, model, name_field: str, status_field: str = ""):
+def _page(
+    viewer: Viewer, request: HttpRequest, model, operation: str, name_field: str, status_field: str = ""
+):
+    """A page of `model`'s rows, filtered with the List `operation`'s semantics, newest first."""
     params = {}
     name = request.GET.get("name", "").strip()[:63]
     if name:
@@ -34,7 +37,8 @@ def _page(viewer: Viewer, request: HttpRequest, model, name_field: str, status_f
     sort_fields = {"CreationTime": "creation_time"}
     rows = filtered_and_sorted(
         viewer.visible(model.objects.all()),
-        params,
+        {**params, **NEWEST_FIRST},
+        operation=operation,
         name_field=name_field,
         sort_fields=sort_fields,
         status_field=status_field,
@@ -44,7 +48,7 @@ def _page(viewer: Viewer, request: HttpRequest, model, name_field: str, status_f
 
 @console_view
 def endpoint_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
-    page = _page(viewer, request, Endpoint, "endpoint_name", "endpoint_status")
+    page = _page(viewer, request, Endpoint, "ListEndpoints", "endpoint_name", "endpoint_status")
     context = {
         "page": page,
         "statuses": EndpointStatus.values,
@@ -207,7 +211,7 @@ def endpoint_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespon
 
 @console_view
 def config_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
-    page = _page(viewer, request, EndpointConfig, "endpoint_config_name")
+    page = _page(viewer, request, EndpointConfig, "ListEndpointConfigs", "endpoint_config_name")
     return render(
         request, "console/endpoint_configs.html", {"page": page, "name": request.GET.get("name", "")}
     )
@@ -232,7 +236,7 @@ def config_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
 
 @console_view
 def model_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
-    page = _page(viewer, request, SageMakerModel, "model_name")
+    page = _page(viewer, request, SageMakerModel, "ListModels", "model_name")
     return render(request, "console/models.html", {"page": page, "name": request.GET.get("name", "")})
 
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from console import live, snippets
 from console.actions import perform
 from console.viewer import Viewer, console_view
-from protocol.listing import filtered_and_sorted
+from protocol.listing import NEWEST_FIRST, filtered_and_sorted
 from training import presenters
 from training import services as training_services
 from training.containers import TRAINING_LOG_GROUP
@@ -36,7 +36,8 @@ def _listed(viewer: Viewer, request: HttpRequest):
     rows = viewer.visible(TrainingJob.objects.all())
     ordered = filtered_and_sorted(
         rows,
-        params,
+        {**params, **NEWEST_FIRST},
+        operation="ListTrainingJobs",
         name_field="training_job_name",
         sort_fields=training_services.SORT_FIELDS,
         status_field="training_job_status",

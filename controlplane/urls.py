@@ -5,7 +5,8 @@ from accounts.views import CREDENTIALS_PATH, container_credentials_view
 from controlplane.health import healthz, readyz
 from controlplane.metrics import metrics
 from controlplane.root import root
-from hosting.runtime_api.invocations import invoke_endpoint_view
+from hosting.runtime_api.contract import unserved_paths
+from hosting.runtime_api.invocations import invoke_endpoint_view, unserved_runtime_view
 from protocol.views import json_protocol_view
 
 urlpatterns = [
@@ -26,6 +27,8 @@ urlpatterns = [
         invoke_endpoint_view,
         name="invoke-endpoint",
     ),
+    # The runtime operations Sageport does not serve (InvokeEndpointAsync, ...): 501.
+    *(re_path(pattern, unserved_runtime_view, name=operation) for pattern, operation in unserved_paths()),
     # The Kubernetes-style API of HyperPodPyTorchJobs (`/version`, `/api`, `/apis/...`; README
     # "Elastic training"), before the catch-all; protocol/middleware.py leaves its answers alone.
     path("", include("elastic.kube.urls")),

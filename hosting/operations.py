@@ -25,9 +25,8 @@ def delete_model(ctx: RequestContext, params: dict) -> dict:
 
 @operation("ListModels")
 def list_models(ctx: RequestContext, params: dict) -> dict:
-    rows = services.listing(
-        ctx, SageMakerModel, params, {"Name": "model_name", "CreationTime": "creation_time"}, "model_name"
-    )
+    sort_fields = {"Name": "model_name", "CreationTime": "creation_time"}
+    rows = services.listing(ctx, "ListModels", SageMakerModel, params, sort_fields, "model_name")
     models, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
     return {"Models": [presenters.model_summary(model) for model in models], "NextToken": next_token}
 
@@ -53,7 +52,9 @@ def delete_endpoint_config(ctx: RequestContext, params: dict) -> dict:
 @operation("ListEndpointConfigs")
 def list_endpoint_configs(ctx: RequestContext, params: dict) -> dict:
     sort_fields = {"Name": "endpoint_config_name", "CreationTime": "creation_time"}
-    rows = services.listing(ctx, EndpointConfig, params, sort_fields, "endpoint_config_name")
+    rows = services.listing(
+        ctx, "ListEndpointConfigs", EndpointConfig, params, sort_fields, "endpoint_config_name"
+    )
     configs, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
     return {
         "EndpointConfigs": [presenters.endpoint_config_summary(config) for config in configs],
@@ -90,7 +91,9 @@ def delete_endpoint(ctx: RequestContext, params: dict) -> dict:
 @operation("ListEndpoints")
 def list_endpoints(ctx: RequestContext, params: dict) -> dict:
     sort_fields = {"Name": "endpoint_name", "CreationTime": "creation_time", "Status": "endpoint_status"}
-    rows = services.listing(ctx, Endpoint, params, sort_fields, "endpoint_name", "endpoint_status")
+    rows = services.listing(
+        ctx, "ListEndpoints", Endpoint, params, sort_fields, "endpoint_name", "endpoint_status"
+    )
     endpoints, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
     return {
         "Endpoints": [presenters.endpoint_summary(endpoint) for endpoint in endpoints],

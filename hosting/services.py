@@ -102,7 +102,9 @@ def get_endpoint_config(ctx: RequestContext, name: str) -> EndpointConfig:
     arn = make_arn(ctx.region, ctx.account_id, "endpoint-config", name)
     config = _scoped(EndpointConfig, ctx).filter(endpoint_config_arn=arn).first()
     if config is None:
-        raise ValidationException(f'Could not find endpoint configuration "{name}".')
+        # SageMaker names the ARN (amazon-sagemaker-examples issues: `Could not find endpoint
+        # configuration "arn:aws:sagemaker:…"` from DescribeEndpointConfig).
+        raise ValidationException(f'Could not find endpoint configuration "{arn}".')
     return config
 
 
@@ -119,10 +121,17 @@ def endpoint_arn(ctx: RequestContext, name: str) -> str:
 
 
 def get_endpoint(ctx: RequestContext, name: str) -> Endpoint:
-    endpoint = _scoped(Endpoint, ctx).filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+    arn = endpoint_arn(ctx, name)
+    endpoint = _scoped(Endpoint, ctx).filter(endpoint_arn=arn).first()
     if endpoint is None:
-        raise ValidationException(f'Could not find endpoint "{name}".')
+        raise _no_endpoint(arn)
     return endpoint
+
+
+def _no_endpoint(arn: str) -> ValidationException:
+    # SageMaker names the ARN: `Could not find endpoint "arn:aws:sagemaker:us-west-2:…:endpoint/…".`
+    # (DeleteEndpoint, amazon-sagemaker-examples issue 2402).
+    return ValidationException(f'Could not find endpoint "{arn}".')
 
 
 def create_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
@@ -249,9 +258,10 @@ def _nudge(endpoint: Endpoint) -> None:
 
 def _locked_endpoint(ctx: RequestContext, name: str) -> Endpoint:
     """The endpoint, locked for the current transaction."""
-    endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=endpoint_arn(ctx, name)).first()
+    arn = endpoint_arn(ctx, name)
+    endpoint = _scoped(Endpoint, ctx).select_for_update().filter(endpoint_arn=arn).first()
     if endpoint is None:
-        raise ValidationException(f'Could not find endpoint "{name}".')
+        raise _no_endpoint(arn)
     return endpoint
 
 
@@ -345,13 +355,19 @@ def _fleet(config: EndpointConfig, desired: dict) -> str:
 
 def listing(
     ctx: RequestContext,
+    operation: str,
     model,
     params: dict,
     sort_fields: dict[str, str],
     name_field: str,
     status_field: str = "",
 ):
-    """The ordered queryset a List* operation pages through."""
+    """The ordered queryset the List* `operation` pages through."""
     return filtered_and_sorted(
-        _scoped(model, ctx), params, name_field=name_field, sort_fields=sort_fields, status_field=status_field
+        _scoped(model, ctx),
+        params,
+        operation=operation,
+        name_field=name_field,
+        sort_fields=sort_fields,
+        status_field=status_field,
     )

@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from protocol import sigv4
+from protocol import regions, sigv4
 from protocol.context import RequestContext
 
 
@@ -45,8 +45,14 @@ def authenticate_signed(
         resolve=import_string(settings.SAGEPORT_CREDENTIAL_RESOLVER),
         now=timezone.now(),
         max_skew=timedelta(seconds=settings.SAGEPORT_SIGV4_MAX_SKEW_SECONDS),
+        regions=own_regions(),
     )
     return replace(context, request_id=request_id) if request_id else context
+
+
+def own_regions() -> frozenset[str]:
+    """The regions a scope may name: AWS's, and the ones this stack is configured with."""
+    return regions.accepted((settings.SAGEPORT_REGION, settings.SAGEPORT_S3_REGION))
 
 
 def signed_request(request: HttpRequest) -> sigv4.SignedRequest:

@@ -73,3 +73,8 @@ def add_request_check(check: RequestCheck) -> None:
 def run_request_checks(ctx: RequestContext, service: Service, operation: str, params: dict) -> None:
     for check in _request_checks:
         check(ctx, service.botocore_name, operation, params)
+
+
+def served() -> list[tuple[Service, str]]:
+    """Every registered operation: its service and its name."""
+    return [(SERVICES[prefix], name) for prefix, name in _handlers]

@@ -11,13 +11,13 @@ Enforced as AWS does, so that a captured request cannot be re-aimed or re-filled
 `content-type` and every `x-amz-*` header present (X-Amz-Target, X-Amz-Date, ...) must be
 signed, plus whatever headers the caller acts on; the payload hash in the canonical request is
 always the body's own, so an `X-Amz-Content-SHA256` header must equal it (`UNSIGNED-PAYLOAD`
-is refused); the scope's region must look like a region."""
+is refused); the scope's region must be one AWS has (protocol/regions.py) or the stack's own."""
 
 import base64
 import functools
 import hmac
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -26,6 +26,7 @@ from urllib.parse import quote, urlsplit
 
 from botocore.auth import SIGV4_TIMESTAMP, STREAMING_UNSIGNED_PAYLOAD_TRAILER, UNSIGNED_PAYLOAD
 
+from protocol import regions as aws_regions
 from protocol.context import RequestContext
 from protocol.errors import (
     IncompleteSignature,
@@ -49,8 +50,6 @@ _AMZ_DATE = re.compile(r"\d{8}T\d{6}Z", re.ASCII)
 # Headers that must be signed whenever the request carries them (besides `host`, always).
 _MUST_SIGN_PREFIX = "x-amz-"
 _MUST_SIGN = ("content-type",)
-# A region name as every AWS partition spells one (botocore's partitions.json regionRegex, merged).
-_REGION = re.compile(r"^[a-z]{2,4}(?:-[a-z]+)+-\d{1,2}$")
 _INVALID_TOKEN = "The security token included in the request is invalid."
 _SIGNATURE_MISMATCH = (
     "The request signature we calculated does not match the signature you provided. Check your AWS "
@@ -86,13 +85,15 @@ def verify(
     now: datetime,
     max_skew: timedelta,
     must_sign: Iterable[str] = (),
+    regions: Container[str] | None = None,
 ) -> RequestContext:
     """Check the request's signature; return who signed it, or raise a 403 ServiceError.
-    `must_sign`: further (lower-case) header names the caller acts on, refused unless signed."""
+    `must_sign`: further (lower-case) header names the caller acts on, refused unless signed.
+    `regions`: those the scope may name (default: the regions AWS has)."""
     authorization = parse_authorization(request.headers.get("authorization"))
     _check_signed_headers(request.headers, authorization.signed_headers, must_sign)
     amz_date, signed_at = _request_timestamp(request.headers)
-    _check_scope(authorization, amz_date, signing_name)
+    _check_scope(authorization, amz_date, signing_name, aws_regions.known() if regions is None else regions)
     credentials = resolve(authorization.access_key_id)
     if credentials is None:
         raise UnrecognizedClient(_INVALID_TOKEN)
@@ -215,10 +216,14 @@ def _parse_amz_date(amz_date: str) -> datetime:
     return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
-def _check_scope(authorization: Authorization, amz_date: str, signing_name: str) -> None:
+def _check_scope(
+    authorization: Authorization, amz_date: str, signing_name: str, regions: Container[str]
+) -> None:
     if authorization.service != signing_name:
         raise InvalidSignature(f"Credential should be scoped to correct service: '{signing_name}'.")
-    if not _REGION.match(authorization.region):
+    # AWS's answer to a scope naming a region it does not have, e.g. SQS's 403 SignatureDoesNotMatch
+    # "Credential should be scoped to a valid region, not 'wrong-region'."
+    if authorization.region not in regions:
         raise InvalidSignature(
             f"Credential should be scoped to a valid region, not '{echo(authorization.region)}'."
         )

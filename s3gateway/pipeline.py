@@ -61,12 +61,14 @@ class Pipeline:
         now: Callable[[], datetime],
         max_skew: timedelta,
         multipart: sse.MultipartKeys,
+        scope_regions: signature.Regions = signature.AWS_REGIONS,
     ):
         self.upstream, self.resolve, self.now, self.max_skew = upstream, resolve, now, max_skew
         self.multipart = multipart
+        self.scope_regions = scope_regions
 
     def handle(self, request: signature.S3Request, client: ClientConnection, request_id: str) -> Response:
-        caller = signature.authenticate(request, self.resolve, self.now(), self.max_skew)
+        caller = signature.authenticate(request, self.resolve, self.now(), self.max_skew, self.scope_regions)
         target = ownership.target_of(request.raw_path, request.headers)
         operation = ownership.operation_of(request.method, target, request.query)
         if operation is Operation.LIST_BUCKETS:

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from prometheus_client import Histogram
 
+from protocol.authentication import own_regions
 from protocol.bounded_server import BoundedThreadingHTTPServer
 from s3gateway import body, signature
 from s3gateway.errors import S3Error
@@ -208,5 +209,6 @@ def build_server(address: tuple[str, int], upstream_url: str) -> GatewayServer:
         now=timezone.now,
         max_skew=timedelta(seconds=settings.SAGEPORT_SIGV4_MAX_SKEW_SECONDS),
         multipart=MultipartKeys(),
+        scope_regions=signature.Regions(settings.SAGEPORT_S3_REGION, own_regions()),
     )
     return GatewayServer(address, pipeline)

@@ -11,7 +11,7 @@ same target gives the same signature; the same functions sign the requests sent 
 import hashlib
 import hmac
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote, unquote, urlsplit
@@ -20,8 +20,9 @@ from botocore.auth import HmacV1Auth
 from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
-from protocol import sigv4
+from protocol import regions, sigv4
 from protocol.errors import ServiceError
+from protocol.limits import echo
 from s3gateway.errors import S3Error, access_denied, signature_mismatch
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -59,6 +60,17 @@ class S3Request:
 
 
 @dataclass(frozen=True)
+class Regions:
+    """The regions a credential scope may name, and the one S3 says it expects instead."""
+
+    home: str  # the gateway's own region (SAGEPORT_S3_REGION)
+    accepted: Container[str]
+
+
+AWS_REGIONS = Regions(LEGACY_SIGNING_REGION, regions.known())
+
+
+@dataclass(frozen=True)
 class Caller:
     """Who signed a request, and what its body's verification needs."""
 
@@ -77,26 +89,47 @@ class Caller:
 
 
 def authenticate(
-    request: S3Request, resolve: CredentialResolver, now: datetime, max_skew: timedelta
+    request: S3Request,
+    resolve: CredentialResolver,
+    now: datetime,
+    max_skew: timedelta,
+    scope_regions: Regions = AWS_REGIONS,
 ) -> Caller:
     """Who signed the request (header or query-string SigV4), or raise the S3Error S3 answers."""
     names = {name for name, _ in request.query}
     if "X-Amz-Signature" in names:
-        return _authenticate_presigned(request, resolve, now)
+        return _authenticate_presigned(request, resolve, now, scope_regions)
     if {"AWSAccessKeyId", "Signature"} <= names:
         return _authenticate_presigned_v2(request, resolve, now)
     if "authorization" not in request.headers:
         raise access_denied()  # anonymous access is refused: every bucket is private
-    return _authenticate_header(request, resolve, now, max_skew)
+    return _authenticate_header(request, resolve, now, max_skew, scope_regions)
+
+
+def _check_region(region: str, scope_regions: Regions, code: str, problem: str) -> None:
+    """S3's answer to a scope naming a region it does not serve the bucket from, e.g.
+    `<Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the
+    region 'us-east-1' is wrong; expecting 'us-west-2'</Message><Region>us-west-2</Region>`; Sageport
+    serves every bucket from every region AWS has, and refuses only regions AWS does not have."""
+    if region not in scope_regions.accepted:
+        home = scope_regions.home
+        message = f"{problem}; the region '{echo(region)}' is wrong; expecting '{home}'"
+        raise S3Error(400, code, message, Region=home)
 
 
 def _authenticate_header(
-    request: S3Request, resolve: CredentialResolver, now: datetime, max_skew: timedelta
+    request: S3Request,
+    resolve: CredentialResolver,
+    now: datetime,
+    max_skew: timedelta,
+    scope_regions: Regions,
 ) -> Caller:
     try:
         authorization = sigv4.parse_authorization(request.headers["authorization"])
     except ServiceError as error:
         raise S3Error(400, "AuthorizationHeaderMalformed", str(error)) from None
+    malformed = "The authorization header is malformed"
+    _check_region(authorization.region, scope_regions, "AuthorizationHeaderMalformed", malformed)
     payload_hash = request.headers.get("x-amz-content-sha256")
     if payload_hash is None:
         raise S3Error(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
@@ -128,7 +161,9 @@ def _authenticate_header(
     )
 
 
-def _authenticate_presigned(request: S3Request, resolve: CredentialResolver, now: datetime) -> Caller:
+def _authenticate_presigned(
+    request: S3Request, resolve: CredentialResolver, now: datetime, scope_regions: Regions
+) -> Caller:
     params = dict(request.query)
     missing = [name for name in _PRESIGN_PARAMS if name not in params]
     if missing or params["X-Amz-Algorithm"] != ALGORITHM:
@@ -145,6 +180,12 @@ def _authenticate_presigned(request: S3Request, resolve: CredentialResolver, now
             "AuthorizationQueryParametersError",
             "X-Amz-Credential must be <key>/<yyyymmdd>/<region>/s3/aws4_request.",
         )
+    _check_region(
+        credential[2],
+        scope_regions,
+        "AuthorizationQueryParametersError",
+        "Error parsing the X-Amz-Credential parameter",
+    )
     expires = params.get("X-Amz-Expires", "")
     if not expires.isdigit() or not 1 <= int(expires) <= MAX_PRESIGNED_EXPIRES:
         raise S3Error(

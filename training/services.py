@@ -113,6 +113,7 @@ _listing = PreparedListing(
     lambda account_id, region: TrainingJob.objects.filter(account_id=account_id, region=region).only(
         *SUMMARY_FIELDS
     ),
+    operation="ListTrainingJobs",
     name_field="training_job_name",
     sort_fields=SORT_FIELDS,
     status_field="training_job_status",

@@ -4,6 +4,7 @@ port containers reach through their forwarder). Both call these, so that they re
 forward and fail alike."""
 
 import functools
+import re
 from collections.abc import Mapping
 
 from prometheus_client import Histogram
@@ -14,7 +15,13 @@ from hosting.runtime_api.router import usable
 from hosting.runtime_api.routing import EndpointRoute
 from protocol.arns import log_group_arn
 from protocol.context import RequestContext
-from protocol.errors import ServiceError, UnknownOperationException, ValidationException
+from protocol.errors import (
+    NotImplementedOperation,
+    ServiceError,
+    UnknownOperationException,
+    ValidationException,
+)
+from protocol.shapes import service_model
 from protocol.validation import validate_input
 
 MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -70,6 +77,33 @@ class ModelError(ServiceError):
 class ServiceUnavailable(ServiceError):
     code = "ServiceUnavailable"
     status = 503
+
+
+@functools.cache
+def unserved_paths() -> tuple[tuple[str, str], ...]:
+    """(path pattern, operation) of every sagemaker-runtime operation but InvokeEndpoint, from the
+    botocore model (InvokeEndpointAsync's `/endpoints/{EndpointName}/async-invocations`,
+    InvokeEndpointWithResponseStream's, and any the model gains), after an optional path prefix
+    as InvokeEndpoint's. Patterns match Django's path (no leading slash) and the ASGI one."""
+    model = service_model("sagemaker-runtime")
+    found = []
+    for operation in model.operation_names:
+        if operation != "InvokeEndpoint":
+            uri = model.operation_model(operation).http["requestUri"].lstrip("/")
+            path = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(uri))
+            found.append((rf"^(?:.*/)?{path}$", operation))
+    return tuple(found)
+
+
+def unserved_operation(path: str) -> str | None:
+    """The runtime operation Sageport does not serve whose path `path` is, if any."""
+    return next((operation for pattern, operation in unserved_paths() if re.match(pattern, path)), None)
+
+
+def unserved(path: str) -> ServiceError:
+    """What an authenticated request to an unserved runtime operation gets: the 501 that the API
+    answers for an unserved SageMaker operation (protocol/dispatch.py)."""
+    return NotImplementedOperation(f"Sageport does not implement SageMakerRuntime.{unserved_operation(path)}")
 
 
 def wrong_method(method: str) -> ServiceError:
@@ -184,6 +218,9 @@ def observe(
 
 
 def _log_group_arn(ctx: RequestContext, endpoint_name: str) -> str:
+    # ModelError's LogStreamArn: SageMaker puts the endpoint's log group ARN there, not a stream's
+    # (`"LogStreamArn":"arn:aws:logs:us-east-1:…:log-group:/aws/sagemaker/Endpoints/<name>"` in
+    # captured answers), so clients that parse it find what they find on SageMaker.
     return log_group_arn(ctx.region, ctx.account_id, ENDPOINT_LOG_GROUP.format(name=endpoint_name))
 
 

@@ -7,8 +7,9 @@ loads (hosting/runtime_api/router.py, refreshed in the background when a change 
 an access key not yet remembered (accounts/accesskeys.py). A request reads its body (≤ 6 MB),
 verifies SigV4 (protocol/sigv4.py, with cached signing keys), validates its headers against the
 botocore shape, picks a container from the in-memory table (counted in flight there for drains),
-and forwards over a pooled keep-alive connection (upstream.py). Refusals, routing and errors are
-contract.py's, shared with the API's Django view."""
+and forwards over a pooled keep-alive connection (upstream.py). The other runtime operations'
+paths (InvokeEndpointAsync, ...) answer 501 NotImplementedException once authenticated. Refusals,
+routing and errors are contract.py's, shared with the API's Django view."""
 
 import asyncio
 import email.utils
@@ -94,6 +95,10 @@ class DataPlane:
 
     async def _answer(self, request: "_Request", receive) -> tuple[int, list, bytes]:
         match = _INVOCATIONS.match(request.scope["path"])
+        if match is None and contract.unserved_operation(request.scope["path"]):
+            headers = request.headers()
+            await _authenticate(request, headers, await _read_body(headers, receive))
+            raise contract.unserved(request.scope["path"])
         if match is None:
             raise UnknownOperationException(
                 f"No operation answers {request.method[:16]} on this path: the runtime API is "

@@ -60,6 +60,19 @@ def invoke_endpoint_view(request: HttpRequest, endpoint_name: str) -> HttpRespon
     return response
 
 
+def unserved_runtime_view(request: HttpRequest) -> HttpResponse:
+    """The sagemaker-runtime operations Sageport does not serve (contract.unserved_paths): SigV4
+    first, as for every operation, then 501 NotImplementedException."""
+    request_id = str(uuid.uuid4())
+    try:
+        if declared_length(request) > contract.MAX_BODY_BYTES:
+            raise contract.too_large()
+        authenticate(request, request_id=request_id, must_sign=contract.FORWARDED_HEADERS)
+        raise contract.unserved(request.path_info)
+    except ServiceError as error:
+        return error_response(error, request_id, content_type=REST_JSON)
+
+
 def _answer(request: HttpRequest, endpoint_name: str) -> HttpResponse:
     request_id = str(uuid.uuid4())
     try:

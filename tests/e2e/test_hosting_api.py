@@ -63,9 +63,11 @@ def test_models_and_endpoint_configs_are_created_described_tagged_listed_and_del
         "ValidationException",
         f'Could not find model "{model_arn}".',
     )
+    # SageMaker names the ARN: `Could not find endpoint configuration "arn:aws:sagemaker:…".`
+    # (DescribeEndpointConfig, as seen by users of amazon-sagemaker-examples).
     assert _error(lambda: sagemaker.describe_endpoint_config(EndpointConfigName=config)) == (
         "ValidationException",
-        f'Could not find endpoint configuration "{config}".',
+        f'Could not find endpoint configuration "{config_arn}".',
     )
 
 
@@ -89,15 +91,22 @@ def test_duplicates_and_missing_resources_answer_validation_exceptions(sagemaker
     )
     assert _error(lambda: sagemaker.create_endpoint(EndpointName=unique("e"), EndpointConfigName="nope")) == (
         "ValidationException",
-        'Could not find endpoint configuration "nope".',
+        f'Could not find endpoint configuration "{ACCOUNT_ARN}:endpoint-config/nope".',
     )
+    # SageMaker names the endpoint's ARN (amazon-sagemaker-examples issue 2402, DeleteEndpoint:
+    # `Could not find endpoint "arn:aws:sagemaker:us-west-2:…:endpoint/ipinsights-…".`).
+    config = unique("config")
+    sagemaker.create_endpoint_config(EndpointConfigName=config, ProductionVariants=[_variant(model)])
     for call in (
-        lambda: sagemaker.describe_endpoint(EndpointName="nope"),
-        lambda: sagemaker.delete_endpoint(EndpointName="nope"),
-        lambda: sagemaker.update_endpoint(EndpointName="nope", EndpointConfigName="nope"),
+        lambda: sagemaker.describe_endpoint(EndpointName="Nope"),
+        lambda: sagemaker.delete_endpoint(EndpointName="Nope"),
+        lambda: sagemaker.update_endpoint(EndpointName="Nope", EndpointConfigName=config),
+        lambda: sagemaker.update_endpoint_weights_and_capacities(
+            EndpointName="Nope", DesiredWeightsAndCapacities=[{"VariantName": "v", "DesiredWeight": 1.0}]
+        ),
     ):
-        code, message = _error(call)
-        assert code == "ValidationException" and "Could not find" in message
+        missing = f'Could not find endpoint "{ACCOUNT_ARN}:endpoint/nope".'
+        assert _error(call) == ("ValidationException", missing)
     assert sagemaker.list_endpoints(NameContains="nope")["Endpoints"] == []
 
 

@@ -107,7 +107,9 @@ def test_trained_model_is_deployed_and_predicts_from_its_coefficients(
     with pytest.raises(ClientError) as raised:
         sagemaker.describe_endpoint(EndpointName=name)
     assert raised.value.response["Error"]["Code"] == "ValidationException"
-    assert raised.value.response["Error"]["Message"] == f'Could not find endpoint "{name}".'
+    # SageMaker names the ARN (amazon-sagemaker-examples issue 2402).
+    arn = described["EndpointArn"]
+    assert raised.value.response["Error"]["Message"] == f'Could not find endpoint "{arn}".'
 
 
 def test_serving_container_gets_the_sagemaker_contract(
@@ -217,6 +219,8 @@ def test_runtime_errors_follow_the_sagemaker_runtime_protocol(
     sagemaker, runtime, stack, probe_image, hosting
 ):
     missing = _runtime_error(lambda: runtime.invoke_endpoint(EndpointName="no-such-endpoint", Body=b"{}"))
+    # The runtime names the endpoint as given, not its ARN (amazon-sagemaker-examples issue 293:
+    # "ValidationError … InvokeEndpoint operation: Endpoint DEMO-… of account 548009560556 not found.").
     assert missing["Error"]["Code"] == "ValidationError"
     assert missing["ResponseMetadata"]["HTTPStatusCode"] == 400
     assert (
@@ -229,6 +233,10 @@ def test_runtime_errors_follow_the_sagemaker_runtime_protocol(
     assert failed["ResponseMetadata"]["HTTPStatusCode"] == 424
     assert failed["OriginalStatusCode"] == 422
     assert failed["OriginalMessage"] == "bad feature"
+    # SageMaker's ModelError names the endpoint's log *group* in LogStreamArn, whatever the member's
+    # name: a captured answer, `{"ErrorCode":"CLIENT_ERROR_FROM_MODEL","LogStreamArn":"arn:aws:logs:
+    # us-east-1:12345678:log-group:/aws/sagemaker/Endpoints/demo-test-name",…}` (opensearch-project/
+    # skills, PPLToolTests). DescribeLogStreams' `arn` is the stream's (tests/e2e/test_logs_api.py).
     assert failed["LogStreamArn"] == (
         f"arn:aws:logs:us-east-1:{stack.account_id}:log-group:/aws/sagemaker/Endpoints/{name}"
     )

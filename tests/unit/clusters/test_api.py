@@ -161,15 +161,16 @@ def test_list_clusters_filters_sorts_and_pages(db):
     def names(**params):
         return [s["ClusterName"] for s in call("ListClusters", **params)["ClusterSummaries"]]
 
-    assert names() == ["gamma", "alpha", "beta"]  # newest first by default
-    assert names(SortBy="NAME", SortOrder="Ascending") == ["alpha", "beta", "gamma"]
+    # Oldest first by default: botocore's ListClustersRequest.SortOrder "The default value is Ascending."
+    assert names() == ["beta", "alpha", "gamma"]
+    assert names(SortBy="NAME", SortOrder="Descending") == ["gamma", "beta", "alpha"]
     assert names(NameContains="AL") == ["alpha"]
-    assert names(CreationTimeAfter=base.timestamp(), SortOrder="Ascending") == ["alpha", "gamma"]
+    assert names(CreationTimeAfter=base.timestamp(), SortOrder="Descending") == ["gamma", "alpha"]
     assert names(CreationTimeBefore=(base + timedelta(minutes=1)).timestamp()) == ["beta"]
     first = call("ListClusters", SortBy="NAME", MaxResults=2)
-    assert [s["ClusterName"] for s in first["ClusterSummaries"]] == ["gamma", "beta"]
+    assert [s["ClusterName"] for s in first["ClusterSummaries"]] == ["alpha", "beta"]
     rest = call("ListClusters", SortBy="NAME", MaxResults=2, NextToken=first["NextToken"])
-    assert [s["ClusterName"] for s in rest["ClusterSummaries"]] == ["alpha"] and rest.get("NextToken") is None
+    assert [s["ClusterName"] for s in rest["ClusterSummaries"]] == ["gamma"] and rest.get("NextToken") is None
 
 
 def test_list_cluster_nodes_filters_by_group_name_and_sorts(db):

@@ -16,6 +16,9 @@ def test_streams_report_event_times_arn_and_creation_time(logs, write, access_ke
     assert stream["logStreamName"] == "job/algo-1-1"
     assert (stream["firstEventTimestamp"], stream["lastEventTimestamp"]) == (1000, 3000)
     assert stream["lastIngestionTime"] >= stream["creationTime"] > 1_600_000_000_000
+    # CloudWatch Logs' stream ARN: `arn:aws:logs:<region>:<account>:log-group:<group>:log-stream:<stream>`
+    # (botocore's LogStream.arn; the form AWS answers, e.g. ParallelCluster's documented
+    # `list-cluster-log-streams` output `…:log-group:/aws/parallelcluster/…:log-stream:ip-10-0-0-13…`).
     group_arn = f"arn:aws:logs:eu-west-1:{access_key.account_id}:log-group:{GROUP}"
     assert stream["arn"] == f"{group_arn}:log-stream:job/algo-1-1"
     assert stream["storedBytes"] == 0

@@ -143,16 +143,28 @@ def test_a_security_token_is_refused_as_invalid(make_client, victim):
     assert victim_exists()
 
 
-@pytest.mark.parametrize("region", ["moon", "us-east-1x", "a" * 63])
-def test_a_scope_whose_region_is_not_a_region_is_refused(make_client, victim, region):
+@pytest.mark.parametrize("region", ["moon", "us-east-1x", "a" * 63, "xx-fake-9", "us-east-99"])
+def test_a_scope_whose_region_aws_does_not_have_is_refused(make_client, victim, region):
+    """AWS refuses a scope naming a region it does not have: 403, "Credential should be scoped to a
+    valid region, not 'wrong-region'." (SQS's SignatureDoesNotMatch, as an AWS SDK reported it);
+    for JSON services the code is InvalidSignatureException. Nothing is done, nothing written."""
     client, _ = make_client(region=region)
 
     with pytest.raises(ClientError) as raised:
         client.delete_model(ModelName="victim")
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
     error = raised.value.response["Error"]
     assert error["Code"] == "InvalidSignatureException"
-    assert error["Message"].startswith("Credential should be scoped to a valid region, not '")
+    shown = region if len(region) < 60 else error["Message"].split("'")[1]
+    assert error["Message"] == f"Credential should be scoped to a valid region, not '{shown}'."
     assert victim_exists()
+
+
+def test_the_stacks_own_region_is_accepted_whatever_it_is(make_client, settings):
+    settings.SAGEPORT_REGION = "xx-local-1"  # an operator's choice, written into the stack's own ARNs
+    client, _ = make_client(region="xx-local-1")
+
+    assert client.list_models()["ResponseMetadata"]["HTTPStatusCode"] == 200
 
 
 @pytest.mark.parametrize(

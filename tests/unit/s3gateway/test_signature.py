@@ -178,3 +178,47 @@ def test_a_keys_own_session_token_is_accepted_and_any_other_is_invalid_token():
         assert authenticate(with_token(own, presign)).account_id == ACCOUNT
         refused = error_of(with_token(other, presign))
         assert (refused.status, refused.code) == (400, "InvalidToken")
+
+
+def _signed_for(region: str, *, presigned: bool = False) -> signature.S3Request:
+    request = AWSRequest(method="GET", url=URL, data=b"")
+    credentials = Credentials(KEY_ID, SECRET)
+    if presigned:
+        S3SigV4QueryAuth(credentials, "s3", region, expires=60).add_auth(request)
+    else:
+        S3SigV4Auth(credentials, "s3", region).add_auth(request)
+    return received(request)
+
+
+def test_a_region_aws_does_not_have_is_refused_as_s3_refuses_a_wrong_region():
+    """S3: `<Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed;
+    the region 'us-east-1' is wrong; expecting 'us-west-2'</Message><Region>us-west-2</Region>`,
+    and for a presigned URL `AuthorizationQueryParametersError` "Error parsing the X-Amz-Credential
+    parameter; the region 'us-east-1' is wrong; expecting 'ap-northeast-2'" (answers users
+    reported); 400."""
+    home = signature.Regions("eu-west-1", signature.AWS_REGIONS.accepted)
+    header = error_of_regions(_signed_for("xx-fake-9"), home)
+    expected = {"Region": "eu-west-1"}
+    assert (header.status, header.code, header.details) == (400, "AuthorizationHeaderMalformed", expected)
+    assert header.message == (
+        "The authorization header is malformed; the region 'xx-fake-9' is wrong; expecting 'eu-west-1'"
+    )
+    query = error_of_regions(_signed_for("xx-fake-9", presigned=True), home)
+    assert (query.status, query.code, query.details) == (400, "AuthorizationQueryParametersError", expected)
+    assert query.message == (
+        "Error parsing the X-Amz-Credential parameter; the region 'xx-fake-9' is wrong; expecting 'eu-west-1'"
+    )
+
+
+def test_every_region_aws_has_and_the_gateways_own_are_accepted():
+    own = signature.Regions("xx-local-1", frozenset({"xx-local-1"}) | signature.AWS_REGIONS.accepted)
+    for region in ("us-east-1", "ap-southeast-2", "cn-north-1", "xx-local-1"):
+        for presigned in (False, True):
+            caller = signature.authenticate(_signed_for(region, presigned=presigned), resolve, NOW, SKEW, own)
+            assert caller.region == region
+
+
+def error_of_regions(request: signature.S3Request, scope_regions: signature.Regions) -> S3Error:
+    with pytest.raises(S3Error) as raised:
+        signature.authenticate(request, resolve, NOW, SKEW, scope_regions)
+    return raised.value

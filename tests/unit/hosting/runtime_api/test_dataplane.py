@@ -17,12 +17,13 @@ from accounts.accesskeys import create_access_key
 from capacity.models import Node
 from devstack.stack import free_port
 from hosting.models import ServingContainer
-from hosting.runtime_api import invocation_metrics
+from hosting.runtime_api import contract, invocation_metrics
 from hosting.runtime_api.dataplane import DataPlane
 from hosting.runtime_api.invocation_metrics import InvocationMetrics
 from hosting.runtime_api.router import Router
 from hosting.runtime_api.upstream import Upstream
 from tests.unit.hosting.runtime_api.test_routing import container, deployment, endpoint
+from tests.unit.hosting.runtime_api.unserved import unserved_calls
 
 # Its rows are read by the server's threads, on connections of their own: they must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -182,3 +183,35 @@ def test_unsigned_requests_wrong_methods_and_unknown_paths_get_rest_json_errors(
         "unknown path": (400, "UnknownOperationException", "UnknownOperationException"),
     }
     assert {r.headers["Content-Type"] for r in answers.values()} == {"application/json"}
+
+
+def test_the_runtime_operations_not_served_answer_501_like_the_api(runtime):
+    """The API answers an unserved SageMaker operation 501 NotImplementedException
+    (protocol/dispatch.py); the runtime's unserved operations, from the botocore model, alike."""
+    calls = unserved_calls(runtime)
+    assert set(calls) == {op for _, op in contract.unserved_paths()}  # every one the model has
+    for operation, call in calls.items():
+        status, code, response = error_of(call)
+        assert (status, code) == (501, "NotImplementedException")
+        assert response["Error"]["Message"] == f"Sageport does not implement SageMakerRuntime.{operation}"
+
+
+def test_an_unserved_runtime_operation_is_authenticated_first(data_plane):
+    answer = urllib3.PoolManager().request("POST", f"{data_plane}/endpoints/e/async-invocations")
+    assert (answer.status, answer.headers["X-Amzn-ErrorType"]) == (403, "MissingAuthenticationTokenException")
+
+
+def test_a_scope_naming_a_region_aws_does_not_have_is_refused(data_plane, runtime):
+    """As on the API: 403 "Credential should be scoped to a valid region, not 'xx-fake-9'."."""
+    credentials = runtime._request_signer._credentials
+    client = boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=data_plane,
+        region_name="xx-fake-9",
+        aws_access_key_id=credentials.access_key,
+        aws_secret_access_key=credentials.secret_key,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    status, code, response = error_of(lambda: client.invoke_endpoint(EndpointName="e", Body=b"1"))
+    assert (status, code) == (403, "InvalidSignatureException")
+    assert response["Error"]["Message"] == "Credential should be scoped to a valid region, not 'xx-fake-9'."

@@ -1,0 +1,154 @@
+"""The order a List operation answers in when the request names no SortBy/SortOrder is the one its
+botocore documentation names (e.g. ListClusters' SortOrder: "The default value is Ascending.";
+ListModels': "The default is Descending."; ListClusterSchedulerConfigs': "By default, listed in
+Descending order"). Data-driven: every served operation whose input has SortOrder is walked, so a
+List operation added later is checked as soon as it is registered (it must add a maker here)."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from clusters.models import Cluster, ClusterMember, ClusterPolicy
+from hosting.models import Endpoint, EndpointConfig, SageMakerModel
+from protocol import registry, shapes
+from protocol.listing import documented_order
+from tests.unit.clusters.helpers import CTX, ROLE, call, group, register_node
+from training.models import TrainingJob
+
+SORTED_LISTS = sorted(
+    name
+    for service, name in registry.served()
+    if "SortOrder" in shapes.operation_model(service.botocore_name, name).input_shape.members
+)
+OLDER, NEWER = "older", "newer"
+
+
+def _aged(model, name_field: str, time_field: str = "creation_time", **scope) -> None:
+    """Makes OLDER an hour older than NEWER (created second, so the pk order is the other way)."""
+    now = timezone.now()
+    for name, age in ((OLDER, timedelta(hours=1)), (NEWER, timedelta(0))):
+        model.objects.filter(**{name_field: name}, **scope).update(**{time_field: now - age})
+
+
+def _training_jobs() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        TrainingJob.objects.create(
+            account_id=CTX.account_id, region=CTX.region, training_job_name=name, request={},
+            creation_time=timezone.now(), last_modified_time=timezone.now(),
+            training_job_arn=f"arn:aws:sagemaker:{CTX.region}:{CTX.account_id}:training-job/{name}",
+        )
+    _aged(TrainingJob, "training_job_name")
+    return {}, "TrainingJobSummaries", "TrainingJobName"
+
+
+def _models() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        container = {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/serve:1"}
+        call("CreateModel", ModelName=name, PrimaryContainer=container, ExecutionRoleArn=ROLE)
+    _aged(SageMakerModel, "model_name")
+    return {}, "Models", "ModelName"
+
+
+def _endpoint_configs() -> tuple[dict, str, str]:
+    call("CreateModel", ModelName="m", PrimaryContainer={"Image": "serve:1"}, ExecutionRoleArn=ROLE)
+    variant = {"VariantName": "v", "ModelName": "m", "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}
+    for name in (NEWER, OLDER):
+        call("CreateEndpointConfig", EndpointConfigName=name, ProductionVariants=[variant])
+    _aged(EndpointConfig, "endpoint_config_name")
+    return {}, "EndpointConfigs", "EndpointConfigName"
+
+
+def _endpoints() -> tuple[dict, str, str]:
+    _endpoint_configs()
+    for name in (NEWER, OLDER):
+        call("CreateEndpoint", EndpointName=name, EndpointConfigName=OLDER)
+    _aged(Endpoint, "endpoint_name")
+    return {}, "Endpoints", "EndpointName"
+
+
+def _clusters() -> tuple[dict, str, str]:
+    register_node("gpu-a")
+    for name in (NEWER, OLDER):
+        call("CreateCluster", ClusterName=name, InstanceGroups=[group()])
+    _aged(Cluster, "cluster_name")
+    return {}, "ClusterSummaries", "ClusterName"
+
+
+def _cluster_nodes() -> tuple[dict, str, str]:
+    register_node("gpu-a")
+    register_node("gpu-b")
+    call("CreateCluster", ClusterName="c", InstanceGroups=[group(NEWER), group(OLDER)])
+    _aged(ClusterMember, "group__name", "launch_time")
+    return {"ClusterName": "c"}, "ClusterNodeSummaries", "InstanceGroupName"
+
+
+def _scheduler_configs() -> tuple[dict, str, str]:
+    classes = [{"Name": "training", "Weight": 40}]
+    # One cluster policy per cluster: the second is made on a cluster of its own.
+    register_node("gpu-a")
+    register_node("gpu-b")
+    for name in (NEWER, OLDER):
+        arn = call("CreateCluster", ClusterName=f"c-{name}", InstanceGroups=[group()])["ClusterArn"]
+        config = {"PriorityClasses": classes}
+        call("CreateClusterSchedulerConfig", Name=name, ClusterArn=arn, SchedulerConfig=config)
+    _aged(ClusterPolicy, "name")
+    return {}, "ClusterSchedulerConfigSummaries", "Name"
+
+
+def _compute_quotas() -> tuple[dict, str, str]:
+    register_node("gpu-a")
+    arn = call("CreateCluster", ClusterName="c", InstanceGroups=[group()])["ClusterArn"]
+    resources = [{"InstanceType": "ml.g5.12xlarge", "Count": 1}]
+    for name in (NEWER, OLDER):  # one quota per team and cluster: a team each
+        target = {"TeamName": f"team-{name}"}
+        call("CreateComputeQuota", Name=name, ClusterArn=arn, ComputeQuotaTarget=target,
+             ComputeQuotaConfig={"ComputeQuotaResources": resources})
+    _aged(ClusterPolicy, "name")
+    return {}, "ComputeQuotaSummaries", "Name"
+
+
+# Per operation: make an OLDER and a NEWER resource; answer the request's other required members,
+# the list member of the answer and the member that names a resource in it.
+MAKERS = {
+    "ListTrainingJobs": _training_jobs,
+    "ListModels": _models,
+    "ListEndpointConfigs": _endpoint_configs,
+    "ListEndpoints": _endpoints,
+    "ListClusters": _clusters,
+    "ListClusterNodes": _cluster_nodes,
+    "ListClusterSchedulerConfigs": _scheduler_configs,
+    "ListComputeQuotas": _compute_quotas,
+}
+
+
+def test_every_served_list_with_a_sort_order_is_checked_here():
+    assert SORTED_LISTS and set(SORTED_LISTS) == set(MAKERS)
+
+
+@pytest.mark.parametrize("operation", SORTED_LISTS)
+def test_the_documentation_names_a_default_order(operation):
+    sort_by, sort_order = documented_order(operation)
+    members = shapes.operation_model("sagemaker", operation).input_shape.members
+    assert sort_by in members["SortBy"].enum and sort_order in members["SortOrder"].enum
+
+
+@pytest.mark.parametrize("operation", SORTED_LISTS)
+def test_a_request_without_an_order_gets_the_documented_one(db, operation):
+    required, list_member, name_member = MAKERS[operation]()
+    listed = [summary[name_member] for summary in call(operation, **required)[list_member]]
+    sort_by, sort_order = documented_order(operation)
+    assert sort_by.replace("_", "").lower() == "creationtime"
+    assert listed == ([OLDER, NEWER] if sort_order == "Ascending" else [NEWER, OLDER])
+    reversed_order = "Descending" if sort_order == "Ascending" else "Ascending"
+    answer = call(operation, **required, SortOrder=reversed_order)
+    assert [summary[name_member] for summary in answer[list_member]] == listed[::-1]
+
+
+def test_the_documented_defaults_as_read_from_the_model():
+    """Pinned from the botocore model's documentation of each member."""
+    assert documented_order("ListClusters") == ("CREATION_TIME", "Ascending")
+    assert documented_order("ListClusterNodes") == ("CREATION_TIME", "Ascending")
+    assert documented_order("ListTrainingJobs") == ("CreationTime", "Ascending")
+    assert documented_order("ListModels") == ("CreationTime", "Descending")
+    assert documented_order("ListComputeQuotas") == ("CreationTime", "Descending")
