@@ -37,7 +37,7 @@ def _page(
     sort_fields = {"CreationTime": "creation_time"}
     rows = filtered_and_sorted(
         viewer.visible(model.objects.all()),
-        {**params, **NEWEST_FIRST},
+        {**NEWEST_FIRST, **params},
         operation=operation,
         name_field=name_field,
         sort_fields=sort_fields,

@@ -36,7 +36,7 @@ def _listed(viewer: Viewer, request: HttpRequest):
     rows = viewer.visible(TrainingJob.objects.all())
     ordered = filtered_and_sorted(
         rows,
-        {**params, **NEWEST_FIRST},
+        {**NEWEST_FIRST, **params},
         operation="ListTrainingJobs",
         name_field="training_job_name",
         sort_fields=training_services.SORT_FIELDS,

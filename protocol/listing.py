@@ -27,6 +27,9 @@ PREPARED_SHAPES = 256
 UNDOCUMENTED_SORT_BY = "CreationTime"
 # The console's order, whatever the API's default.
 NEWEST_FIRST = {"SortBy": "CreationTime", "SortOrder": "Descending"}
+# Where the real service is observed to differ from its documentation: ListTrainingJobs' doc says
+# Ascending, SageMaker answers newest first (shared/protocol.md, "List*", real-service, observed).
+OBSERVED_ORDER = {"ListTrainingJobs": ("CreationTime", "Descending")}
 
 
 @cache
@@ -50,9 +53,15 @@ def _documented_default(shape) -> str | None:
     return min(named)[1] if named else None
 
 
+def default_order(operation: str) -> tuple[str, str]:
+    """The order `operation` answers in when the request names none: the documented one, unless
+    the real service is observed to answer otherwise."""
+    return OBSERVED_ORDER.get(operation) or documented_order(operation)
+
+
 def ordering(operation: str, params: dict) -> tuple[str, str]:
-    """The request's SortBy and SortOrder, each the documented default where it names none."""
-    sort_by, sort_order = documented_order(operation)
+    """The request's SortBy and SortOrder, each the default where it names none."""
+    sort_by, sort_order = default_order(operation)
     return params.get("SortBy", sort_by), params.get("SortOrder", sort_order)
 
 

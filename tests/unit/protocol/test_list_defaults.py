@@ -12,7 +12,7 @@ from django.utils import timezone
 from clusters.models import Cluster, ClusterMember, ClusterPolicy
 from hosting.models import Endpoint, EndpointConfig, SageMakerModel
 from protocol import registry, shapes
-from protocol.listing import documented_order
+from protocol.listing import default_order, documented_order
 from tests.unit.clusters.helpers import CTX, ROLE, call, group, register_node
 from training.models import TrainingJob
 
@@ -137,7 +137,7 @@ def test_the_documentation_names_a_default_order(operation):
 def test_a_request_without_an_order_gets_the_documented_one(db, operation):
     required, list_member, name_member = MAKERS[operation]()
     listed = [summary[name_member] for summary in call(operation, **required)[list_member]]
-    sort_by, sort_order = documented_order(operation)
+    sort_by, sort_order = default_order(operation)
     assert sort_by.replace("_", "").lower() == "creationtime"
     assert listed == ([OLDER, NEWER] if sort_order == "Ascending" else [NEWER, OLDER])
     reversed_order = "Descending" if sort_order == "Ascending" else "Ascending"
@@ -150,5 +150,7 @@ def test_the_documented_defaults_as_read_from_the_model():
     assert documented_order("ListClusters") == ("CREATION_TIME", "Ascending")
     assert documented_order("ListClusterNodes") == ("CREATION_TIME", "Ascending")
     assert documented_order("ListTrainingJobs") == ("CreationTime", "Ascending")
+    # ... but SageMaker answers ListTrainingJobs newest first (shared/protocol.md, observed).
+    assert default_order("ListTrainingJobs") == ("CreationTime", "Descending")
     assert documented_order("ListModels") == ("CreationTime", "Descending")
     assert documented_order("ListComputeQuotas") == ("CreationTime", "Descending")
