@@ -11,6 +11,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import AccessKey, account_id_validator
+from protocol.errors import ExpiredToken
+from protocol.sigv4 import TEMPORARY_KEY_PREFIX
 
 _ID_ALPHABET = string.ascii_uppercase + string.digits
 _SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
@@ -27,7 +29,9 @@ _known: dict[str, tuple[float, datetime | None, tuple[str, str]]] = {}
 
 
 def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
-    """(secret access key, account id) of an active key that has not expired, or None."""
+    """(secret access key, account id) of an active key that has not expired, or None; STS's
+    temporary credentials past their expiry raise ExpiredToken, AWS's answer for them (until the
+    sweeper deletes them: unknown from then on)."""
     now = time.monotonic()
     cached = _known.get(access_key_id)
     if cached and _unexpired(cached[1]) and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS:
@@ -40,6 +44,8 @@ def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
         raise
     if key is None or not _unexpired(key.expires_at):
         _known.pop(access_key_id, None)
+        if key is not None and key.access_key_id.startswith(TEMPORARY_KEY_PREFIX):
+            raise ExpiredToken("The security token included in the request is expired")
         return None
     resolved = (key.secret_access_key, key.account_id)
     _known[access_key_id] = (now, key.expires_at, resolved)
@@ -50,17 +56,28 @@ def _unexpired(expires_at: datetime | None) -> bool:
     return expires_at is None or timezone.now() < expires_at
 
 
+# AWS's prefix of a long-term key (temporary credentials': sigv4.TEMPORARY_KEY_PREFIX).
+LONG_TERM_PREFIX = "AKIA"
+
+
 def create_access_key(
-    account_id: str, *, default: bool = False, expires_at: datetime | None = None, issued_for: str = ""
+    account_id: str,
+    *,
+    default: bool = False,
+    expires_at: datetime | None = None,
+    issued_for: str = "",
+    principal: str = "",
+    id_prefix: str = LONG_TERM_PREFIX,
 ) -> AccessKey:
     account_id_validator(account_id)
     return AccessKey.objects.create(
-        access_key_id="AKIA" + _random(_ID_ALPHABET, 16),
+        access_key_id=id_prefix + _random(_ID_ALPHABET, 16),
         secret_access_key=_random(_SECRET_ALPHABET, 40),
         account_id=account_id,
         is_default=default,
         expires_at=expires_at,
         issued_for=issued_for,
+        principal=principal,
     )
 
 

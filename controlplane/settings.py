@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     # Each app keeps its old label (controlplane, jobs, endpoints, cloudwatch, workers): tables,
     # migration history and foreign keys name it. The order is the sweeper's order.
     "accounts",
+    "identity",
     "training",
     "hosting",
     "clusters",
