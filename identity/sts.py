@@ -23,7 +23,7 @@ from protocol.registry import STS, operation
 from protocol.sigv4 import TEMPORARY_KEY_PREFIX, session_token_for
 
 DEFAULT_DURATION_SECONDS = 3600  # STS's default DurationSeconds
-_ARN = re.compile(r"^arn:[^:]*:[^:]*:[^:]*:[^:]*:.+$")
+_ARN = re.compile(r"^arn:[^:]+:[^:]+:.")  # arn, partition, service: an ARN, if a wrong one
 _ROLE_ARN = re.compile(
     r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):role(?P<path>/(?:[\x21-\x7e]*/)?)(?P<name>[\w+=,.@-]{1,64})$"
 )
