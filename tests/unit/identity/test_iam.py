@@ -148,3 +148,25 @@ def test_delete_role_removes_it(iam):
     assert error["Error"]["Code"] == "NoSuchEntity"
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 404
     assert error["Error"]["Message"] == "The role with name Gone cannot be found."
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1"])
+def test_iam_is_global_whatever_region_signed_the_request(make_client, region):
+    """IAM is global: botocore signs it for us-east-1 against AWS's endpoint, and for the client's
+    own region with an endpoint URL (its endpoint rules for iam); either way the account's roles
+    are the same."""
+    iam, transport = make_client("iam", region=region)
+
+    role = iam.get_role(RoleName="SageMakerRole")["Role"]
+
+    authorization = transport.responses[-1].wsgi_request.META["HTTP_AUTHORIZATION"]
+    assert f"/{region}/iam/aws4_request" in authorization
+    assert role["Arn"] == f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
+    assert [listed["RoleName"] for listed in iam.list_roles()["Roles"]] == ["SageMakerRole"]
+
+
+def test_an_iam_operation_sageport_does_not_serve_is_not_implemented(iam):
+    error = _error(iam.list_users)
+
+    assert error["Error"]["Code"] == "NotImplemented"
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 501
