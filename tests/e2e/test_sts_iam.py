@@ -67,16 +67,19 @@ def test_the_aws_cli_gets_the_caller_identity_from_the_stack(stack):
     assert identity["UserId"].endswith(":SageMaker")
 
 
-def test_the_cli_assumes_a_role_whose_credentials_list_training_jobs(stack):
+def test_the_cli_assumes_a_role_whose_credentials_list_training_jobs_and_objects(stack):
     role_arn = f"arn:aws:iam::{stack.account_id}:role/SageMakerRole"
     answer = aws(stack, "sts", "assume-role", "--role-arn", role_arn, "--role-session-name", "cli")
     credentials = answer["Credentials"]
 
     listed = _aws_as(stack, credentials, "sagemaker", "list-training-jobs")
     identity = _aws_as(stack, credentials, "sts", "get-caller-identity")
+    bucket = default_bucket_name(stack.region, stack.account_id)
+    objects = _aws_as(stack, credentials, "s3api", "list-objects-v2", "--bucket", bucket, "--max-items", "1")
 
     assert credentials["AccessKeyId"].startswith("ASIA")
     assert "TrainingJobSummaries" in listed
+    assert isinstance(objects, dict)  # the S3 gateway took the session token: no error
     assert identity["Arn"] == f"arn:aws:sts::{stack.account_id}:assumed-role/SageMakerRole/cli"
 
 
