@@ -137,12 +137,22 @@ def test_a_role_of_another_account_is_refused(stack, env_only):
 def test_the_cli_creates_gets_lists_and_deletes_a_role(stack):
     name = f"e2e-{uuid.uuid4().hex[:8]}"
 
-    created = aws(stack, "iam", "create-role", "--role-name", name, "--path", "/service-role/",
-                  "--assume-role-policy-document", json.dumps(TRUST))
+    created = aws(
+        stack,
+        "iam",
+        "create-role",
+        "--role-name",
+        name,
+        "--path",
+        "/service-role/",
+        "--assume-role-policy-document",
+        json.dumps(TRUST),
+    )
     fetched = aws(stack, "iam", "get-role", "--role-name", name)
     listed = aws(stack, "iam", "list-roles", "--path-prefix", "/service-role/")
-    again = _aws_failing(stack, "iam", "create-role", "--role-name", name,
-                         "--assume-role-policy-document", json.dumps(TRUST))
+    again = _aws_failing(
+        stack, "iam", "create-role", "--role-name", name, "--assume-role-policy-document", json.dumps(TRUST)
+    )
     aws(stack, "iam", "delete-role", "--role-name", name)
     gone = _aws_failing(stack, "iam", "delete-role", "--role-name", name)
 

@@ -1,4 +1,5 @@
 """In-process boto3 "sts" and "iam" clients on the test database (tests/unit/protocol/conftest.py)."""
+
 import pytest
 
 from tests.unit.protocol.conftest import access_key, make_client  # noqa: F401  (fixtures)

@@ -57,8 +57,10 @@ def test_a_role_referenced_once_keeps_its_id(iam):
 
 
 def test_create_role_records_the_clients_role(iam):
-    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"},
-                                                      "Action": "sts:AssumeRole"}]}
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+    }
 
     created = iam.create_role(
         RoleName="Pipeline",
@@ -170,3 +172,31 @@ def test_an_iam_operation_sageport_does_not_serve_is_not_implemented(iam):
 
     assert error["Error"]["Code"] == "NotImplemented"
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 501
+
+
+def test_simulate_principal_policy_allows_every_action_to_a_role_of_the_account(iam):
+    """What the SageMaker SDK v3 asks before ModelTrainer.train (paginated, as its
+    `_simulate_denied_actions` reads it): Sageport enforces no IAM permissions, so all allowed."""
+    actions = ["sagemaker:CreateTrainingJob", "s3:GetObject", "logs:PutLogEvents"]
+    pages = iam.get_paginator("simulate_principal_policy").paginate(
+        PolicySourceArn=f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole",
+        ActionNames=actions,
+        PaginationConfig={"PageSize": 2},
+    )
+
+    results = [result for page in pages for result in page["EvaluationResults"]]
+
+    assert [result["EvalActionName"] for result in results] == actions
+    assert {result["EvalDecision"] for result in results} == {"allowed"}
+    assert {result["EvalResourceName"] for result in results} == {"*"}
+
+
+def test_simulating_another_accounts_principal_is_no_such_entity(iam):
+    error = _error(
+        lambda: iam.simulate_principal_policy(
+            PolicySourceArn="arn:aws:iam::111122223333:role/SageMakerRole", ActionNames=["s3:GetObject"]
+        )
+    )
+
+    assert error["Error"]["Code"] == "NoSuchEntity"
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 404

@@ -102,9 +102,7 @@ def test_expired_temporary_credentials_are_refused_with_expired_token(sts, make_
 
 
 def test_duration_seconds_sets_the_lifetime_up_to_the_roles_maximum(sts, iam):
-    iam.create_role(
-        RoleName="LongRole", AssumeRolePolicyDocument=_TRUST, MaxSessionDuration=43200
-    )
+    iam.create_role(RoleName="LongRole", AssumeRolePolicyDocument=_TRUST, MaxSessionDuration=43200)
     before = timezone.now()
 
     credentials = sts.assume_role(
@@ -200,5 +198,14 @@ def test_an_unsigned_request_is_refused(make_client):
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 403
 
 
-_TRUST = json.dumps({"Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
-                                    "Action": "sts:AssumeRole"}]})
+_TRUST = json.dumps(
+    {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ]
+    }
+)
