@@ -23,6 +23,9 @@ from protocol.registry import STS, operation
 from protocol.sigv4 import TEMPORARY_KEY_PREFIX, session_token_for
 
 DEFAULT_DURATION_SECONDS = 3600  # STS's default DurationSeconds
+# A role assumed with temporary credentials (role chaining) lasts at most an hour (IAM user guide,
+# "Role chaining"); the account's own keys are not temporary credentials, so no chaining.
+CHAINED_MAX_SECONDS = 3600
 _ARN = re.compile(r"^arn:[^:]+:[^:]+:.")  # arn, partition, service: an ARN, if a wrong one
 _ROLE_ARN = re.compile(
     r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):role(?P<path>/(?:[\x21-\x7e]*/)?)(?P<name>[\w+=,.@-]{1,64})$"
@@ -39,11 +42,7 @@ def get_caller_identity(ctx: RequestContext, params: dict) -> dict:
 def assume_role(ctx: RequestContext, params: dict) -> dict:
     who = principals.caller(ctx)
     role = _assumable_role(params["RoleArn"], who)
-    duration = params.get("DurationSeconds", DEFAULT_DURATION_SECONDS)
-    if duration > role.max_session_duration:
-        raise QueryValidationError(
-            "The requested DurationSeconds exceeds the MaxSessionDuration set for this role."
-        )
+    duration = _duration(ctx, params.get("DurationSeconds", DEFAULT_DURATION_SECONDS), role)
     session = params["RoleSessionName"]
     key = create_access_key(
         role.account_id,
@@ -65,6 +64,21 @@ def assume_role(ctx: RequestContext, params: dict) -> dict:
             ),
         },
     }
+
+
+def _duration(ctx: RequestContext, seconds: int, role: roles.Role) -> int:
+    """The session's lifetime: within STS's bounds already (the model's 900..43200), and within
+    the role's MaxSessionDuration and the chaining limit, as STS refuses them."""
+    if ctx.access_key_id.startswith(TEMPORARY_KEY_PREFIX) and seconds > CHAINED_MAX_SECONDS:
+        raise QueryValidationError(
+            "The requested DurationSeconds exceeds the 1 hour session limit for roles assumed by "
+            "role chaining."
+        )
+    if seconds > role.max_session_duration:
+        raise QueryValidationError(
+            "The requested DurationSeconds exceeds the MaxSessionDuration set for this role."
+        )
+    return seconds
 
 
 def _assumable_role(arn: str, who: Caller) -> roles.Role:

@@ -209,3 +209,22 @@ _TRUST = json.dumps(
         ]
     }
 )
+
+
+def test_role_chaining_is_limited_to_an_hour(sts, iam, make_client):
+    """Credentials from AssumeRole assuming a role again: at most one hour, whatever the role's
+    MaxSessionDuration (IAM user guide, "Role chaining")."""
+    iam.create_role(RoleName="LongRole", AssumeRolePolicyDocument=_TRUST, MaxSessionDuration=43200)
+    long_role = f"arn:aws:iam::{ACCOUNT}:role/LongRole"
+    chained = _client_of(
+        make_client, sts.assume_role(RoleArn=ROLE_ARN, RoleSessionName="first")["Credentials"]
+    )
+
+    error = _error(
+        lambda: chained.assume_role(RoleArn=long_role, RoleSessionName="second", DurationSeconds=7200)
+    )
+    within = chained.assume_role(RoleArn=long_role, RoleSessionName="second", DurationSeconds=3600)
+
+    assert error["Error"]["Code"] == "ValidationError"
+    assert "role chaining" in error["Error"]["Message"]
+    assert within["AssumedRoleUser"]["Arn"] == f"arn:aws:sts::{ACCOUNT}:assumed-role/LongRole/second"
