@@ -1,5 +1,5 @@
-"""Access keys: creation, and the credential resolver the SigV4 verifier calls
-(`settings.SAGEPORT_CREDENTIAL_RESOLVER`)."""
+"""Access keys: creation, and the credential resolver the SigV4 verifiers call
+(`settings.SAGEPORT_CREDENTIAL_RESOLVER`: `resolve_signing_key`)."""
 
 import secrets
 import string
@@ -29,9 +29,7 @@ _known: dict[str, tuple[float, datetime | None, tuple[str, str]]] = {}
 
 
 def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
-    """(secret access key, account id) of an active key that has not expired, or None; STS's
-    temporary credentials past their expiry raise ExpiredToken, AWS's answer for them (until the
-    sweeper deletes them: unknown from then on)."""
+    """(secret access key, account id) of an active key that has not expired, or None."""
     now = time.monotonic()
     cached = _known.get(access_key_id)
     if cached and _unexpired(cached[1]) and now - cached[0] < settings.SAGEPORT_ACCESS_KEY_CACHE_SECONDS:
@@ -44,11 +42,21 @@ def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
         raise
     if key is None or not _unexpired(key.expires_at):
         _known.pop(access_key_id, None)
-        if key is not None and key.access_key_id.startswith(TEMPORARY_KEY_PREFIX):
-            raise ExpiredToken("The security token included in the request is expired")
         return None
     resolved = (key.secret_access_key, key.account_id)
     _known[access_key_id] = (now, key.expires_at, resolved)
+    return resolved
+
+
+def resolve_signing_key(access_key_id: str) -> tuple[str, str] | None:
+    """The resolver of the SigV4 verifiers (`settings.SAGEPORT_CREDENTIAL_RESOLVER`: the API, the
+    data plane, the S3 gateway): `resolve_access_key`, except that STS's temporary credentials
+    past their expiry raise ExpiredToken, AWS's answer for them, until the sweeper deletes them
+    (unknown from then on). Looked for only when resolution failed: a valid key costs nothing."""
+    resolved = resolve_access_key(access_key_id)
+    if resolved is None and access_key_id.startswith(TEMPORARY_KEY_PREFIX):
+        if AccessKey.objects.filter(access_key_id=access_key_id, active=True).exists():
+            raise ExpiredToken("The security token included in the request is expired")
     return resolved
 
 

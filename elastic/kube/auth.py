@@ -9,7 +9,6 @@ from django.http import HttpRequest
 
 from accounts.accesskeys import resolve_access_key
 from elastic.kube.status import KubeError
-from protocol.errors import ExpiredToken
 
 _SCHEME = "bearer "
 
@@ -26,8 +25,6 @@ def account_of(request: HttpRequest) -> str:
         resolved = resolve_access_key(key_id)
     except DatabaseError:
         raise KubeError(503, "ServiceUnavailable", "The credentials cannot be checked right now.") from None
-    except ExpiredToken:
-        raise _unauthorized() from None
     if resolved is None:
         raise _unauthorized()
     expected_secret, account_id = resolved
