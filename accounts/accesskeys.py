@@ -1,5 +1,5 @@
-"""Access keys: creation, and the credential resolver the SigV4 verifier calls
-(`settings.SAGEPORT_CREDENTIAL_RESOLVER`)."""
+"""Access keys: creation, and the credential resolver the SigV4 verifiers call
+(`settings.SAGEPORT_CREDENTIAL_RESOLVER`: `resolve_signing_key`)."""
 
 import secrets
 import string
@@ -11,6 +11,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import AccessKey, account_id_validator
+from protocol.errors import ExpiredToken
+from protocol.sigv4 import TEMPORARY_KEY_PREFIX
 
 _ID_ALPHABET = string.ascii_uppercase + string.digits
 _SECRET_ALPHABET = string.ascii_letters + string.digits + "+/"
@@ -46,21 +48,44 @@ def resolve_access_key(access_key_id: str) -> tuple[str, str] | None:
     return resolved
 
 
+def resolve_signing_key(access_key_id: str) -> tuple[str, str] | None:
+    """The resolver of the SigV4 verifiers (`settings.SAGEPORT_CREDENTIAL_RESOLVER`: the API, the
+    data plane, the S3 gateway): `resolve_access_key`, except that STS's temporary credentials
+    past their expiry raise ExpiredToken, AWS's answer for them, until the sweeper deletes them
+    (unknown from then on). Looked for only when resolution failed: a valid key costs nothing."""
+    resolved = resolve_access_key(access_key_id)
+    if resolved is None and access_key_id.startswith(TEMPORARY_KEY_PREFIX):
+        if AccessKey.objects.filter(access_key_id=access_key_id, active=True).exists():
+            raise ExpiredToken("The security token included in the request is expired")
+    return resolved
+
+
 def _unexpired(expires_at: datetime | None) -> bool:
     return expires_at is None or timezone.now() < expires_at
 
 
+# AWS's prefix of a long-term key (temporary credentials': sigv4.TEMPORARY_KEY_PREFIX).
+LONG_TERM_PREFIX = "AKIA"
+
+
 def create_access_key(
-    account_id: str, *, default: bool = False, expires_at: datetime | None = None, issued_for: str = ""
+    account_id: str,
+    *,
+    default: bool = False,
+    expires_at: datetime | None = None,
+    issued_for: str = "",
+    principal: str = "",
+    id_prefix: str = LONG_TERM_PREFIX,
 ) -> AccessKey:
     account_id_validator(account_id)
     return AccessKey.objects.create(
-        access_key_id="AKIA" + _random(_ID_ALPHABET, 16),
+        access_key_id=id_prefix + _random(_ID_ALPHABET, 16),
         secret_access_key=_random(_SECRET_ALPHABET, 40),
         account_id=account_id,
         is_default=default,
         expires_at=expires_at,
         issued_for=issued_for,
+        principal=principal,
     )
 
 

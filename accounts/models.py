@@ -20,6 +20,9 @@ class AccessKey(models.Model):
     # The ARN of the training job or endpoint whose containers were given the key ("" for a
     # user's key); its keys are deleted when it ends.
     issued_for = models.CharField(max_length=2048, blank=True, default="", db_index=True)
+    # Whom the key acts as, after the account's `arn:aws:...::<account>:` (identity/principals.py):
+    # `assumed-role/<role>/<session>` for STS's temporary credentials; "" for the account's own.
+    principal = models.CharField(max_length=512, blank=True, default="")
 
     class Meta:
         constraints = [

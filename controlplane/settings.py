@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     # Each app keeps its old label (controlplane, jobs, endpoints, cloudwatch, workers): tables,
     # migration history and foreign keys name it. The order is the sweeper's order.
     "accounts",
+    "identity",
     "training",
     "hosting",
     "clusters",
@@ -205,7 +206,7 @@ SAGEPORT_RUNTIME_PORT = _env_int("SAGEPORT_RUNTIME_PORT", 8081)
 SAGEPORT_RUNTIME_URL = os.environ.get("SAGEPORT_RUNTIME_URL") or f"http://{_API_HOST}:{SAGEPORT_RUNTIME_PORT}"
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
-SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_access_key"
+SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_signing_key"
 # How long an API process remembers a resolved access key (a deactivated key works that long).
 SAGEPORT_ACCESS_KEY_CACHE_SECONDS = _env_float("SAGEPORT_ACCESS_KEY_CACHE_SECONDS", 5.0)
 # While the database fails, a key it confirmed this recently is still accepted (accesskeys.py).

@@ -516,6 +516,10 @@ def prepare_data_dir(
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": runtime_url,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api_url,
         "AWS_ENDPOINT_URL_CLOUDWATCH": api_url,
+        # STS and IAM (identity/): the account lookups of BYO notebooks and the SDKs' role
+        # lookups (get_execution_role, SDK v3's role validation) answered here, not by AWS.
+        "AWS_ENDPOINT_URL_STS": api_url,
+        "AWS_ENDPOINT_URL_IAM": api_url,
         "AWS_ENDPOINT_URL_S3": s3_endpoint_url,
         # Without it, a client with no other credentials waits on the EC2 metadata service.
         "AWS_EC2_METADATA_DISABLED": "true",

@@ -24,7 +24,7 @@ from accounts.views import CREDENTIALS_PATH
 from gateway.network import GATEWAY_ADDRESS, SERVICES_NETWORK
 
 # botocore's service ids of what the API port serves, as AWS_ENDPOINT_URL_* spells them.
-API_SERVICE_IDS = ("SAGEMAKER", "SAGEMAKER_RUNTIME", "CLOUDWATCH_LOGS", "CLOUDWATCH")
+API_SERVICE_IDS = ("SAGEMAKER", "SAGEMAKER_RUNTIME", "CLOUDWATCH_LOGS", "CLOUDWATCH", "STS", "IAM")
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,14 @@ class UnrecognizedClient(ServiceError):
     status = 403
 
 
+class ExpiredToken(ServiceError):
+    """Temporary credentials (STS's) past their expiry: the code and status of STS's model, which
+    botocore's credential refresh also recognises."""
+
+    code = "ExpiredTokenException"
+    status = 400
+
+
 class InvalidSignature(ServiceError):
     code = "InvalidSignatureException"
     status = 403
@@ -116,8 +124,9 @@ class InternalFailure(ServiceError):
 # them from the JSON answer's `x-amzn-query-error` header (the model's awsQueryCompatible trait).
 
 
-class CloudWatchValidationError(ServiceError):
-    """A request that breaks CloudWatch's input shape (the query protocol's `ValidationError`)."""
+class QueryValidationError(ServiceError):
+    """A request that breaks the input shape of a service from the query protocol (CloudWatch,
+    STS, IAM): their `ValidationError`."""
 
     code = "ValidationError"
     status = 400

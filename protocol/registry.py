@@ -2,7 +2,7 @@
 
 Apps register with `@operation("CreateTrainingJob")` (target prefix `SageMaker` by default),
 `@operation("GetLogEvents", service="Logs_20140328")` or
-`@operation("ListMetrics", service=CLOUDWATCH)`. A handler is called as
+`@operation("ListMetrics", service=CLOUDWATCH)` (likewise `STS`, `IAM`). A handler is called as
 `handler(ctx: RequestContext, params: dict) -> dict` with params already validated against the
 botocore input shape; it returns the response members (None values are dropped on the wire).
 """
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from protocol.context import RequestContext
 from protocol.errors import (
-    CloudWatchValidationError,
     InvalidParameterException,
+    QueryValidationError,
     ServiceError,
     ValidationException,
 )
@@ -32,10 +32,15 @@ class Service:
 
 
 CLOUDWATCH = "GraniteServiceVersion20100801"
+# Query-only services: their Smithy service names, the prefix a JSON target would carry.
+STS = "AWSSecurityTokenServiceV20110615"
+IAM = "AWSIdentityManagementV20100508"
 SERVICES: dict[str, Service] = {
     "SageMaker": Service("SageMaker", "sagemaker"),
     "Logs_20140328": Service("Logs_20140328", "logs", invalid_input=InvalidParameterException),
-    CLOUDWATCH: Service(CLOUDWATCH, "cloudwatch", invalid_input=CloudWatchValidationError),
+    CLOUDWATCH: Service(CLOUDWATCH, "cloudwatch", invalid_input=QueryValidationError),
+    STS: Service(STS, "sts", invalid_input=QueryValidationError),
+    IAM: Service(IAM, "iam", invalid_input=QueryValidationError),
 }
 
 _handlers: dict[tuple[str, str], Handler] = {}

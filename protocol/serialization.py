@@ -58,6 +58,7 @@ def error_response(error: ServiceError, request_id: str, *, content_type: str = 
 _QUERY_ERROR_CODES = {
     "InvalidSignatureException": "SignatureDoesNotMatch",
     "UnrecognizedClientException": "InvalidClientTokenId",
+    "AccessDeniedException": "AccessDenied",
     "MissingAuthenticationTokenException": "MissingAuthenticationToken",
     "IncompleteSignatureException": "IncompleteSignature",
     "UnknownOperationException": "InvalidAction",

@@ -21,7 +21,7 @@ from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
 from protocol import sigv4
-from protocol.errors import ServiceError
+from protocol.errors import ExpiredToken, ServiceError
 from s3gateway.errors import S3Error, access_denied, signature_mismatch
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -188,6 +188,7 @@ def _authenticate_presigned_v2(request: S3Request, resolve: CredentialResolver, 
         raise S3Error(403, "AccessDenied", "Request has expired")
     access_key_id = params["AWSAccessKeyId"]
     secret, account_id = _credentials(resolve, access_key_id)
+    _check_session_token(request, access_key_id, secret)
     signer = _ExpiresV1Signer(Credentials(access_key_id, secret), expires)
     headers = HTTPHeaders.from_dict(dict(request.headers))
     expected = signer.get_signature(
@@ -214,19 +215,23 @@ def _v2_subresources(query: Sequence[tuple[str, str]]) -> str:
     return "?" + "&".join(f"{name}={quote(value)}" if value else name for name, value in kept) if kept else ""
 
 
-def _check_session_token(request, secret: str) -> None:
+def _check_session_token(request, access_key_id: str, secret: str) -> None:
     """A key's own session token (in a header, or in a presigned URL's query) is accepted, any
-    other refused (protocol/sigv4.session_token_for says why containers' clients send one)."""
-    tokens = [value for name, value in request.query if name == "X-Amz-Security-Token"]
+    other refused (protocol/sigv4.session_token_for says why containers' clients send one);
+    temporary credentials (STS's) are refused without theirs, as S3 refuses them."""
+    tokens = [value for name, value in request.query if name.lower() == "x-amz-security-token"]
     if "x-amz-security-token" in request.headers:
         tokens.append(request.headers["x-amz-security-token"])
-    for token in tokens:
-        if not hmac.compare_digest(token.encode(), sigv4.session_token_for(secret).encode()):
+    for token in tokens or [None]:
+        if not sigv4.session_token_accepted(token, access_key_id, secret):
             raise S3Error(400, "InvalidToken", "The provided token is malformed or otherwise invalid.")
 
 
 def _credentials(resolve: CredentialResolver, access_key_id: str) -> tuple[str, str]:
-    credentials = resolve(access_key_id)
+    try:
+        credentials = resolve(access_key_id)
+    except ExpiredToken:
+        raise S3Error(400, "ExpiredToken", "The provided token has expired.") from None
     if credentials is None:
         raise S3Error(
             403,
@@ -267,7 +272,7 @@ def _verify(
     if unsigned:
         raise access_denied_unsigned(", ".join(unsigned))
     secret, account_id = _credentials(resolve, access_key_id)
-    _check_session_token(request, secret)
+    _check_session_token(request, access_key_id, secret)
     scope = f"{date}/{region}/s3/aws4_request"
     key = signing_key(secret, date, region)
     query = [(name, value) for name, value in request.query if name != "X-Amz-Signature"]

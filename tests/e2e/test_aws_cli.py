@@ -12,18 +12,24 @@ from tests.e2e.conftest import shell_job, unique_name, wait_for_status
 AWS_CLI = Path(sys.executable).with_name("aws")
 
 
-def aws(stack, *arguments: str) -> dict:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
-    environment.update(read_env_file(stack.data_dir / "env"))
+def aws(stack, *arguments: str, **variables: str) -> dict:
+    """The CLI's JSON answer, configured by the env file (and `variables` over it)."""
     completed = subprocess.run(
         [str(AWS_CLI), *arguments, "--output", "json"],
-        env=environment,
+        env={**cli_environment(stack), **variables},
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
     return json.loads(completed.stdout) if completed.stdout.strip() else {}
+
+
+def cli_environment(stack) -> dict[str, str]:
+    """This process's environment without its AWS settings, and the env file's."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(read_env_file(stack.data_dir / "env"))
+    return environment
 
 
 def test_aws_cli_creates_describes_and_lists_a_training_job(

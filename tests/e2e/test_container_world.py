@@ -49,6 +49,8 @@ GIVEN = {
     "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
     "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS",
     "AWS_ENDPOINT_URL_CLOUDWATCH",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_ENDPOINT_URL_IAM",
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
     "AWS_CONTAINER_AUTHORIZATION_TOKEN",
     "AWS_EC2_METADATA_DISABLED",
@@ -124,6 +126,8 @@ def test_a_training_job_uses_s3_with_only_what_the_platform_gives_it(
     # The key's own session token (CRT clients require one): boto3 sent it with the S3 calls
     # above, and the gateway accepted it (protocol/sigv4.session_token_for).
     assert handed["token"] and handed["token"] != handed["key"]
+    # In-container code asking STS who it is (the BYO notebooks' account lookup) gets its account.
+    assert report["caller"]["Account"] == stack.account_id
 
 
 def test_a_jobs_credentials_stop_working_when_it_ends(stack, sagemaker, s3, bucket, aws_probe_image):

@@ -2,9 +2,9 @@
 or endpoints of its own, only what the platform gives it. Built into the tests' boto3 image.
 
 `train`: copies s3://$BUCKET/$IN_KEY to s3://$BUCKET/$OUT_KEY (uppercased) and leaves, in
-/opt/ml/model, what it was given: the AWS_* variable names, the key it was handed, whether the
-network reaches the services gateway, whether it reaches $PEER:8080 (another container), and
-what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives.
+/opt/ml/model, what it was given: the AWS_* variable names, the key it was handed, who STS says
+it is, whether the network reaches the services gateway, whether it reaches $PEER:8080 (another
+container), and what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives.
 `serve`: answers /ping, and /invocations with the object s3://<bucket>/<key> named by the
 request body, read with boto3."""
 
@@ -50,6 +50,8 @@ def what_i_was_given() -> dict:
             "token": credentials.token,
         }
         report["region"] = boto3.Session().region_name
+        identity = boto3.client("sts").get_caller_identity()
+        report["caller"] = {"Account": identity["Account"], "Arn": identity["Arn"]}
     return report
 
 

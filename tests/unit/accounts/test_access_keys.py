@@ -1,12 +1,20 @@
 import re
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.db import OperationalError
+from django.utils import timezone
 
-from accounts.accesskeys import create_access_key, ensure_default_access_key, resolve_access_key
+from accounts.accesskeys import (
+    create_access_key,
+    ensure_default_access_key,
+    resolve_access_key,
+    resolve_signing_key,
+)
 from accounts.models import AccessKey
+from protocol.errors import ExpiredToken
 
 
 def test_created_key_looks_like_an_aws_key_pair(db):
@@ -85,3 +93,17 @@ def test_an_unconfirmed_or_too_old_key_is_not_accepted_while_the_database_fails(
         resolve_access_key(key.access_key_id)
     with pytest.raises(OperationalError):
         resolve_access_key("AKIANOSUCHKEY0000000")
+
+
+def test_expired_temporary_credentials_are_expired_for_the_signers_and_unknown_elsewhere(db):
+    """STS's credentials past their expiry: ExpiredToken for the SigV4 verifiers (AWS's answer),
+    plain refusal for the console's and the Kubernetes API's sign-in (resolve_access_key)."""
+    past = timezone.now() - timedelta(seconds=1)
+    temporary = create_access_key("123456789012", expires_at=past, id_prefix="ASIA")
+    container_key = create_access_key("123456789012", expires_at=past)
+
+    with pytest.raises(ExpiredToken):
+        resolve_signing_key(temporary.access_key_id)
+    assert resolve_access_key(temporary.access_key_id) is None
+    assert resolve_signing_key(container_key.access_key_id) is None  # a container's: refused as before
+    assert resolve_signing_key("ASIANOSUCHKEY0000000") is None

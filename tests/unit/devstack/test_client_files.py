@@ -33,6 +33,8 @@ def test_the_env_file_points_every_served_client_and_the_sdk_at_the_stack(db, tm
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": RUNTIME_URL,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": API_URL,
         "AWS_ENDPOINT_URL_CLOUDWATCH": API_URL,
+        "AWS_ENDPOINT_URL_STS": API_URL,
+        "AWS_ENDPOINT_URL_IAM": API_URL,
         "AWS_ENDPOINT_URL_S3": S3_URL,
     }
     assert variables["AWS_DEFAULT_REGION"] == "eu-west-1"

@@ -44,6 +44,8 @@ def test_any_other_container_joins_the_services_network_with_region_endpoints_an
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api,
         "AWS_ENDPOINT_URL_CLOUDWATCH": api,
+        "AWS_ENDPOINT_URL_STS": api,
+        "AWS_ENDPOINT_URL_IAM": api,
         "AWS_CONTAINER_CREDENTIALS_FULL_URI": f"{api}/v2/credentials",
         "AWS_CONTAINER_AUTHORIZATION_TOKEN": ContainerGrant.objects.get(holder=JOB).token,
         "AWS_EC2_METADATA_DISABLED": "true",

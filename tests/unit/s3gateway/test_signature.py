@@ -9,6 +9,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from protocol import sigv4
+from protocol.errors import ExpiredToken
 from s3gateway import signature
 from s3gateway.errors import S3Error
 
@@ -178,3 +179,42 @@ def test_a_keys_own_session_token_is_accepted_and_any_other_is_invalid_token():
         assert authenticate(with_token(own, presign)).account_id == ACCOUNT
         refused = error_of(with_token(other, presign))
         assert (refused.status, refused.code) == (400, "InvalidToken")
+
+
+def test_temporary_credentials_without_their_session_token_are_refused():
+    """STS's credentials (`ASIA…`, identity/sts.py) are valid only with their token, as on S3; a
+    presigned URL carries it in its query."""
+    temporary = "ASIA" + KEY_ID[4:]
+
+    def request_by(token: str | None, presign: bool) -> signature.S3Request:
+        request = AWSRequest(method="GET", url="http://127.0.0.1:8333/my-data/report.csv")
+        credentials = Credentials(temporary, SECRET, token)
+        if presign:
+            S3SigV4QueryAuth(credentials, "s3", "us-east-1", expires=60).add_auth(request)
+        else:
+            S3SigV4Auth(credentials, "s3", "us-east-1").add_auth(request)
+        return received(request)
+
+    def resolve_temporary(access_key_id: str):
+        return (SECRET, ACCOUNT) if access_key_id == temporary else None
+
+    for presign in (False, True):
+        accepted = signature.authenticate(
+            request_by(sigv4.session_token_for(SECRET), presign), resolve_temporary, NOW, SKEW
+        )
+        assert accepted.account_id == ACCOUNT
+        with pytest.raises(S3Error) as refused:
+            signature.authenticate(request_by(None, presign), resolve_temporary, NOW, SKEW)
+        assert (refused.value.status, refused.value.code) == (400, "InvalidToken")
+
+
+def test_expired_temporary_credentials_are_expired_token():
+    """S3's answer for STS credentials past their expiry: 400 ExpiredToken."""
+
+    def expired(access_key_id: str):
+        raise ExpiredToken("The security token included in the request is expired")
+
+    with pytest.raises(S3Error) as refused:
+        signature.authenticate(received(signed()), expired, NOW, SKEW)
+
+    assert (refused.value.status, refused.value.code) == (400, "ExpiredToken")
