@@ -9,87 +9,56 @@ file (`AWS_ENDPOINT_URL_<SERVICE>`, botocore's service-specific endpoint variabl
 https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html) or make the attempt the
 guard records."""
 
-import json
-import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from devstack.stack import PROJECT_DIR
-from tests.conftest import read_env_file
+from tests.e2e.egress import GuardedRunner
 from tests.e2e.sdk import ROLE
 from tests.e2e.test_script_mode import CODE_DIR, SDK_V3_SCRIPT, sdk_v3_python  # noqa: F401 (a fixture)
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # serve_image
 
-GUARD_DIR = Path(__file__).parent / "egress_guard"
 RECIPES = Path(__file__).parent / "egress_recipes"
 TRAIN_CSV = PROJECT_DIR / "examples" / "linear_regression" / "train.csv"
 
 
-@dataclass
-class GuardedRun:
-    completed: subprocess.CompletedProcess
-    attempts: list[dict]  # what the guard refused, in order
-
-    def report(self) -> str:
-        destinations = sorted({f"{a['host']}:{a['port']}" for a in self.attempts})
-        return (f"{len(self.attempts)} attempts to leave the machine {destinations}\n"
-                + "\n".join(json.dumps(attempt) for attempt in self.attempts)
-                + f"\n--- stdout ---\n{self.completed.stdout[-3000:]}"
-                + f"\n--- stderr ---\n{self.completed.stderr[-3000:]}")
-
-
 @pytest.fixture
-def run_guarded(stack, tmp_path):
-    """Run a Python program with the env file's variables only (a fresh HOME: no AWS or SDK
-    configuration of this machine's user), under the egress guard."""
-    log = tmp_path / "egress.jsonl"
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {
-        **read_env_file(stack.data_dir / "env"),
-        "PATH": os.environ["PATH"], "HOME": str(home),
-        "PYTHONPATH": str(GUARD_DIR), "SAGEPORT_EGRESS_LOG": str(log),
-    }
-
-    def run(python: str, *args: str, cwd: Path = PROJECT_DIR) -> GuardedRun:
-        completed = subprocess.run(
-            [python, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=480
-        )
-        attempts = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        log.unlink(missing_ok=True)
-        run = GuardedRun(completed, attempts)
-        print(f"{Path(args[0]).name if args[0] != '-c' else 'script'}: {run.report()}")
-        return run
-
-    return run
+def run_guarded(stack, tmp_path) -> GuardedRunner:
+    return GuardedRunner(stack.data_dir / "env", tmp_path)
 
 
-def test_the_guard_refuses_and_records_what_would_leave(run_guarded):
-    """The guard itself: a host name and an IP literal refused and recorded, loopback served."""
+def test_the_guard_refuses_and_records_what_would_leave(tmp_path):
+    """The guard itself: host names and IP literals refused and recorded, loopback let through."""
+    env_file = tmp_path / "env"
+    env_file.write_text("")
     program = (
         "import socket, urllib.request\n"
-        "assert socket.getaddrinfo('127.0.0.1', 9)\n"
+        "assert socket.getaddrinfo('127.0.0.1', 9) and socket.gethostbyname('localhost')\n"
         "for target in ('http://sts.amazonaws.com/', 'http://169.254.169.254/latest/api/token'):\n"
         "    try:\n"
         "        urllib.request.urlopen(target, timeout=1)\n"
         "    except OSError:\n"
         "        pass\n"
-        "assert socket.socket().connect_ex(('192.0.2.1', 443)) != 0\n"
+        "try:\n"
+        "    socket.socket().connect(('192.0.2.1', 443))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "assert socket.socket(socket.AF_INET6).connect_ex(('2001:db8::1', 80, 0, 0)) != 0\n"
     )
 
-    run = run_guarded(sys.executable, "-c", program)
+    run = GuardedRunner(env_file, tmp_path)(sys.executable, "-c", program)
 
     assert run.completed.returncode == 0, run.report()
-    assert [(a["call"], a["host"], a["port"]) for a in run.attempts] == [
+    assert [(attempt["call"], attempt["host"], attempt["port"]) for attempt in run.attempts] == [
         ("getaddrinfo", "sts.amazonaws.com", 80),
         ("getaddrinfo", "169.254.169.254", 80),
-        ("connect_ex", "192.0.2.1", 443),
+        ("connect", "192.0.2.1", 443),
+        ("connect_ex", "2001:db8::1", 80),
     ]
 
 
@@ -167,22 +136,44 @@ def test_the_bring_your_own_container_notebook_runs_without_leaving_the_machine(
         "TrainingJobSummaries"]
     described = sagemaker.describe_training_job(TrainingJobName=job["TrainingJobName"])
     assert described["AlgorithmSpecification"]["TrainingImage"] == byo_image
-    predictions = [float(line) for line in run.completed.stdout.split() if _is_number(line)]
-    assert len(predictions) == 5, run.completed.stdout
+    # Cell 26 prints one prediction a line, after deploy's progress marks ("-" ... "!").
+    printed = run.completed.stdout.strip().splitlines()[-5:]
+    predictions = [float(line.rpartition("!")[2]) for line in printed]
+    rows = [[float(value) for value in line.split(",")] for line in TRAIN_CSV.read_text().splitlines()]
+    assert predictions == pytest.approx([rows[i][-1] for i in (0, 1, 3, 4, 6)]), printed  # the cells' rows
     assert run.attempts == [], run.report()
 
 
-def test_get_execution_role_outside_a_notebook_instance(run_guarded, stack):
-    run = run_guarded(sys.executable, str(RECIPES / "get_execution_role.py"))
+@pytest.mark.parametrize("sdk", ["v2", "v3"])
+def test_get_execution_role_outside_a_notebook_instance_asks_aws_sts_and_nothing_else(
+    run_guarded, stack, sdk, request
+):
+    """Both SDKs build get_caller_identity_arn's STS client with the regional AWS endpoint they
+    name themselves (`endpoint_url=sts_regional_endpoint(region)`), and botocore prefers an
+    explicit endpoint_url to AWS_ENDPOINT_URL_STS: no variable or config keeps this one call on
+    the machine (README "STS and IAM"). Under the guard the call fails; with a network it reaches
+    AWS with Sageport's key and fails there. What must hold: that call is the only one, nothing
+    else tries to leave. The README's recipes pass the role ARN instead."""
+    python = sys.executable if sdk == "v2" else request.getfixturevalue("sdk_v3_python")
 
-    assert run.completed.returncode == 0, run.report()
-    assert f"role: arn:aws:iam::{stack.account_id}:role/SageMakerRole" in run.completed.stdout
+    run = run_guarded(python, str(RECIPES / "get_execution_role.py"))
+
+    assert run.completed.returncode != 0, run.report()
+    destinations = {(attempt["host"], attempt["port"]) for attempt in run.attempts}
+    assert destinations == {(f"sts.{stack.region}.amazonaws.com", 443)}, run.report()
+    assert all("get_caller_identity_arn" in attempt["stack"][0] for attempt in run.attempts), run.report()
+
+
+def test_the_notebooks_build_and_push_cell_stays_on_the_machine_where_sageport_refuses_ecr(
+    run_guarded, stack
+):
+    """Part 1's AWS CLI calls: STS answers the account (AWS_ENDPOINT_URL_STS); ECR, which Sageport
+    does not serve, reaches Sageport through the env file's global AWS_ENDPOINT_URL (botocore's
+    variable for every service without its own) and is refused there, naming the operation, instead
+    of carrying the key to AWS. The image is tagged locally instead (the `byo_image` fixture)."""
+    run = run_guarded("sh", str(RECIPES / "build_and_push_aws_calls.sh"))
+
+    assert f"fullname: {stack.account_id}.dkr.ecr." in run.completed.stdout, run.report()
+    assert "(UnknownOperationException) when calling the CreateRepository operation" in run.completed.stderr
+    assert "'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken'" in run.completed.stderr
     assert run.attempts == [], run.report()
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
