@@ -35,6 +35,7 @@ COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity
 COPY accounts ./accounts
+COPY identity ./identity
 COPY s3gateway ./s3gateway
 COPY tier ./tier
 COPY reconcile ./reconcile

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from devstack.stack import PROJECT_DIR
 from tests.e2e import sdk
 
 SHELL_ALGO_TAG = "sageport-test/shell-algo:latest"
@@ -19,6 +20,7 @@ COPY algo.sh /algo.sh
 ENTRYPOINT ["/bin/sh", "/algo.sh"]
 """
 SHELL_ALGO_ENTRYPOINT = 'eval "$ALGO_SCRIPT"\n'
+SDK_V3_VENV_SCRIPT = PROJECT_DIR / "scripts" / "sdk-v3-venv.sh"
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +32,15 @@ def shell_algo_image(busybox_image, tmp_path_factory) -> str:
         ["docker", "build", "-q", "-t", SHELL_ALGO_TAG, str(context)], check=True, capture_output=True
     )
     return SHELL_ALGO_TAG
+
+
+@pytest.fixture(scope="session")
+def sdk_v3_python() -> str:
+    """The SageMaker SDK v3's Python (its own virtualenv: v3 and v2 share the package name)."""
+    completed = subprocess.run(
+        [str(SDK_V3_VENV_SCRIPT)], check=True, stdout=subprocess.PIPE, text=True, timeout=1800
+    )
+    return str(PROJECT_DIR / completed.stdout.strip())
 
 
 @pytest.fixture

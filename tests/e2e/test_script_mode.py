@@ -14,17 +14,14 @@ import tarfile
 import textwrap
 from pathlib import Path
 
-import pytest
 from sagemaker.estimator import Estimator
 from sagemaker.model import Model
 
-from devstack.stack import PROJECT_DIR
 from tests.conftest import read_env_file
 from tests.e2e.conftest import read_tar_gz, unique_name
 from tests.e2e.sdk import ROLE, WatchedOutput
 
 CODE_DIR = Path(__file__).parent / "script_mode"
-SDK_V3_VENV_SCRIPT = PROJECT_DIR / "scripts" / "sdk-v3-venv.sh"
 
 
 def script_estimator(session, image: str, **options) -> Estimator:
@@ -157,15 +154,6 @@ SDK_V3_SCRIPT = textwrap.dedent("""
     trainer.train(wait=True, logs=False)
     print(trainer._latest_training_job.training_job_name)
 """)
-
-
-@pytest.fixture(scope="session")
-def sdk_v3_python() -> str:
-    """The SageMaker SDK v3's Python (its own virtualenv: v3 and v2 share the package name)."""
-    completed = subprocess.run(
-        [str(SDK_V3_VENV_SCRIPT)], check=True, stdout=subprocess.PIPE, text=True, timeout=1800
-    )
-    return str(PROJECT_DIR / completed.stdout.strip())
 
 
 def test_sdk_v3_model_trainer_with_source_code_completes(

@@ -200,6 +200,32 @@ def test_sdk_get_execution_role_of_assumed_credentials_is_the_assumed_role(stack
     assert role == f"arn:aws:iam::{stack.account_id}:role/service-role/{name}"
 
 
+SDK_V3_ROLE_SCRIPT = """
+from sagemaker.train.defaults import TrainDefaults
+print(TrainDefaults.get_role())
+"""
+
+
+def test_sdk_v3_resolves_and_validates_the_callers_role_on_the_stack(stack, sdk_v3_python, tmp_path):
+    """What ModelTrainer does without `role=` (sagemaker.core.helper.iam_role_resolver): STS
+    GetCallerIdentity, IAM GetRole of the session's role, SimulatePrincipalPolicy (every action
+    allowed) and GetRole again for the trust policy (sagemaker.amazonaws.com) — all answered by
+    the stack, through the env file's AWS_ENDPOINT_URL_STS/_IAM."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **read_env_file(stack.data_dir / "env")}
+
+    result = subprocess.run(
+        [sdk_v3_python, "-c", SDK_V3_ROLE_SCRIPT],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.split()[-1] == f"arn:aws:iam::{stack.account_id}:role/SageMakerRole"
+
+
 def _aws_as(stack, credentials: dict, *arguments: str) -> dict:
     return aws(
         stack,
