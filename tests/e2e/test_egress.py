@@ -19,7 +19,8 @@ import pytest
 from devstack.stack import PROJECT_DIR
 from tests.e2e.egress import GuardedRunner
 from tests.e2e.sdk import ROLE
-from tests.e2e.test_script_mode import CODE_DIR, SDK_V3_SCRIPT, sdk_v3_python  # noqa: F401 (a fixture)
+from tests.e2e.test_script_mode import CODE_DIR, SDK_V3_SCRIPT
+from tests.e2e.test_sts_iam import SDK_V3_ROLE_SCRIPT
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # serve_image
 
@@ -92,7 +93,7 @@ def test_the_readme_script_mode_recipe_fits_and_attaches_without_leaving_the_mac
 
 
 def test_the_sdk_v3_model_trainer_recipe_trains_without_leaving_the_machine(
-    run_guarded, toolkit_image, sdk_v3_python  # noqa: F811 (the fixture imported above)
+    run_guarded, toolkit_image, sdk_v3_python
 ):
     """ModelTrainer.train looks the role up in IAM (SimulatePrincipalPolicy, GetRole) even with
     SAGEMAKER_VALIDATE_ROLE=false: AWS_ENDPOINT_URL_IAM keeps those lookups on Sageport."""
@@ -150,6 +151,16 @@ def test_the_bring_your_own_container_notebook_runs_without_leaving_the_machine(
     predictions = [float(line.rpartition("!")[2]) for line in printed]
     rows = [[float(value) for value in line.split(",")] for line in TRAIN_CSV.read_text().splitlines()]
     assert predictions == pytest.approx([rows[i][-1] for i in (0, 1, 3, 4, 6)]), printed  # the cells' rows
+    assert run.attempts == [], run.report()
+
+
+def test_the_sdk_v3s_own_role_lookup_stays_on_the_machine(run_guarded, stack, sdk_v3_python):
+    """What ModelTrainer does without `role=` (sagemaker.core.helper.iam_role_resolver): plain
+    `sts` and `iam` clients, which AWS_ENDPOINT_URL_STS/_IAM point at the stack."""
+    run = run_guarded(sdk_v3_python, "-c", SDK_V3_ROLE_SCRIPT)
+
+    assert run.completed.returncode == 0, run.report()
+    assert run.completed.stdout.split()[-1] == f"arn:aws:iam::{stack.account_id}:role/SageMakerRole"
     assert run.attempts == [], run.report()
 
 
