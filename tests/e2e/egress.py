@@ -47,5 +47,6 @@ class GuardedRunner:
         )
         lines = self.log.read_text().splitlines() if self.log.exists() else []
         run = GuardedRun(completed, [json.loads(line) for line in lines])
-        print(f"\n{' '.join(command)[:160]}: {run.report().splitlines()[0]}")  # the count, in -s output
+        label = " ".join("<program>" if "\n" in part else part for part in command)
+        print(f"\n{label}: {run.report().splitlines()[0]}")  # the count, in -s output
         return run
