@@ -521,6 +521,10 @@ def prepare_data_dir(
         "AWS_ENDPOINT_URL_STS": api_url,
         "AWS_ENDPOINT_URL_IAM": api_url,
         "AWS_ENDPOINT_URL_S3": s3_endpoint_url,
+        # Every other service (botocore's global endpoint variable; each variable above wins for
+        # its service): what Sageport does not serve, e.g. ECR in AWS's bring-your-own-container
+        # notebooks, is refused here with an error naming it, and no request carries this key to AWS.
+        "AWS_ENDPOINT_URL": api_url,
         # Without it, a client with no other credentials waits on the EC2 metadata service.
         "AWS_EC2_METADATA_DISABLED": "true",
         # The SageMaker SDK: its defaults (bucket, no telemetry) from Sageport's file, and no

@@ -11,10 +11,10 @@ import kubernetes
 import pytest
 
 from tests.conftest import read_env_file
+from tests.e2e.egress import GUARD_DIR
 from tests.e2e.test_hyperpod_jobs_api import get, wait_gone
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-GUARD_DIR = Path(__file__).resolve().parent / "hyp_guard"
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ USER_ENDPOINT_VARIABLES = (
     "AWS_ENDPOINT_URL_CLOUDWATCH",
     "AWS_ENDPOINT_URL_STS",
     "AWS_ENDPOINT_URL_IAM",
+    "AWS_ENDPOINT_URL",  # every other service: refused by the API rather than sent to AWS
 )
 
 

@@ -27,8 +27,9 @@ S3_URL = "http://127.0.0.1:18333"
 def test_the_env_file_points_every_served_client_and_the_sdk_at_the_stack(db, tmp_path):
     variables = read_env_file(prepare_data_dir(tmp_path, API_URL, RUNTIME_URL, S3_URL, "eu-west-1"))
 
-    endpoints = {name: value for name, value in variables.items() if name.startswith("AWS_ENDPOINT_URL_")}
+    endpoints = {name: value for name, value in variables.items() if name.startswith("AWS_ENDPOINT_URL")}
     assert endpoints == {
+        "AWS_ENDPOINT_URL": API_URL,  # every other service: refused by the API, never sent to AWS
         "AWS_ENDPOINT_URL_SAGEMAKER": API_URL,
         "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": RUNTIME_URL,
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": API_URL,
