@@ -245,6 +245,9 @@ SAGEPORT_S3_SECRET_ACCESS_KEY = os.environ.get("SAGEPORT_S3_SECRET_ACCESS_KEY") 
     DATA_DIR / "s3_platform_secret"
 )
 SAGEPORT_S3_REGION = os.environ.get("SAGEPORT_S3_REGION", SAGEPORT_REGION)
+# The S3 gateway's access log: one line per request (method, path, status, who signed it, whose
+# bucket) in its log at INFO, to audit what each account and the platform's worker read and wrote.
+SAGEPORT_S3_ACCESS_LOG = _env_bool("SAGEPORT_S3_ACCESS_LOG", False)
 # The most bytes one File/FastFile training channel may stage on one instance, and the most an
 # endpoint's model data may hold once unpacked: a job or endpoint over the limit fails with a
 # FailureReason that says so, instead of filling the host's disk.

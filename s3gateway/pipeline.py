@@ -51,6 +51,7 @@ class Response:
     body: Iterable[bytes]
     account: str
     close: Callable[[], None] = field(default=lambda: None)
+    caller: str = ""  # who signed the request: an account id, or "platform" (for the access log)
 
 
 class Pipeline:
@@ -69,6 +70,13 @@ class Pipeline:
 
     def handle(self, request: signature.S3Request, client: ClientConnection, request_id: str) -> Response:
         caller = signature.authenticate(request, self.resolve, self.now(), self.max_skew, self.scope_regions)
+        response = self._handle(request, caller, client)
+        response.caller = caller.account_id or "platform"
+        return response
+
+    def _handle(
+        self, request: signature.S3Request, caller: signature.Caller, client: ClientConnection
+    ) -> Response:
         target = ownership.target_of(request.raw_path, request.headers)
         operation = ownership.operation_of(request.method, target, request.query)
         if operation is Operation.LIST_BUCKETS:

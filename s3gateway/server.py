@@ -80,14 +80,14 @@ class GatewayHandler(BaseHTTPRequestHandler):
         request_id = uuid.uuid4().hex[:16].upper()
         split = urlsplit(self.path)
         raw_path = split.path or "/"
-        status, account = 500, "-"
+        status, account, caller = 500, "-", "-"
         self._reader: body.BoundedReader | None = None
         try:
             request = signature.S3Request(
                 self.command, raw_path, signature.parse_query(split.query), self._lower_headers()
             )
             response = self.server.pipeline.handle(request, self, request_id)
-            status, account = response.status, response.account
+            status, account, caller = response.status, response.account, response.caller
             self._send(response, request_id)
         except S3Error as error:
             status = error.status
@@ -104,10 +104,13 @@ class GatewayHandler(BaseHTTPRequestHandler):
         finally:
             close_old_connections()
             REQUEST_SECONDS.labels(self.command, str(status)).observe(time.monotonic() - started)
-            # Like the API, no access log: the metric counts requests; failures are logged.
-            level = logging.WARNING if status == "aborted" or int(status) >= 500 else logging.DEBUG
-            log.log(level, "%s %s %s account=%s %.0fms", self.command, raw_path, status, account,
-                    (time.monotonic() - started) * 1000)
+            # The metric counts requests and failures are logged; every request only with the
+            # access log on (SAGEPORT_S3_ACCESS_LOG).
+            level = logging.INFO if settings.SAGEPORT_S3_ACCESS_LOG else logging.DEBUG
+            if status == "aborted" or int(status) >= 500:
+                level = logging.WARNING
+            log.log(level, "%s %s %s caller=%s account=%s %.0fms", self.command, raw_path, status, caller,
+                    account, (time.monotonic() - started) * 1000)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_any
 

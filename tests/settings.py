@@ -31,6 +31,7 @@ def export_session_environment() -> None:
         "SAGEPORT_LEASE_SECONDS": "20",  # a killed worker's claim lapses within a test's patience
         "SAGEPORT_CHECKPOINT_SCAN_SECONDS": "0.3",
         "SAGEPORT_PULL_MISSING_IMAGES": "false",
+        "SAGEPORT_S3_ACCESS_LOG": "true",  # tests read who touched a bucket (test_tenancy.py)
         # Hosting: fast health checks, a short startup deadline and kill grace, a short
         # invocation timeout so that the timeout test does not wait a minute.
         "SAGEPORT_HEALTH_CHECK_INTERVAL_SECONDS": "0.5",

@@ -42,6 +42,14 @@ def bob(stack):
     return Account(stack, "bob")
 
 
+def gateway_requests_on(stack, bucket: str) -> list[str]:
+    """The S3 gateway's access-log lines (SAGEPORT_S3_ACCESS_LOG) about `bucket`."""
+    log = stack.supervisor.log_path("s3gateway")
+    files = sorted(log.parent.glob(f"{log.name}*"))  # with its rotated copies
+    lines = [line for path in files for line in path.read_text().splitlines()]
+    return [line for line in lines if f" /{bucket}" in line]
+
+
 def objects_of(account: Account) -> dict:
     listing = account.s3.list_objects_v2(Bucket=account.bucket)["Contents"]
     return {item["Key"]: (item["ETag"], item["LastModified"]) for item in listing}
@@ -139,3 +147,17 @@ def test_bobs_own_bucket_works_for_his_jobs_end_to_end(stack, bob, shell_algo_im
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     key = f"output/{request['TrainingJobName']}/output/model.tar.gz"
     assert read_tar_gz(bob.s3, bob.bucket, key) == {"mine.csv": b"bob's data"}
+
+
+def test_the_gateways_access_log_shows_only_alice_ever_touched_her_bucket(
+    stack, alice, bob, shell_algo_image
+):
+    """Every refused try above left her bucket unread: no request of the platform's worker, nor of
+    Bob, ever reached it; only her own uploads and listings did."""
+    refusal(bob.sagemaker.create_training_job, **bobs_job(
+        bob, shell_algo_image, InputDataConfig=channel(f"s3://{alice.bucket}/train/")))
+    lines = gateway_requests_on(stack, alice.bucket)
+    assert lines, "the access log names no request on her bucket at all"
+    assert all(f"caller={alice.id} " in line for line in lines), [
+        line for line in lines if f"caller={alice.id} " not in line
+    ]
