@@ -1,6 +1,8 @@
 """The hosting control-plane API through stock boto3: shapes, names and ARNs, tags, paging, and
 bad requests answered with AWS's errors without changing anything."""
 
+import json
+
 import pytest
 from botocore.exceptions import ClientError
 
@@ -148,8 +150,12 @@ def test_duplicates_and_missing_resources_answer_validation_exceptions(sagemaker
         ),
     ],
 )
-def test_bad_create_model_requests_are_refused_and_create_nothing(sagemaker, operation, params, complaint):
+def test_bad_create_model_requests_are_refused_and_create_nothing(
+    sagemaker, bucket, operation, params, complaint
+):
     name = unique("bad")
+    # The model data is in the caller's own bucket, so the complaint is the request's, not its access.
+    params = json.loads(json.dumps(params).replace("s3://b/", f"s3://{bucket}/"))
     code, message = _error(lambda: getattr(sagemaker, operation)(ModelName=name, **params))
     assert code == "ValidationException"
     assert complaint in message
