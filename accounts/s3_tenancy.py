@@ -15,7 +15,9 @@ URI a request names goes through this module twice:
 Owner: the account that created the bucket through the gateway (`accounts.buckets`), or that an
 operator assigned it to (`manage.py assignbucket`). A bucket created behind the gateway's back
 (directly in the store, or in an external S3) has no owner and belongs to the platform only: no
-tenant may name it until it is assigned."""
+tenant may name it until it is assigned. A bucket that does not exist may be named (its job fails
+on NoSuchBucket, as on SageMaker): nothing can be read from it, and whoever creates it through
+the gateway owns it, so it is checked again when used."""
 
 import json
 import re
@@ -28,9 +30,9 @@ from botocore.model import Shape
 
 from accounts import buckets
 from protocol.context import RequestContext
-from protocol.errors import AccessDenied, ValidationException
+from protocol.errors import AccessDenied, ServiceUnavailable, ValidationException
 from protocol.shapes import operation_model
-from storage.s3 import StorageError, parse_s3_uri, s3_uri
+from storage.s3 import StorageError, bucket_exists, parse_s3_uri, s3_uri
 
 # Where SageMaker keeps a code location outside any S3-typed member: script mode's
 # `sagemaker_submit_directory` hyperparameter (the SDK sends it JSON-encoded) and a serving
@@ -68,16 +70,22 @@ class NamedUri:
 
 
 def location(account_id: str, uri: str, action: str = "read") -> S3Location:
-    """(bucket, key) of `uri` once `account_id` owns the bucket; ForeignLocation otherwise (a
+    """(bucket, key) of `uri` once `account_id` may use the bucket; ForeignLocation otherwise (a
     StorageError, so the job or deployment fails with it as with the store's own AccessDenied)."""
     bucket, key = parse_s3_uri(uri)
-    if not owns(account_id, bucket):
+    if not may_use(account_id, bucket):
         raise ForeignLocation(f"Could not {action} {s3_uri(bucket, key)}: AccessDenied")
     return S3Location(bucket, key)
 
 
-def owns(account_id: str, bucket: str) -> bool:
-    return bool(account_id) and buckets.owner_of(bucket) == account_id
+def may_use(account_id: str, bucket: str) -> bool:
+    """The account's own bucket, or one that does not exist: nothing can be read from it, and the
+    store answers NoSuchBucket, as SageMaker's jobs fail on a missing bucket. A bucket of another
+    account, or of nobody (the platform's), is never usable."""
+    owner = buckets.owner_of(bucket)
+    if owner is not None:
+        return bool(account_id) and owner == account_id
+    return not bucket_exists(bucket)
 
 
 # --- At the API: nothing is created with another account's location ------------------------------
@@ -94,8 +102,15 @@ def refuse_foreign_locations(ctx: RequestContext, botocore_name: str, operation:
             bucket, _ = parse_s3_uri(named.uri)
         except StorageError as error:
             raise ValidationException(f"{named.path}: {error}") from None
-        if not owns(ctx.account_id, bucket):
+        if not _may_use_at_create(ctx.account_id, bucket):
             raise ValidationException(_refusal(named, bucket, ctx.region, _role_of(params)))
+
+
+def _may_use_at_create(account_id: str, bucket: str) -> bool:
+    try:
+        return may_use(account_id, bucket)
+    except StorageError as error:  # whether a bucket of nobody exists: the store did not answer
+        raise ServiceUnavailable(f"Could not check the S3 location's bucket: {error}") from None
 
 
 def request_locations(botocore_name: str, operation: str, params: dict) -> list[NamedUri]:

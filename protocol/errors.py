@@ -115,6 +115,14 @@ class AccessDenied(ServiceError):
     status = 403
 
 
+class ServiceUnavailable(ServiceError):
+    """A dependency the request needs did not answer: AWS's common error, worth a retry (botocore
+    retries it)."""
+
+    code = "ServiceUnavailable"
+    status = 503
+
+
 class InternalFailure(ServiceError):
     code = "InternalFailure"
     status = 500

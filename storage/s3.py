@@ -97,6 +97,18 @@ def s3_errors(action: str, location: str) -> Iterator[None]:
         raise StorageError(f"Could not {action} {location}: {error}") from None
 
 
+def bucket_exists(bucket: str) -> bool:
+    """Whether the store has `bucket` (HeadBucket with the platform's key answers 404 when not)."""
+    with s3_errors("find", s3_uri(bucket, "")):
+        try:
+            get_client().head_bucket(Bucket=bucket)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+                return False
+            raise
+    return True
+
+
 def list_keys(bucket: str, prefix: str) -> list[str]:
     """Every key starting with `prefix` (a plain string prefix, not a directory), sorted."""
     keys: list[str] = []

@@ -18,12 +18,12 @@ CLASSES = [{"Name": "inference", "Weight": 100}, {"Name": "training", "Weight": 
 SWEEP_PATIENCE_SECONDS = 30
 
 
-def _create_cluster(client) -> str:
+def _create_cluster(client, account_id: str = "123456789012") -> str:
     group = {
         "InstanceGroupName": "workers",
         "InstanceType": "ml.m5.large",
         "InstanceCount": 1,
-        "ExecutionRole": "arn:aws:iam::123456789012:role/HyperPodRole",
+        "ExecutionRole": f"arn:aws:iam::{account_id}:role/HyperPodRole",  # a role of its own account
     }
     return client.create_cluster(ClusterName=unique_name("sched"), InstanceGroups=[group])["ClusterArn"]
 
@@ -66,7 +66,7 @@ def other_account(stack):
     """A client of another account, and a cluster of its own."""
     key_id, secret = stack.create_access_key(OTHER_ACCOUNT_ID)
     client = stack.client("sagemaker", aws_access_key_id=key_id, aws_secret_access_key=secret)
-    arn = _create_cluster(client)
+    arn = _create_cluster(client, OTHER_ACCOUNT_ID)
     yield client, arn
     _delete_cluster(client, arn)
     stack.delete_access_key(key_id)

@@ -2,9 +2,6 @@
 
 import json
 
-import pytest
-from botocore.exceptions import ClientError
-
 from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
 
 
@@ -86,23 +83,25 @@ def test_s3_key_that_would_escape_the_channel_directory_is_refused(sagemaker, s3
     ]
 
 
-def test_a_missing_input_bucket_is_refused_at_create_as_sagemaker_refuses_it(
-    sagemaker, bucket, shell_algo_image
-):
-    """SageMaker checks that the role can list a channel's prefix before it creates the job
-    (aws/amazon-sagemaker-examples#2489); a bucket that does not exist belongs to no account."""
+def test_missing_input_bucket_fails_the_job_during_download(sagemaker, bucket, shell_algo_image):
     name = unique_name("nobucket")
-    source = {"S3DataType": "S3Prefix", "S3Uri": "s3://no-such-bucket-xyz/p/"}
     request = shell_job(
-        name, shell_algo_image, bucket, "true",
-        InputDataConfig=[{"ChannelName": "train", "DataSource": {"S3DataSource": source}}],
+        name,
+        shell_algo_image,
+        bucket,
+        "true",
+        InputDataConfig=[
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://no-such-bucket-xyz/p/"}
+                },
+            }
+        ],
     )
+    sagemaker.create_training_job(**request)
 
-    with pytest.raises(ClientError) as raised:
-        sagemaker.create_training_job(**request)
+    job = wait_for_status(sagemaker, name)
 
-    error = raised.value.response["Error"]
-    assert error["Code"] == "ValidationException"
-    assert error["Message"].startswith('No S3 objects found under S3 URL "s3://no-such-bucket-xyz/p/"')
-    summaries = sagemaker.list_training_jobs(NameContains=name)["TrainingJobSummaries"]
-    assert summaries == []
+    assert job["TrainingJobStatus"] == "Failed"
+    assert "no-such-bucket-xyz" in job["FailureReason"]

@@ -89,5 +89,5 @@ class FakeStore:
         monkeypatch.setattr(training, "stage_channel", self.stage_channel)
         # Every bucket of the fake store is the job's account's: the tenancy rule has tests of its
         # own (tests/unit/accounts/test_s3_tenancy.py), these are about the steps around it.
-        monkeypatch.setattr(s3_tenancy, "owns", lambda account_id, bucket: True)
+        monkeypatch.setattr(s3_tenancy, "may_use", lambda account_id, bucket: True)
         return self

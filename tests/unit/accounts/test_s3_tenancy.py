@@ -81,14 +81,27 @@ def test_every_s3_member_of_every_served_operation_is_refused_on_another_account
     s3_tenancy.refuse_foreign_locations(CTX, service, operation, request_with(path, "s3://mine/data/x"))
 
 
-@pytest.mark.parametrize("uri", ["s3://theirs/x", "s3://nobodys-bucket/x", "https://s3.example.com/theirs/x"])
-def test_a_bucket_of_another_account_or_of_nobody_is_refused_at_create(owned, uri):
+@pytest.mark.parametrize("uri", ["s3://theirs/x", "https://s3.example.com/theirs/x"])
+def test_a_bucket_of_another_account_is_refused_at_create(owned, uri):
     request = {"ModelName": "m", "ExecutionRoleArn": ROLE, "PrimaryContainer": {"ModelDataUrl": uri}}
     with pytest.raises(ValidationException) as raised:
         s3_tenancy.refuse_foreign_locations(CTX, "sagemaker", "CreateModel", request)
     # CreateModel's words for model data its role cannot read.
     assert raised.value.message.startswith(f"Could not access model data at {uri}. Please ensure that")
     assert f'"{ROLE}"' in raised.value.message and "us-east-1" in raised.value.message
+
+
+def test_a_bucket_of_nobody_is_the_platforms_and_refused_but_a_missing_one_may_be_named(owned, bucket):
+    """`bucket` exists in the store and no account owns it (made with the platform's key). A bucket
+    that does not exist holds nothing to read: its job fails on NoSuchBucket, as on SageMaker."""
+    request = {"RoleArn": ROLE, "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}/out"}}
+    with pytest.raises(ValidationException, match="OutputDataConfig.S3OutputPath"):
+        s3_tenancy.refuse_foreign_locations(CTX, "sagemaker", "CreateTrainingJob", request)
+    with pytest.raises(s3_tenancy.ForeignLocation, match="AccessDenied"):
+        s3_tenancy.location(MINE, f"s3://{bucket}/out", "write")
+    missing = {"RoleArn": ROLE, "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}-missing/out"}}
+    s3_tenancy.refuse_foreign_locations(CTX, "sagemaker", "CreateTrainingJob", missing)
+    assert s3_tenancy.location(MINE, f"s3://{bucket}-missing/out").bucket == f"{bucket}-missing"
 
 
 def test_a_channel_in_another_accounts_bucket_gets_create_training_jobs_words(owned):
