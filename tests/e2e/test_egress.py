@@ -171,9 +171,11 @@ def test_get_execution_role_outside_a_notebook_instance_asks_aws_sts_and_nothing
     """Both SDKs build get_caller_identity_arn's STS client with the regional AWS endpoint they
     name themselves (`endpoint_url=sts_regional_endpoint(region)`), and botocore prefers an
     explicit endpoint_url to AWS_ENDPOINT_URL_STS: no variable or config keeps this one call on
-    the machine (README "STS and IAM"). Under the guard the call fails; with a network it reaches
-    AWS with Sageport's key and fails there. What must hold: that call is the only one, nothing
-    else tries to leave. The README's recipes pass the role ARN instead."""
+    the machine (README "Nothing leaves the machine"; the SDK's `create_loader()` searches only
+    ~/.aws/models and botocore's package for that name, never AWS_DATA_PATH). Under the guard
+    the call fails; with a network it reaches AWS with Sageport's key and fails there. What must
+    hold: that call is the only one, nothing else tries to leave. The README's recipes pass the
+    role ARN instead."""
     python = sys.executable if sdk == "v2" else request.getfixturevalue("sdk_v3_python")
 
     run = run_guarded(python, str(RECIPES / "get_execution_role.py"))
