@@ -46,3 +46,15 @@ def parse_arn(arn: str) -> Arn:
     if match is None:
         raise ValidationException(f"Invalid ARN: '{arn}'.")
     return Arn(**{key: value or "" for key, value in match.groupdict().items()})
+
+
+def role_name(role_arn: str) -> str:
+    """The name of the role an IAM role ARN names, its path left out, as STS names the role of a
+    session: `arn:aws:iam::<account>:role/service-role/Foo` → `Foo`."""
+    return role_arn.rpartition(":role")[2].rpartition("/")[2]
+
+
+def role_path(role_arn: str) -> str:
+    """The IAM path of the role an IAM role ARN names: `…:role/service-role/Foo` → `/service-role/`,
+    `…:role/Foo` → `/`."""
+    return role_arn.rpartition(":role")[2].rpartition("/")[0] + "/"
