@@ -265,7 +265,9 @@ def test_a_serving_container_acts_as_its_models_execution_role(
     stack, sagemaker, runtime, s3, bucket, aws_probe_image, hosting
 ):
     """On SageMaker a serving container's credentials are a session of its model's
-    ExecutionRoleArn (CreateModel), named `SageMaker` like a training job's."""
+    ExecutionRoleArn (botocore's CreateModel: "the IAM role that SageMaker can assume to access
+    model artifacts and docker image for deployment"), named `SageMaker` here as a training job's
+    is (no public report shows a serving container's session name)."""
     s3.put_object(Bucket=bucket, Key="model/answer.txt", Body=b"42")
     role = f"ProbeServingRole-{uuid.uuid4().hex[:8]}"
     model = unique_name("rolemodel")

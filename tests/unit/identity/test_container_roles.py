@@ -13,7 +13,9 @@ assumed roles never carry the path). Public reports show it for each kind of con
   call") shows a notebook's role `arn:aws:iam::111122223333:role/service-role/AmazonSageMaker-
   ExecutionRole` acting as `arn:aws:sts::111122223333:assumed-role/AmazonSageMaker-ExecutionRole/
   SageMaker`, principalId `<role id>:SageMaker`.
-And `sagemaker.get_execution_role()` in such a container turns that session ARN back into the
+No public report shows a serving container's session name; Sageport gives it the same
+`SageMaker` as every other container SageMaker starts for a role. And
+`sagemaker.get_execution_role()` in such a container turns that session ARN back into the
 role's with IAM GetRole (the SDK's `get_caller_identity_arn`, "to get Role path"), which must answer
 the ARN the request passed, path included."""
 
