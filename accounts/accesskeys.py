@@ -89,6 +89,15 @@ def create_access_key(
     )
 
 
+# `AccessKey.principal` of a role session: identity/principals.py reads it as STS names the caller.
+ASSUMED_ROLE_PREFIX = "assumed-role/"
+
+
+def assumed_role_principal(role_name: str, session_name: str) -> str:
+    """What `AccessKey.principal` holds for a session of `role_name`."""
+    return f"{ASSUMED_ROLE_PREFIX}{role_name}/{session_name}"
+
+
 def ensure_default_access_key() -> AccessKey:
     """The default key of `settings.SAGEPORT_DEFAULT_ACCOUNT_ID`, created on first use."""
     existing = AccessKey.objects.filter(is_default=True).first()

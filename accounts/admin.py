@@ -23,7 +23,7 @@ class AccessKeyAdmin(admin.ModelAdmin):
 class ContainerGrantAdmin(admin.ModelAdmin):
     """Read-only: grants come and go with their training jobs and endpoints."""
 
-    list_display = ("holder", "account_id", "created_at")
+    list_display = ("holder", "account_id", "role_arn", "created_at")
     search_fields = ("holder", "account_id")
     exclude = ("token",)
 

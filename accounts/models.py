@@ -38,13 +38,22 @@ class AccessKey(models.Model):
 
 class ContainerGrant(models.Model):
     """The right of one training job's or endpoint's containers to fetch short-lived keys of its
-    account from the container-credentials endpoint, proven by `token`
-    (AWS_CONTAINER_AUTHORIZATION_TOKEN). Deleted, with the keys it yielded, when the holder ends."""
+    account, acting as `role_arn`, from the container-credentials endpoint, proven by `token`
+    (AWS_CONTAINER_AUTHORIZATION_TOKEN). Deleted, with the keys it yielded, when the holder ends.
+    A holder has one grant per role: an endpoint's variants may serve models of different roles."""
 
-    holder = models.CharField(max_length=2048, unique=True)  # the training job's or endpoint's ARN
+    holder = models.CharField(max_length=2048)  # the training job's or endpoint's ARN
     account_id = models.CharField(max_length=12, validators=[account_id_validator])
+    # The execution role the keys act as (a job's RoleArn, a model's ExecutionRoleArn); "" when
+    # the holder names none: the account's own role (identity/principals.py).
+    role_arn = models.CharField(max_length=2048, blank=True, default="")
     token = models.CharField(max_length=128, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["holder", "role_arn"], name="one_grant_per_holder_role")
+        ]
 
     def __str__(self) -> str:
         return f"container credentials of {self.holder}"

@@ -8,7 +8,8 @@ URI a request names goes through this module twice:
   its botocore input shape and refuses any S3 URI whose bucket the caller's account does not own
   (`request_locations` finds them: every string member whose shape's pattern is an S3 URI, in
   every served operation present and future, plus the code location SageMaker keeps in a
-  hyperparameter or a model's environment), and any role ARN of another account;
+  hyperparameter or a model's environment), any role ARN of another account, and any role ARN
+  no IAM role can have (a name over 64 characters: containers act as the role, identity/);
 - where the worker turns a URI into reads or writes (`location`), because a bucket can change
   hands between the request and the job's run.
 
@@ -29,6 +30,7 @@ from typing import NamedTuple
 from botocore.model import Shape
 
 from accounts import buckets
+from protocol.arns import is_iam_role_arn
 from protocol.context import RequestContext
 from protocol.errors import AccessDenied, ServiceUnavailable, ValidationException
 from protocol.shapes import operation_model
@@ -97,6 +99,11 @@ def refuse_foreign_locations(ctx: RequestContext, botocore_name: str, operation:
     for named in filter(_is_role, references):
         if _role_account(named.uri) != ctx.account_id:
             raise AccessDenied("Cross-account pass role is not allowed.")
+        if not is_iam_role_arn(named.uri):  # no role can have that name: SageMaker cannot assume it
+            raise ValidationException(
+                f"Could not assume role {named.uri}. Please ensure that the role exists and allows "
+                "principal 'sagemaker.amazonaws.com' to assume the role."
+            )
     for named in filter(_is_location, references):
         try:
             bucket, _ = parse_s3_uri(named.uri)

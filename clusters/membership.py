@@ -42,6 +42,18 @@ def instance_id(node_name: str) -> str:
     return "i-" + hashlib.sha256(node_name.encode()).hexdigest()[:17]
 
 
+def execution_role(node: Node, account_id: str) -> str | None:
+    """The ExecutionRole of the instance group `node` serves in, in a cluster of `account_id`:
+    what software on a HyperPod node (a pod of its EKS orchestrator) acts as. None when the node
+    is in no cluster of the account."""
+    member = (
+        ClusterMember.objects.filter(node=node, group__cluster__account_id=account_id)
+        .select_related("group")
+        .first()
+    )
+    return member.group.spec.get("ExecutionRole") if member else None
+
+
 def settle_all() -> None:
     for cluster in Cluster.objects.order_by("pk"):
         settle(cluster)

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.conf import settings
 
 from capacity import gpus
+from clusters import membership
 from elastic.models import ElasticReplica, HyperPodJob
 from elastic.spec import JobSpec, ReplicaGroup, VolumeMount
 from gateway.environment import container_reach
@@ -61,7 +62,11 @@ def container_spec(
     visible, device_ids = gpus.device_selection(gpus.gpu_ids(replica))
     environment["NVIDIA_VISIBLE_DEVICES"] = visible  # last: the template cannot widen it
     reach = container_reach(
-        isolated=False, holder=holder_arn(job), account_id=job.account_id, region=job.region
+        isolated=False,
+        holder=holder_arn(job),
+        account_id=job.account_id,
+        region=job.region,
+        role_arn=membership.execution_role(replica.node, job.account_id),
     )
     environment = {**reach.environment, **environment}
     name = pod_name(job, group.name, replica.index)

@@ -9,7 +9,8 @@ credentials); any other joins the services network and gets
   global AWS_ENDPOINT_URL too;
 - role credentials the ECS/SageMaker way: AWS_CONTAINER_CREDENTIALS_FULL_URI, the API's
   credentials endpoint through the forwarder, and AWS_CONTAINER_AUTHORIZATION_TOKEN, its
-  training job's or endpoint's grant (accounts/container_credentials.py);
+  training job's or endpoint's grant for the resource's execution role
+  (accounts/container_credentials.py): the keys act as that role, as on SageMaker;
 - AWS_EC2_METADATA_DISABLED, so that nothing waits for an EC2 metadata service.
 
 The request's own Environment is applied after these by the features, as SageMaker lets a user
@@ -33,8 +34,11 @@ class Reach:
     networks: tuple[str, ...] = ()  # joined besides the container's own network
 
 
-def container_reach(*, isolated: bool, holder: str, account_id: str, region: str) -> Reach:
-    """What a container of `holder` (a training job's or endpoint's ARN) can reach."""
+def container_reach(
+    *, isolated: bool, holder: str, account_id: str, region: str, role_arn: str | None
+) -> Reach:
+    """What a container of `holder` (a training job's or endpoint's ARN) can reach; its keys act
+    as `role_arn` (None: the resource names no role, they act as the account's own)."""
     if isolated:
         return Reach()
     api = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_API_PORT}"
@@ -50,7 +54,7 @@ def container_reach(*, isolated: bool, holder: str, account_id: str, region: str
         "AWS_ENDPOINT_URL": s3,
         **{f"AWS_ENDPOINT_URL_{service_id}": api for service_id in API_SERVICE_IDS},
         "AWS_CONTAINER_CREDENTIALS_FULL_URI": api + CREDENTIALS_PATH,
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN": grant(holder, account_id),
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN": grant(holder, account_id, role_arn or ""),
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     return Reach(environment, (SERVICES_NETWORK,))

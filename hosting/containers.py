@@ -49,6 +49,13 @@ def container_definition(deployment: EndpointDeployment, variant_name: str) -> d
     return model_container(deployment.snapshot["Models"][model_name])
 
 
+def execution_role(deployment: EndpointDeployment, variant_name: str) -> str | None:
+    """The role the variant's model names (CreateModel's ExecutionRoleArn, optional), which its
+    containers' credentials act as."""
+    model_name = variant_spec(deployment, variant_name)["ModelName"]
+    return deployment.snapshot["Models"][model_name].get("ExecutionRoleArn")
+
+
 def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -> float:
     variant = variant_spec(deployment, variant_name)
     return variant.get(
@@ -69,7 +76,11 @@ def spec_for(
     )
     # Serving containers are never network-isolated (CreateModel refuses EnableNetworkIsolation).
     reach = container_reach(
-        isolated=False, holder=endpoint.endpoint_arn, account_id=endpoint.account_id, region=endpoint.region
+        isolated=False,
+        holder=endpoint.endpoint_arn,
+        account_id=endpoint.account_id,
+        region=endpoint.region,
+        role_arn=execution_role(deployment, container.variant_name),
     )
     environment = {**reach.environment, **definition.get("Environment", {})}
     # Set last: the model's Environment cannot widen what the container was given.

@@ -8,5 +8,10 @@ class IdentityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from django.db.models.signals import post_save
+
         # Registers the STS and IAM handlers (query protocol).
-        from identity import iam, sts  # noqa: F401
+        from accounts.models import ContainerGrant
+        from identity import iam, roles, sts  # noqa: F401
+
+        post_save.connect(roles.record_execution_role, sender=ContainerGrant)

@@ -3,15 +3,19 @@ named in AssumeRole's AccessDenied).
 
 Every key is a role session, `arn:aws:sts::<account>:assumed-role/<role>/<session>`:
 - STS's temporary credentials: the role and session AssumeRole named (`AccessKey.principal`);
-- any other key of the account (the default key of `.sageport/env`, `createaccesskey`'s,
-  containers'): the account's execution role `SageMakerRole`, session `SageMaker`, which is what
-  credentials inside a SageMaker notebook instance or training job are. So code written for
-  SageMaker finds a role where it looks for one: `sagemaker.get_execution_role()` answers
-  `arn:aws:iam::<account>:role/SageMakerRole` (the role the README's examples name), where with
-  an IAM user's keys it would raise."""
+- a container's keys: its resource's execution role (a training job's RoleArn, an endpoint
+  model's ExecutionRoleArn, a HyperPod instance group's ExecutionRole), session `SageMaker`, as
+  on SageMaker (`AccessKey.principal`, set by accounts/container_credentials.py);
+- any other key of the account (the default key of `.sageport/env`, `createaccesskey`'s, a
+  container's whose resource names no role): the account's execution role `SageMakerRole`,
+  session `SageMaker`, which is what credentials inside a SageMaker notebook instance are. So code
+  written for SageMaker finds a role where it looks for one: `sagemaker.get_execution_role()`
+  answers `arn:aws:iam::<account>:role/SageMakerRole` (the role the README's examples name), where
+  with an IAM user's keys it would raise."""
 
 from dataclasses import dataclass
 
+from accounts.accesskeys import ASSUMED_ROLE_PREFIX, assumed_role_principal
 from accounts.models import AccessKey
 from identity import roles
 from protocol.arns import partition_for
@@ -20,7 +24,6 @@ from protocol.errors import UnrecognizedClient
 
 ACCOUNT_ROLE = "SageMakerRole"
 ACCOUNT_SESSION = "SageMaker"
-_ASSUMED_ROLE = "assumed-role/"
 
 
 @dataclass(frozen=True)
@@ -28,11 +31,6 @@ class Caller:
     account_id: str
     arn: str
     user_id: str
-
-
-def assumed_role_principal(role_name: str, session_name: str) -> str:
-    """What `AccessKey.principal` holds for a session of `role_name`."""
-    return f"{_ASSUMED_ROLE}{role_name}/{session_name}"
 
 
 def session_arn(partition: str, account_id: str, role_name: str, session_name: str) -> str:
@@ -43,8 +41,8 @@ def caller(ctx: RequestContext) -> Caller:
     key = AccessKey.objects.filter(access_key_id=ctx.access_key_id).first()
     if key is None:  # deleted since the signature was checked
         raise UnrecognizedClient("The security token included in the request is invalid.")
-    if key.principal.startswith(_ASSUMED_ROLE):
-        role_name, _, session_name = key.principal.removeprefix(_ASSUMED_ROLE).partition("/")
+    if key.principal.startswith(ASSUMED_ROLE_PREFIX):
+        role_name, _, session_name = key.principal.removeprefix(ASSUMED_ROLE_PREFIX).partition("/")
     else:
         role_name, session_name = ACCOUNT_ROLE, ACCOUNT_SESSION
     role = roles.referenced(key.account_id, role_name)

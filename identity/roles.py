@@ -18,7 +18,9 @@ import string
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from accounts.models import ContainerGrant
 from identity.models import Role
+from protocol.arns import role_name, role_path
 from protocol.errors import ServiceError
 from protocol.limits import echo
 
@@ -74,6 +76,15 @@ def referenced(account_id: str, name: str, path: str = "/") -> Role:
             return _insert(account_id, name, path=path, document=SAGEMAKER_TRUST_POLICY)
     except IntegrityError:  # a concurrent request recorded it between our read and our insert
         return find(account_id, name)
+
+
+def record_execution_role(sender, instance: ContainerGrant, created: bool, **kwargs) -> None:
+    """A role whose keys a job's, endpoint's or cluster's containers get is referenced then, with
+    the path its ARN names (`post_save` of ContainerGrant, connected in apps.py): inside the
+    container `sagemaker.get_execution_role()` turns the session's ARN (no path) into the role's
+    with IAM GetRole, and must get the ARN the request passed."""
+    if created and instance.role_arn:
+        referenced(instance.account_id, role_name(instance.role_arn), path=role_path(instance.role_arn))
 
 
 def create(account_id: str, name: str, *, document: str, path: str = "/", **details) -> Role:

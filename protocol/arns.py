@@ -46,3 +46,29 @@ def parse_arn(arn: str) -> Arn:
     if match is None:
         raise ValidationException(f"Invalid ARN: '{arn}'.")
     return Arn(**{key: value or "" for key, value in match.groupdict().items()})
+
+
+# A role IAM can hold: a path of at most 512 characters (`/`, or `/…/`), a name of at most 64 of
+# `[\w+=,.@-]` (IAM API reference, Role: Path, RoleName). SageMaker's RoleArn pattern takes more.
+_IAM_ROLE_ARN = re.compile(
+    r"^arn:aws[a-z-]*:iam::\d{12}:role(?P<path>/(?:[\x21-\x7e]*/)?)(?P<name>[\w+=,.@-]{1,64})$"
+)
+_MAX_ROLE_PATH = 512
+
+
+def is_iam_role_arn(arn: str) -> bool:
+    """Whether `arn` can name a role of IAM at all."""
+    match = _IAM_ROLE_ARN.match(arn)
+    return match is not None and len(match["path"]) <= _MAX_ROLE_PATH
+
+
+def role_name(role_arn: str) -> str:
+    """The name of the role an IAM role ARN names, its path left out, as STS names the role of a
+    session: `arn:aws:iam::<account>:role/service-role/Foo` → `Foo`."""
+    return role_arn.rpartition(":role")[2].rpartition("/")[2]
+
+
+def role_path(role_arn: str) -> str:
+    """The IAM path of the role an IAM role ARN names: `…:role/service-role/Foo` → `/service-role/`,
+    `…:role/Foo` → `/`."""
+    return role_arn.rpartition(":role")[2].rpartition("/")[0] + "/"

@@ -72,6 +72,7 @@ def spec_for(
         holder=job.training_job_arn,
         account_id=job.account_id,
         region=job.region,
+        role_arn=job.request.get("RoleArn"),
     )
     # The request's Environment may replace what describes the world the container reaches
     # (an S3 of its own, a region), and the image's own variables (PATH, LD_PRELOAD: SageMaker

@@ -94,6 +94,13 @@ def given(s3, bucket: str, job_name: str) -> dict:
     return json.loads(model["given.json"])
 
 
+def ask_the_probe(runtime, endpoint: str, bucket: str, key: str) -> dict:
+    """The serving probe's answer for the object s3://bucket/key (aws_probe.py's `serve`)."""
+    body = json.dumps({"bucket": bucket, "key": key})
+    answer = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Body=body)
+    return json.loads(answer["Body"].read())
+
+
 def wait_until_refused(client_call) -> ClientError:
     """The error a call signed with revoked credentials gets (bounded wait for the key cache)."""
     deadline = time.monotonic() + REVOCATION_SECONDS
@@ -128,6 +135,27 @@ def test_a_training_job_uses_s3_with_only_what_the_platform_gives_it(
     assert handed["token"] and handed["token"] != handed["key"]
     # In-container code asking STS who it is (the BYO notebooks' account lookup) gets its account.
     assert report["caller"]["Account"] == stack.account_id
+
+
+def test_a_training_jobs_code_acts_as_the_jobs_role(stack, sagemaker, s3, bucket, aws_probe_image):
+    """On SageMaker a training container's credentials are a session of the job's RoleArn named
+    `SageMaker`, whose ARN names the role without its path (a public report of a training job
+    refused S3: `User: arn:aws:sts::<account>:assumed-role/AmazonSageMaker-ExecutionRole-
+    20250704T175024/SageMaker is not authorized to perform: s3:GetObject`, for the role
+    `…:role/service-role/AmazonSageMaker-ExecutionRole-20250704T175024`); IAM GetRole on that name,
+    the SDK's get_execution_role() lookup, answers the role's ARN with its path
+    (tests/unit/identity/test_container_roles.py cites the rest)."""
+    role = f"ProbeTrainingRole-{uuid.uuid4().hex[:8]}"
+    role_arn = f"arn:aws:iam::{stack.account_id}:role/service-role/{role}"
+    name = unique_name("role")
+    sagemaker.create_training_job(**training_request(name, aws_probe_image, bucket, RoleArn=role_arn))
+
+    job = wait_for_status(sagemaker, name)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    report = given(s3, bucket, name)
+    assert report["caller"]["Arn"] == f"arn:aws:sts::{stack.account_id}:assumed-role/{role}/SageMaker"
+    assert report["role"] == role_arn
 
 
 def test_a_jobs_credentials_stop_working_when_it_ends(stack, sagemaker, s3, bucket, aws_probe_image):
@@ -218,13 +246,7 @@ def test_a_serving_container_reads_s3_with_its_endpoints_credentials_until_it_is
     endpoint = hosting.endpoint(hosting.config(("AllTraffic", model, 1, 1.0)))
     wait_for_endpoint(sagemaker, endpoint)
 
-    answer = json.loads(
-        runtime.invoke_endpoint(
-            EndpointName=endpoint,
-            ContentType="application/json",
-            Body=json.dumps({"bucket": bucket, "key": "model/answer.txt"}),
-        )["Body"].read()
-    )
+    answer = ask_the_probe(runtime, endpoint, bucket, "model/answer.txt")
 
     assert (answer["object"], answer["region"]) == ("42", stack.region)
     as_the_endpoint = stack.client(
@@ -237,6 +259,29 @@ def test_a_serving_container_reads_s3_with_its_endpoints_credentials_until_it_is
     )
     error = wait_until_refused(lambda: as_the_endpoint.list_endpoints())
     assert error.response["Error"]["Code"] == "UnrecognizedClientException"
+
+
+def test_a_serving_container_acts_as_its_models_execution_role(
+    stack, sagemaker, runtime, s3, bucket, aws_probe_image, hosting
+):
+    """On SageMaker a serving container's credentials are a session of its model's
+    ExecutionRoleArn (botocore's CreateModel: "the IAM role that SageMaker can assume to access
+    model artifacts and docker image for deployment"), named `SageMaker` here as a training job's
+    is (no public report shows a serving container's session name)."""
+    s3.put_object(Bucket=bucket, Key="model/answer.txt", Body=b"42")
+    role = f"ProbeServingRole-{uuid.uuid4().hex[:8]}"
+    model = unique_name("rolemodel")
+    sagemaker.create_model(
+        ModelName=model,
+        PrimaryContainer={"Image": aws_probe_image},
+        ExecutionRoleArn=f"arn:aws:iam::{stack.account_id}:role/{role}",
+    )
+    endpoint = hosting.endpoint(hosting.config(("AllTraffic", model, 1, 1.0)))
+    wait_for_endpoint(sagemaker, endpoint)
+
+    answer = ask_the_probe(runtime, endpoint, bucket, "model/answer.txt")
+
+    assert answer["caller"] == f"arn:aws:sts::{stack.account_id}:assumed-role/{role}/SageMaker"
 
 
 def test_containers_on_the_services_network_do_not_reach_each_other(

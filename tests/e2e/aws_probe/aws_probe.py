@@ -3,10 +3,11 @@ or endpoints of its own, only what the platform gives it. Built into the tests' 
 
 `train`: copies s3://$BUCKET/$IN_KEY to s3://$BUCKET/$OUT_KEY (uppercased) and leaves, in
 /opt/ml/model, what it was given: the AWS_* variable names, the key it was handed, who STS says
-it is, whether the network reaches the services gateway, whether it reaches $PEER:8080 (another
-container), and what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives.
+it is and the role IAM answers for it (as `sagemaker.get_execution_role()` looks it up), whether
+the network reaches the services gateway, whether it reaches $PEER:8080 (another container), and
+what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives.
 `serve`: answers /ping, and /invocations with the object s3://<bucket>/<key> named by the
-request body, read with boto3."""
+request body, read with boto3, and who STS says the container is."""
 
 import json
 import os
@@ -52,6 +53,9 @@ def what_i_was_given() -> dict:
         report["region"] = boto3.Session().region_name
         identity = boto3.client("sts").get_caller_identity()
         report["caller"] = {"Account": identity["Account"], "Arn": identity["Arn"]}
+        # `arn:aws:sts::<account>:assumed-role/<role>/<session>` → the role's ARN, path included.
+        role_name = identity["Arn"].split("/")[1]
+        report["role"] = boto3.client("iam").get_role(RoleName=role_name)["Role"]["Arn"]
     return report
 
 
@@ -98,6 +102,7 @@ class Handler(BaseHTTPRequestHandler):
             "region": self.session.region_name,
             "key": credentials.access_key,
             "secret": credentials.secret_key,
+            "caller": self.session.client("sts").get_caller_identity()["Arn"],
         }
         self._answer(200, json.dumps(answer).encode())
 

@@ -146,6 +146,26 @@ def test_a_role_of_another_account_is_refused_as_aws_refuses_passing_it(owned):
         s3_tenancy.refuse_foreign_locations(CTX, "sagemaker", "CreateModel", request)
 
 
+@pytest.mark.parametrize(
+    "role",
+    ["R" * 65, f"{'p' * 520}/R", ""],  # a name too long, a path too long, no name
+)
+def test_a_role_no_iam_role_can_be_is_refused_as_sagemaker_refuses_a_role_it_cannot_assume(owned, role):
+    """IAM role names are at most 64 word characters or +=,.@- and paths at most 512 characters
+    (IAM API reference, Role), where SageMaker's RoleArn allows 2048; SageMaker refuses a role it
+    cannot assume with this ValidationException (quoted for CreateTransformJob in
+    awslabs/predictive-maintenance-using-machine-learning#3)."""
+    role_arn = f"arn:aws:iam::{MINE}:role/{role}"
+    request = {"ModelName": "m", "ExecutionRoleArn": role_arn, "PrimaryContainer": {}}
+    message = (
+        f"Could not assume role {role_arn}. Please ensure that the role exists and allows principal "
+        "'sagemaker.amazonaws.com' to assume the role."
+    )
+    with pytest.raises(ValidationException) as raised:
+        s3_tenancy.refuse_foreign_locations(CTX, "sagemaker", "CreateModel", request)
+    assert raised.value.message == message
+
+
 def test_requests_naming_only_the_callers_buckets_and_roles_pass(owned):
     request = {
         "RoleArn": ROLE,

@@ -4,8 +4,10 @@ deletion, as the job's status and the agents' commands show them. No Docker, no 
 import pytest
 from django.utils import timezone
 
+from accounts.models import AccessKey, ContainerGrant
 from capacity.gpus import free_gpus
 from capacity.models import GpuAllocation
+from clusters.models import Cluster, ClusterMember, InstanceGroup
 from elastic import operator, priorities, reaper, replicas
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase
 from runtime.fake import FakeRuntime
@@ -157,6 +159,29 @@ def test_replicas_get_what_the_agent_and_torchrun_read_from_their_pod(engine, ag
     assert spec.environment["PET_NPROC_PER_NODE"] == "auto"
     assert spec.environment["NVIDIA_VISIBLE_DEVICES"] in {"0", "1", "2", "3"}
     assert (spec.published_port, spec.hostname) == (8080, f"{job.name}-pods-0")
+
+
+def test_replicas_act_as_the_execution_role_of_their_nodes_instance_group(engine, agents, node):
+    """A pod on a HyperPod node acts as the instance group's ExecutionRole, session `SageMaker`
+    (tests/unit/identity/test_container_roles.py cites AWS)."""
+    role = "arn:aws:iam::123456789012:role/service-role/HyperPodNodeRole"
+    now = timezone.now()
+    cluster = Cluster.objects.create(
+        account_id="123456789012", region="us-east-1", cluster_name="pods", cluster_arn="arn:cluster/pods",
+        creation_time=now, provisioning_since=now,
+    )
+    group = InstanceGroup.objects.create(
+        cluster=cluster, name="gpus", instance_type="ml.g5.12xlarge", target_count=1,
+        spec={"ExecutionRole": role}, position=0,
+    )
+    ClusterMember.objects.create(group=group, node=node, instance_id="i-0", launch_time=now)
+    (job,) = settle(fixed_job(1))
+    spec = engine.containers[ElasticReplica.objects.get(job=job, index=0).container_name].spec
+    granted = ContainerGrant.objects.get(token=spec.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"])
+    assert granted.role_arn == role
+    assert set(AccessKey.objects.filter(issued_for=granted.holder).values_list("principal", flat=True)) == {
+        "assumed-role/HyperPodNodeRole/SageMaker"
+    }
 
 
 def test_a_higher_priority_job_makes_an_elastic_job_shrink_gracefully_then_it_grows_back(engine, agents):

@@ -11,6 +11,7 @@ from gateway.environment import container_reach
 from gateway.network import SERVICES_NETWORK
 
 JOB = "arn:aws:sagemaker:eu-west-1:111122223333:training-job/job-1"
+ROLE = "arn:aws:iam::111122223333:role/service-role/TrainingRole"
 
 
 @pytest.fixture(autouse=True)
@@ -19,8 +20,10 @@ def ports(settings):
     settings.SAGEPORT_SERVICES_S3_PORT = 18333
 
 
-def reach(isolated: bool = False):
-    return container_reach(isolated=isolated, holder=JOB, account_id="111122223333", region="eu-west-1")
+def reach(isolated: bool = False, role_arn: str | None = ROLE):
+    return container_reach(
+        isolated=isolated, holder=JOB, account_id="111122223333", region="eu-west-1", role_arn=role_arn
+    )
 
 
 def test_a_network_isolated_container_gets_nothing(db):
@@ -47,9 +50,17 @@ def test_any_other_container_joins_the_services_network_with_region_endpoints_an
         "AWS_ENDPOINT_URL_STS": api,
         "AWS_ENDPOINT_URL_IAM": api,
         "AWS_CONTAINER_CREDENTIALS_FULL_URI": f"{api}/v2/credentials",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN": ContainerGrant.objects.get(holder=JOB).token,
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN": ContainerGrant.objects.get(holder=JOB, role_arn=ROLE).token,
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+
+
+def test_the_credentials_act_as_the_resources_role_or_the_accounts_own_without_one(db):
+    with_role, without = reach(), reach(role_arn=None)
+
+    granted = {grant.token: grant.role_arn for grant in ContainerGrant.objects.filter(holder=JOB)}
+    assert granted[with_role.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"]] == ROLE
+    assert granted[without.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"]] == ""
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 import pytest
 
-from protocol.arns import Arn, log_group_arn, make_arn, parse_arn
+from protocol.arns import Arn, log_group_arn, make_arn, parse_arn, role_name, role_path
 from protocol.errors import ValidationException
 
 
@@ -33,3 +33,21 @@ def test_log_group_arn_keeps_case_and_parses_back():
 def test_malformed_arn_is_a_validation_exception(text):
     with pytest.raises(ValidationException):
         parse_arn(text)
+
+
+@pytest.mark.parametrize(
+    ("arn", "name", "path"),
+    [
+        ("arn:aws:iam::123456789012:role/SageMakerRole", "SageMakerRole", "/"),
+        (
+            "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole",
+            "AmazonSageMaker-ExecutionRole",
+            "/service-role/",
+        ),
+        ("arn:aws-cn:iam::123456789012:role/a/b/Deep", "Deep", "/a/b/"),
+    ],
+)
+def test_a_role_arn_names_its_role_and_path_as_iam_splits_them(arn, name, path):
+    """IAM's ARN of a role is `role/<path without its leading slash><name>` (IAM identifiers,
+    "IAM ARNs"); STS names a session's role by its name alone."""
+    assert (role_name(arn), role_path(arn)) == (name, path)
