@@ -58,13 +58,13 @@ def test_a_log_the_container_swapped_for_a_link_is_not_followed(tmp_path):
 
 
 @pytest.fixture
-def tier_enabled(monkeypatch, engine):
+def tier_enabled(monkeypatch, engine):  # noqa: F811 (the fixture imported above)
     """The node's cluster enables the tier (clusters/tier_network.reach_for made its network)."""
     engine.ensure_gateway_network(TIER.network, {})
-    monkeypatch.setattr(operator.tier_network, "reach_for", lambda runtime, node, isolated: TIER)
+    monkeypatch.setattr(operator.tier_network, "reach_for", lambda runtime, node_name, isolated: TIER)
 
 
-def test_a_replica_on_a_tier_enabled_node_reaches_the_tier_by_the_librarys_name(engine, tier_enabled):
+def test_a_replica_on_a_tier_enabled_node_reaches_the_tier_by_the_librarys_name(engine, tier_enabled):  # noqa: F811
     (job,) = settle(fixed_job(2))
     assert job.phase == JobPhase.RUNNING
     for replica in ElasticReplica.objects.filter(job=job):
@@ -76,7 +76,7 @@ def test_a_replica_on_a_tier_enabled_node_reaches_the_tier_by_the_librarys_name(
         assert tier_network.LIBRARY_LOG_PATH in {mount.container_path for mount in spec.mounts}
 
 
-def test_a_failed_write_is_the_jobs_condition_and_the_job_still_shows_its_phase(engine, agents):
+def test_a_failed_write_is_the_jobs_condition_and_the_job_still_shows_its_phase(engine, agents):  # noqa: F811
     (job,) = settle(fixed_job(1))
     [replica] = ElasticReplica.objects.filter(job=job)
     log = replicas.checkpointing_log_directory(job, replica) / "ns-world-1_checkpointing.log"
