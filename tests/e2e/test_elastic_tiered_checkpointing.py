@@ -106,6 +106,12 @@ def test_replicas_save_to_the_tier_and_a_grown_world_resumes_from_it_resharded(
     # The step is in the node's memory, in the job's account only; S3 got it too (the image's
     # CRT client starts: it has the CA bundle); nothing failed.
     assert saved["step"] in tier_a.latest(first_world, stack.account_id)
+    # The world of 2 read the step's metadata (rank 1: the saving world's size) and rank 0's data
+    # from memory, not S3 (the service logs each read).
+    service_log = (tier_a.files_dir / "service.log").read_text()
+    for rank in (0, 1):
+        read = f"account={stack.account_id} namespace={first_world} rank={rank} step={saved['step']} "
+        assert f"tier read {read}" in service_log
     assert tier_a.latest(first_world, OTHER_ACCOUNT) == []
     assert saved["step"] in s3_steps(s3, bucket, first_world)
     assert "CheckpointsSaved" not in conditions
