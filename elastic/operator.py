@@ -26,7 +26,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts import container_credentials
-from elastic import planner, replicas, sizing, status
+from clusters import tier_network
+from clusters.tier_network import TierReach
+from elastic import checkpointing, planner, replicas, sizing, status
 from elastic.agents import Agent, AgentUnreachable
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
@@ -85,6 +87,7 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     world = _world(job, spec, job.target_replicas)
     runtime = get_runtime()
     runtime.ensure_network(replicas.network_name(job), replicas.job_labels(job))
+    tier = tier_network.reach_for(runtime, job.node.name, isolated=False)
     states = _states(job)
     for group, replica in world:
         state = states.get(replica.container_name)
@@ -92,12 +95,12 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
             reason = f"Replica {replica.container_name} exited ({_exit(state)}) before the world started."
             return _on_fault(job, spec, [replica], reason)
         if state is None:
-            container = replicas.container_spec(job, spec, group, replica, job.target_replicas)
+            container = replicas.container_spec(job, spec, group, replica, job.target_replicas, tier)
             gateway_network.ensure(runtime, container.extra_networks)
             runtime.run(container)
     answers = [_status_of(replica, states.get(replica.container_name)) for _, replica in world]
     if all(answer == "ready" for answer in answers):
-        return _start_world(job, spec, [replica for _, replica in world], states)
+        return _start_world(job, spec, [replica for _, replica in world], states, tier)
     limit = settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS
     if (timezone.now() - job.phase_since).total_seconds() > limit:
         waiting = [r.container_name for (_, r), a in zip(world, answers, strict=True) if a != "ready"]
@@ -106,11 +109,13 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     return _poll()
 
 
-def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], states: dict) -> float:
+def _start_world(
+    job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], states: dict, tier: TierReach | None
+) -> float:
     network = replicas.network_name(job)
     names = {_pod(job, replica): states[replica.container_name].addresses.get(network) for replica in world}
     for replica in world:
-        replicas.write_hosts(replicas.hosts_file(job, replica), names)
+        replicas.write_hosts(replicas.hosts_file(job, replica), names, tier)
     first = sizing.slots(spec, len(world))[0]
     body = {
         "nnodes": len(world),
@@ -139,6 +144,7 @@ def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], s
 
 def _running(job: HyperPodJob, spec: JobSpec) -> float | None:
     ranked = _ranked(job)
+    _surface_checkpoint_failures(job, spec, ranked)
     states = _states(job)
     answers = {replica.pk: _answer(replica, states.get(replica.container_name)) for replica in ranked}
     faulty = [r for r in ranked if _is_faulty(states.get(r.container_name), answers[r.pk])]
@@ -195,8 +201,10 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
 # --- Stopping ----------------------------------------------------------------------------------
 
 def _stopping(job: HyperPodJob, spec: JobSpec) -> float | None:
+    ranked = _ranked(job)
+    _surface_checkpoint_failures(job, spec, ranked)
     states = _states(job)
-    alive = [r for r in _ranked(job) if _still_stopping(r, states.get(r.container_name))]
+    alive = [r for r in ranked if _still_stopping(r, states.get(r.container_name))]
     patience = _stop_timeout(spec, job.stop_reason) + FORCE_KILL_MARGIN_SECONDS
     deadline = job.stop_sent_at + timedelta(seconds=patience)
     if alive and timezone.now() < deadline:
@@ -386,6 +394,20 @@ def _agree_on_progress(job: HyperPodJob, spec: JobSpec, answers) -> None:
         agreed[prefix] = min(entries, key=lambda entry: entry.get("progressCount", 0))
     if agreed and agreed != job.progress:
         status.refresh(job, spec, progress=agreed)
+
+
+def _surface_checkpoint_failures(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica]) -> None:
+    """A write the checkpointing library reported failed, in the job's status and the worker's log
+    (elastic/checkpointing.py): looked at on every pass while the world runs or stops (it saves
+    when told to stop), before the job can end."""
+    for replica in world:
+        failure = checkpointing.newest_write_error(replicas.checkpointing_log_directory(job, replica))
+        if failure is None:
+            continue
+        message = f"{_pod(job, replica)}: {failure}"
+        if status.report_checkpoint_failure(job, spec, message):
+            log.warning("hyperpod job %s: a checkpoint write failed: %s", job, message)
+        return
 
 
 def _stop_timeout(spec: JobSpec, reason: str) -> int:

@@ -15,7 +15,8 @@ from pathlib import Path
 from django.conf import settings
 
 from capacity import gpus
-from clusters import membership
+from clusters import membership, tier_network
+from clusters.tier_network import TierReach
 from elastic.models import ElasticReplica, HyperPodJob
 from elastic.spec import JobSpec, ReplicaGroup, VolumeMount
 from gateway.environment import container_reach
@@ -56,8 +57,10 @@ def pod_name(job: HyperPodJob, group: str, index: int) -> str:
 
 
 def container_spec(
-    job: HyperPodJob, spec: JobSpec, group: ReplicaGroup, replica: ElasticReplica, nnodes: int
+    job: HyperPodJob, spec: JobSpec, group: ReplicaGroup, replica: ElasticReplica, nnodes: int,
+    tier: TierReach | None = None,
 ) -> ContainerSpec:
+    """`tier`: the node's checkpoint tier, when its cluster enables one."""
     environment = _environment(job, spec, group, replica, nnodes)
     visible, device_ids = gpus.device_selection(gpus.gpu_ids(replica))
     environment["NVIDIA_VISIBLE_DEVICES"] = visible  # last: the template cannot widen it
@@ -78,14 +81,15 @@ def container_spec(
         command=list(group.args) if group.args is not None else None,
         environment=environment,
         mounts=(
-            Mount(str(hosts_file(job, replica)), "/etc/hosts", read_only=True),
+            Mount(str(fresh_hosts_file(job, replica, tier)), "/etc/hosts", read_only=True),
+            Mount(str(_made(checkpointing_log_directory(job, replica))), tier_network.LIBRARY_LOG_PATH),
             *(_mount(job, replica, volume) for volume in group.volume_mounts),
         ),
         network=network_name(job),
         hostname=name,
         working_dir=group.working_dir,
         network_aliases=(name,),
-        extra_networks=reach.networks,
+        extra_networks=reach.networks + ((tier.network,) if tier else ()),
         nano_cpus=int(group.cpus * _NANO_CPUS_PER_CPU) if group.cpus else None,
         memory_bytes=group.memory_bytes,
         gpu_device_ids=device_ids,
@@ -116,21 +120,36 @@ def _environment(job, spec, group, replica, nnodes) -> dict[str, str]:
 def hosts_file(job: HyperPodJob, replica: ElasticReplica) -> Path:
     """The replica's /etc/hosts, a file of ours (mounted read-only): Docker's lists the pod's name
     once per network, and the resolver prefers the services network's link-local address, where
-    no peer reaches it (gloo binds to the address its host name resolves to). It holds localhost
-    until the world starts; `write_hosts` then names every replica of the world."""
-    path = replica_directory(job, replica) / "hosts"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_hosts(path, {})
+    no peer reaches it (gloo binds to the address its host name resolves to)."""
+    return replica_directory(job, replica) / "hosts"
+
+
+def fresh_hosts_file(job: HyperPodJob, replica: ElasticReplica, tier: TierReach | None) -> Path:
+    """A new container's: localhost and the tier's name until the world starts; `write_hosts`
+    then names every replica of the world."""
+    path = hosts_file(job, replica)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_hosts(path, {}, tier)
     return path
 
 
-def write_hosts(path: Path, names: dict[str, str]) -> None:
+def write_hosts(path: Path, names: dict[str, str], tier: TierReach | None = None) -> None:
     """Rewritten in place (same inode): the running container sees the file it was given."""
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
-    lines += [f"{address}\t{name}" for name, address in names.items()]
+    entries = {**names, **(tier.host_entries() if tier else {})}
+    lines += [f"{address}\t{name}" for name, address in entries.items()]
     with open(path, "w") as hosts:
         hosts.write("\n".join(lines) + "\n")
+
+
+def checkpointing_log_directory(job: HyperPodJob, replica: ElasticReplica) -> Path:
+    """Where the replica's `amzn-sagemaker-checkpointing` writes its log (elastic/checkpointing.py)."""
+    return replica_directory(job, replica) / "checkpointing-logs"
+
+
+def _made(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
 
 
 def replica_directory(job: HyperPodJob, replica: ElasticReplica) -> Path:

@@ -17,6 +17,10 @@ from elastic.spec import JobSpec
 log = logging.getLogger(__name__)
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restarting", "Succeeded", "Failed"
+# Not a phase: False (reason CheckpointWriteFailed) once a replica's checkpointing library reported
+# a failed write, so that `hyp list` (the newest True condition) still shows the phase.
+CHECKPOINTS_SAVED = "CheckpointsSaved"
+CHECKPOINT_WRITE_FAILED = "CheckpointWriteFailed"
 _PHASE_CONDITIONS = (RUNNING, RESTARTING, SUCCEEDED, FAILED)
 
 
@@ -60,6 +64,23 @@ def say(job: HyperPodJob, spec: JobSpec, message: str) -> None:
     current.update(message=message[:1024], lastProbeTime=_iso(timezone.now()))
     job.status = {**job.status, "conditions": conditions}
     refresh(job, spec)
+
+
+def report_checkpoint_failure(job: HyperPodJob, spec: JobSpec, message: str) -> bool:
+    """Make `CheckpointsSaved` False with the failure as its message; False when it already says so."""
+    conditions = [dict(c) for c in job.status.get("conditions", [])]
+    current = next((c for c in conditions if c["type"] == CHECKPOINTS_SAVED), None)
+    if current is not None and current.get("message") == message[:1024]:
+        return False
+    now = timezone.now()
+    if current is None:
+        failed = _condition(CHECKPOINTS_SAVED, "False", CHECKPOINT_WRITE_FAILED, message[:1024], now)
+        conditions.append(failed)
+    else:
+        current.update(message=message[:1024], lastProbeTime=_iso(now))
+    job.status = {**job.status, "conditions": conditions}
+    refresh(job, spec)
+    return True
 
 
 def initial_status(now) -> dict:

@@ -118,7 +118,7 @@ class FakeRuntime:
         if overlay and not self.swarm:
             raise MultiHostNetworkUnavailable(f'Could not create network "{name}": not in swarm mode')
         if name not in self.networks:
-            taken = {network["subnet"] for network in self.networks.values()}
+            taken = {network.get("subnet") for network in self.networks.values()}  # gateway ones: none
             free = [subnet for subnet in subnets if subnet not in taken]
             if subnets and not free:
                 raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')

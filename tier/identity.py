@@ -1,6 +1,7 @@
 """Who is calling. A container's request is identified by its source address on the node's tier
-network: the container there with that address carries `sageport.resource` = its training job's
-ARN, whose account owns the namespaces it uses. Anything else is refused (403).
+network: the container there with that address carries `sageport.resource` = the ARN of the job it
+serves (a training job, or a HyperPodPyTorchJob: `elastic/replicas.holder_arn`), whose account
+owns the namespaces it uses. Anything else is refused (403).
 
 The address → job table is cached: it is re-read from the engine when it is older than TTL, or on
 a miss (at most every MIN_REFRESH seconds, so that unknown callers cannot flood the engine).
@@ -18,7 +19,10 @@ log = logging.getLogger("sageport.tier")
 RESOURCE_LABEL = "sageport.resource"  # runtime.labels.RESOURCE (the tier imports no Django code)
 TTL_SECONDS = 5.0
 MIN_REFRESH_SECONDS = 0.5
-_TRAINING_JOB_ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:(?P<account>\d{12}):training-job/.+$")
+# The jobs whose containers may use the tier: training jobs and HyperPodPyTorchJobs' replicas.
+_JOB_ARN = re.compile(
+    r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:(?P<account>\d{12}):(training-job|hyperpod-pytorch-job)/.+$"
+)
 _ACCOUNT = re.compile(r"^\d{12}$")
 
 
@@ -29,7 +33,7 @@ class Caller:
 
 
 def caller_of_job(job_arn: str) -> Caller | None:
-    match = _TRAINING_JOB_ARN.match(job_arn)
+    match = _JOB_ARN.match(job_arn)
     return Caller(match["account"], job_arn) if match else None
 
 

@@ -29,7 +29,7 @@ class NodeSettings:
     root: Path
     config_path: Path
     token: str
-    job_of: Callable[[str], str | None]  # a container's source address → its training job's ARN
+    job_of: Callable[[str], str | None]  # a container's source address → its job's ARN
     job_running: Callable[[str], bool]
     peer_connect_timeout: float = 2.0
     peer_io_timeout: float = 10.0  # per socket operation, so a big shard may take longer

@@ -38,7 +38,8 @@ def container_callers(job_of: Callable[[str], str | None]) -> Authenticate:
         caller = caller_of_job(job_arn) if job_arn else None
         if caller is None:
             raise TierError(403, "AccessDenied",
-                            "Only Sageport training containers on this node may use its checkpoint tier.")
+                            "Only the containers of Sageport training jobs and HyperPodPyTorchJobs "
+                            "on this node may use its checkpoint tier.")
         return caller
 
     return authenticate

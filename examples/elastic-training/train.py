@@ -16,6 +16,13 @@ Distributed Checkpoints (DCP), which load at another world size; they go to `--c
 every `--checkpoint-every` steps. The script exits 0 when the data is exhausted (the agent then
 reports `completed`).
 
+With `--tier-namespace` the checkpoints go to HyperPod's in-memory checkpoint tier instead, through
+AWS's `amzn-sagemaker-checkpointing` (its DCP `SageMakerTieredStorageWriter`/`Reader`, unchanged),
+and also to S3 when `--tier-s3-base-path` is given. The library ties a namespace to one world size
+(its metadata shard is rank `world_size`), so each world saves to `<namespace>-world-<size>`; a new
+world resumes from the newest step of any of them, read at the size it was saved at, and DCP
+reshards it to the new world. The shared `--checkpoint-dir` then only holds the records.
+
 What each rank did is appended as JSON lines to
 `<checkpoint-dir>/records/rank-<rank>-restart-<restart count>-<pid>.jsonl`:
   {"event": "started", "rank", "world_size", "step", "position", "checkpoint": path or null}
@@ -24,7 +31,8 @@ What each rank did is appended as JSON lines to
   {"event": "completed", "rank", "step"}                            when the data is exhausted
 
 Options (each also read from the environment variable named in its help):
-  --checkpoint-dir, --total-samples, --batch-per-rank, --step-seconds, --checkpoint-every
+  --checkpoint-dir, --total-samples, --batch-per-rank, --step-seconds, --checkpoint-every,
+  --tier-namespace, --tier-s3-base-path, --tier-max-world-size
 """
 import argparse
 import json
@@ -75,6 +83,12 @@ def parse_args() -> argparse.Namespace:
                         help="pause after each step, to watch the job scale (STEP_SECONDS)")
     parser.add_argument("--checkpoint-every", type=positive_int, default=env("CHECKPOINT_EVERY", "20"),
                         help="also save a checkpoint every N steps (CHECKPOINT_EVERY)")
+    parser.add_argument("--tier-namespace", default=env("TIER_NAMESPACE", ""),
+                        help="checkpoint to the in-memory tier under <this>-world-<size> (TIER_NAMESPACE)")
+    parser.add_argument("--tier-s3-base-path", default=env("TIER_S3_BASE_PATH", ""),
+                        help="also save each tier checkpoint under this s3:// prefix (TIER_S3_BASE_PATH)")
+    parser.add_argument("--tier-max-world-size", type=positive_int, default=env("TIER_MAX_WORLD_SIZE", "8"),
+                        help="the largest world whose checkpoints are looked for (TIER_MAX_WORLD_SIZE)")
     return parser.parse_args()
 
 
@@ -107,33 +121,102 @@ def newest_complete_checkpoint(checkpoint_dir: Path) -> Path | None:
     return max(complete, key=checkpoint_step, default=None)
 
 
-def agreed_checkpoint(checkpoint_dir: Path) -> Path | None:
+def agreed_checkpoint(args):
     """Rank 0's choice, so that every rank loads the same checkpoint whatever its view of the
-    shared directory."""
-    choice = [newest_complete_checkpoint(checkpoint_dir) if dist.get_rank() == 0 else None]
+    shared directory (or of the tier): a path, (world size, step) in the tier, or None."""
+    if dist.get_rank() != 0:
+        choice = [None]
+    elif args.tier_namespace:
+        choice = [newest_tier_checkpoint(args)]
+    else:
+        choice = [newest_complete_checkpoint(args.checkpoint_dir)]
     dist.broadcast_object_list(choice, src=0)
     return choice[0]
 
 
-def save_checkpoint(checkpoint_dir: Path, model, optimizer, progress: dict) -> Path:
-    path = checkpoint_dir / f"{CHECKPOINT_PREFIX}{progress['step']}"
+def save_checkpoint(args, model, optimizer, progress: dict) -> str:
+    """Where the checkpoint went (for the records)."""
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state, "progress": dict(progress)}
+    if args.tier_namespace:
+        return tier_save(args, state, progress["step"])
+    path = args.checkpoint_dir / f"{CHECKPOINT_PREFIX}{progress['step']}"
     if dist.get_rank() == 0:
         # A world killed after saving this step leaves it behind; while it is rewritten it must not
         # look complete (the other ranks write only after rank 0 has entered dcp.save).
         (path / ".metadata").unlink(missing_ok=True)
-    model_state, optimizer_state = get_state_dict(model, optimizer)
-    state = {"model": model_state, "optimizer": optimizer_state, "progress": dict(progress)}
     dcp.save(state, storage_writer=dcp.FileSystemWriter(path))
-    return path
+    return str(path)
 
 
-def load_checkpoint(path: Path, model, optimizer) -> dict:
+def load_checkpoint(args, checkpoint, model, optimizer) -> dict:
     """Loads model and optimizer in place (DCP reshards to this world size); returns the progress."""
     model_state, optimizer_state = get_state_dict(model, optimizer)
     state = {"model": model_state, "optimizer": optimizer_state, "progress": {"step": 0, "position": 0}}
-    dcp.load(state, storage_reader=dcp.FileSystemReader(path))
+    if args.tier_namespace:
+        tier_load(args, checkpoint, state)
+    else:
+        dcp.load(state, storage_reader=dcp.FileSystemReader(checkpoint))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     return state["progress"]
+
+
+# The in-memory tier's side of the above: AWS's library, imported only when used (a job without
+# the tier needs none of it).
+
+
+def tier_namespace(args, world_size: int) -> str:
+    return f"{args.tier_namespace}-world-{world_size}"
+
+
+def tier_config(args, world_size: int):
+    from amzn_sagemaker_checkpointing.config.sagemaker_checkpoint_config import SageMakerCheckpointConfig
+
+    return SageMakerCheckpointConfig(
+        namespace=tier_namespace(args, world_size), world_size=world_size,
+        s3_tier_base_path=args.tier_s3_base_path, save_to_s3=bool(args.tier_s3_base_path),
+    )
+
+
+def tier_save(args, state: dict, step: int) -> str:
+    from amzn_sagemaker_checkpointing.checkpointing.filesystem.filesystem import SageMakerTieredStorageWriter
+
+    world_size = dist.get_world_size()
+    dcp.save(state, storage_writer=SageMakerTieredStorageWriter(tier_config(args, world_size), step=step))
+    return f"tier:{tier_namespace(args, world_size)}/step_{step}"
+
+
+def newest_tier_checkpoint(args) -> tuple[int, int] | None:
+    """(world size, step): the newest step the tier lists as complete, over every world size."""
+    from amzn_sagemaker_checkpointing.storage.clients.inmemory.inmemory_client import InMemoryCheckpointClient
+
+    newest = None
+    for world_size in range(1, args.tier_max_world_size + 1):
+        client = InMemoryCheckpointClient(tier_namespace(args, world_size), "0", str(world_size))
+        try:
+            steps = client.get_latest_checkpoints(limit=1)
+        finally:
+            client.close()
+        if steps and (newest is None or steps[0] > newest[1]):
+            newest = (world_size, steps[0])
+    return newest
+
+
+def tier_load(args, checkpoint: tuple[int, int], state: dict) -> None:
+    """Read at the world size it was saved at (where its metadata is), whatever this one's."""
+    from amzn_sagemaker_checkpointing.checkpointing.filesystem.filesystem import SageMakerTieredStorageReader
+
+    world_size, step = checkpoint
+    dcp.load(state, storage_reader=SageMakerTieredStorageReader(tier_config(args, world_size), step=step))
+
+
+def checkpoint_name(args, checkpoint) -> str | None:
+    if checkpoint is None:
+        return None
+    if args.tier_namespace:
+        world_size, step = checkpoint
+        return f"tier:{tier_namespace(args, world_size)}/step_{step}"
+    return str(checkpoint)
 
 
 def samples_of_rank(position: int, rank: int, args) -> list[int]:
@@ -168,9 +251,9 @@ def train(args, model, optimizer, progress: dict, records: Records) -> None:
 
         elastic_event = elastic_event_detected()  # a collective: every rank calls it every step
         if elastic_event or progress["step"] % args.checkpoint_every == 0:
-            path = save_checkpoint(args.checkpoint_dir, model, optimizer, progress)
+            saved = save_checkpoint(args, model, optimizer, progress)
             if elastic_event:
-                records.write(event="elastic", step=progress["step"], checkpoint=str(path))
+                records.write(event="elastic", step=progress["step"], checkpoint=saved)
                 print("Elastic scaling event detected. Checkpoint saved.")
                 return
         time.sleep(args.step_seconds)
@@ -184,10 +267,12 @@ def run(args) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     records = Records(args.checkpoint_dir, dist.get_rank())
 
-    checkpoint = agreed_checkpoint(args.checkpoint_dir)
-    progress = load_checkpoint(checkpoint, model, optimizer) if checkpoint else {"step": 0, "position": 0}
+    checkpoint = agreed_checkpoint(args)
+    progress = {"step": 0, "position": 0}
+    if checkpoint:
+        progress = load_checkpoint(args, checkpoint, model, optimizer)
     records.write(event="started", world_size=dist.get_world_size(), step=progress["step"],
-                  position=progress["position"], checkpoint=str(checkpoint) if checkpoint else None)
+                  position=progress["position"], checkpoint=checkpoint_name(args, checkpoint))
     print(f"rank {dist.get_rank()} of {dist.get_world_size()} starts at step {progress['step']}"
           f" (checkpoint: {checkpoint})")
     train(args, model, optimizer, progress, records)

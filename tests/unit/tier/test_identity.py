@@ -3,7 +3,7 @@ tier network, and its training job's ARN."""
 
 from types import SimpleNamespace
 
-from tier.identity import DockerIdentity, caller_of_job
+from tier.identity import Caller, DockerIdentity, caller_of_job
 
 NETWORK = "sageport-tier-node-a"
 JOB = "arn:aws:sagemaker:us-east-1:123456789012:training-job/j"
@@ -78,3 +78,12 @@ def test_a_job_runs_while_a_container_carries_its_arn_and_an_engine_failure_dele
 
     assert DockerIdentity(NETWORK, client_factory=broken).job_running(JOB)
     assert DockerIdentity(NETWORK, client_factory=broken).job_of("172.30.0.5") is None
+
+
+def test_a_hyperpod_job_replica_is_admitted_as_its_job_of_its_account():
+    """A HyperPodPyTorchJob's replicas carry the job's holder ARN (elastic/replicas.holder_arn): the
+    tier serves them as that job, in its account's namespaces; other resources are refused."""
+    replica = "arn:aws:sagemaker:us-east-1:210987654321:hyperpod-pytorch-job/0f2c9a1e-uid"
+    assert caller_of_job(replica) == Caller("210987654321", replica)
+    assert caller_of_job("arn:aws:sagemaker:us-east-1:123456789012:endpoint/e") is None
+    assert caller_of_job("arn:aws:sagemaker:us-east-1:123456789012:hyperpod-pytorch-job/") is None
