@@ -11,13 +11,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from elastic import replicas, sizing
-from elastic.models import HyperPodJob
+from elastic.models import HyperPodJob, JobPhase
 from elastic.spec import JobSpec
 
 log = logging.getLogger(__name__)
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restarting", "Succeeded", "Failed"
-_PHASE_CONDITIONS = (RUNNING, RESTARTING, SUCCEEDED, FAILED)
+SUSPENDED = "Suspended"
+_PHASE_CONDITIONS = (RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
 
 
 def move(
@@ -60,6 +61,19 @@ def say(job: HyperPodJob, spec: JobSpec, message: str) -> None:
     current.update(message=message[:1024], lastProbeTime=_iso(timezone.now()))
     job.status = {**job.status, "conditions": conditions}
     refresh(job, spec)
+
+
+def resume(job: HyperPodJob, spec: JobSpec) -> bool:
+    """Suspended → Pending, its `Suspended` condition turned False with reason `JobResumed` (the
+    Kubernetes Job's and Kubeflow's suspend/resume conditions)."""
+    now = timezone.now()
+    conditions = [dict(c) for c in job.status.get("conditions", [])]
+    for entry in conditions:
+        if entry["type"] == SUSPENDED and entry["status"] == "True":
+            entry.update(status="False", reason="JobResumed", message="The job was resumed.",
+                         lastTransitionTime=_iso(now), lastProbeTime=_iso(now))
+    job.status = {**job.status, "conditions": conditions}
+    return move(job, spec, JobPhase.PENDING, None)
 
 
 def initial_status(now) -> dict:
