@@ -69,15 +69,19 @@ def submit(account_id: str, namespace: str, manifest: dict, dry_run: bool = Fals
 def set_suspend(job: HyperPodJob, suspend: bool) -> HyperPodJob:
     """Store `spec.runPolicy.suspend` (the one field a patch may change) and have the operator
     look now; returns the job as stored. The operator reads the spec afresh at every look."""
-    manifest = job.manifest
-    run_policy = {**manifest["spec"]["runPolicy"], "suspend": suspend}
-    manifest = {**manifest, "spec": {**manifest["spec"], "runPolicy": run_policy}}
+    manifest = with_suspend(job.manifest, suspend)
     if manifest != job.manifest:
         HyperPodJob.objects.filter(pk=job.pk).update(
             manifest=manifest, resource_version=F("resource_version") + 1, next_check_at=timezone.now()
         )
         tasks.nudge(job.pk)
     return HyperPodJob.objects.filter(pk=job.pk).first() or job
+
+
+def with_suspend(manifest: dict, suspend: bool) -> dict:
+    """The stored manifest with `spec.runPolicy.suspend` set (a copy)."""
+    run_policy = {**manifest["spec"]["runPolicy"], "suspend": suspend}
+    return {**manifest, "spec": {**manifest["spec"], "runPolicy": run_policy}}
 
 
 def request_deletion(job: HyperPodJob) -> HyperPodJob:

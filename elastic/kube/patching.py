@@ -12,7 +12,7 @@ from typing import Any
 # server-set metadata (a patch built from a read object carries it) and the object's identity.
 IGNORED_ON_PATCH = frozenset({
     "metadata.uid", "metadata.resourceVersion", "metadata.generation", "metadata.creationTimestamp",
-    "metadata.deletionTimestamp", "metadata.managedFields",
+    "metadata.deletionTimestamp", "metadata.deletionGracePeriodSeconds", "metadata.managedFields",
 })
 
 

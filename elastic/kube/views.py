@@ -169,7 +169,9 @@ def _patch(request: HttpRequest, found: HyperPodJob) -> HttpResponse:
         refused.append(spec.FieldError("spec.runPolicy.suspend", "must be a boolean"))
     if refused:
         raise _invalid(current, refused)
-    if not _dry_run(request):
+    if _dry_run(request):  # the object as it would be, nothing stored
+        found.manifest = submission.with_suspend(found.manifest, bool(suspend))
+    else:
         found = submission.set_suspend(found, bool(suspend))
     return json_response(presenter.job_object(found))
 
