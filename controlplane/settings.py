@@ -279,6 +279,12 @@ SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS = _env_positive_int("SAGEPORT_ELASTIC_REA
 
 # --- Training ------------------------------------------------------------------------------
 SAGEPORT_STOP_GRACE_SECONDS = _env_int("SAGEPORT_STOP_GRACE_SECONDS", 120)
+# The grace of the instances still running when another instance of their job failed. The job
+# has failed: nothing they do can save it (their collectives lost a peer), and SageMaker's 120 s
+# is the grace of a stop the user asked for, to save a checkpoint. 10 s lets a SIGTERM handler
+# flush its output and write its failure file, and an MPI job's toolkit, which ignores SIGTERM as
+# PID 1, no longer keeps the failure from showing for two minutes.
+SAGEPORT_FAILURE_STOP_GRACE_SECONDS = _env_int("SAGEPORT_FAILURE_STOP_GRACE_SECONDS", 10)
 # Every algorithm and model container: at most this many processes and threads (generous: a
 # training job with many data-loader workers and their threads stays far below it).
 SAGEPORT_CONTAINER_PIDS_LIMIT = _env_positive_int("SAGEPORT_CONTAINER_PIDS_LIMIT", 4096)

@@ -16,6 +16,7 @@ class JobPhase(models.TextChoices):
     CREATING = "Creating"  # replicas starting; the world is started once every agent is ready
     RUNNING = "Running"  # every agent of the world was sent /start
     STOPPING = "Stopping"  # agents told to /stop (resize, fault, preemption, deletion)
+    SUSPENDED = "Suspended"  # runPolicy.suspend is true: no replica, no GPU, until it is false
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 

@@ -18,6 +18,14 @@ Phases (elastic/models.JobPhase):
   missing ones are created → Creating; an evicted job (target 0) goes back to Pending. A job
   short of a replica with no spare capacity waits `faultyScaleDownTimeoutInSeconds`, then
   continues at the largest allowed size it holds.
+- `runPolicy.suspend: true` (any phase but a finished one): the replicas and the network go at
+  once, startTime is cleared → Suspended (condition `Suspended`, reason `JobSuspended`); back to
+  false → Pending (`Suspended` False, reason `JobResumed`), placed again like a new job.
+- `runPolicy.activeDeadlineSeconds` past the job's startTime (the start of its first world since
+  it was submitted or resumed) → Failed, reason `DeadlineExceeded`, whatever the phase;
+  `startupDeadlineSeconds` bounds the time in Creating (instead of the node's ready timeout).
+- A finished job keeps the containers `cleanPodPolicy` keeps (None: all of a succeeded job;
+  Running: the exited ones) until it is deleted; their GPUs are freed at once.
 - A deletion removes the containers, the network and the rows, whatever the phase."""
 import logging
 from datetime import timedelta
@@ -30,7 +38,7 @@ from clusters import tier_network
 from clusters.tier_network import TierReach
 from elastic import checkpointing, planner, replicas, sizing, status
 from elastic.agents import Agent, AgentUnreachable
-from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
+from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
 from gateway import network as gateway_network
 from reconcile.loop import reconcile_once
@@ -55,7 +63,17 @@ def _step(job: HyperPodJob, token: str) -> float | None:
     spec = planner.spec_of(job)
     if job.deletion_requested_at is not None:
         return _delete(job)
-    return _STEPS[job.phase](job, spec)
+    if job.phase in FINISHED_PHASES:
+        return _finished(job, spec)
+    if spec.suspend and job.phase != JobPhase.SUSPENDED:
+        return _suspend(job, spec)
+    left = _active_time_left(job, spec)
+    if left is not None and left <= 0:
+        limit = spec.active_deadline_seconds
+        message = f"The job was active longer than its activeDeadlineSeconds ({limit} s)."
+        return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "DeadlineExceeded", message))
+    after = _STEPS[job.phase](job, spec)
+    return after if left is None or after is None else min(after, left)
 
 
 def _poll() -> float:
@@ -75,6 +93,37 @@ def _pending(job: HyperPodJob, spec: JobSpec) -> float | None:
     if planner.allocate(job, spec, plan.node, plan.size):
         status.move(job, spec, JobPhase.CREATING, None, node=plan.node, target_replicas=plan.size)
     return _poll()
+
+
+# --- Suspended ---------------------------------------------------------------------------------
+
+def _suspend(job: HyperPodJob, spec: JobSpec) -> float:
+    """Kubeflow's suspend: every replica deleted at once (its GPUs back to the pool), startTime
+    reset; the job keeps its fault count and the checkpoint progress its agents agreed on."""
+    _release(job, spec, keep=0)
+    get_runtime().remove_network(replicas.network_name(job))
+    condition = (status.SUSPENDED, "JobSuspended", "The job is suspended (spec.runPolicy.suspend is true).")
+    status.move(
+        job, spec, JobPhase.SUSPENDED, condition, node=None, world_size=0, target_replicas=0,
+        stop_reason=StopReason.NONE, started_at=None, short_since=None,
+    )
+    return _poll()
+
+
+def _suspended(job: HyperPodJob, spec: JobSpec) -> float:
+    if spec.suspend:
+        return _poll()
+    status.resume(job, spec)
+    return 0.0
+
+
+def _active_time_left(job: HyperPodJob, spec: JobSpec) -> float | None:
+    """Seconds until activeDeadlineSeconds, counted from startTime; None without a deadline or
+    before the job's world first started."""
+    if spec.active_deadline_seconds is None or job.started_at is None:
+        return None
+    elapsed = (timezone.now() - job.started_at).total_seconds()
+    return spec.active_deadline_seconds - elapsed
 
 
 # --- Creating ----------------------------------------------------------------------------------
@@ -101,7 +150,7 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     answers = [_status_of(replica, states.get(replica.container_name)) for _, replica in world]
     if all(answer == "ready" for answer in answers):
         return _start_world(job, spec, [replica for _, replica in world], states, tier)
-    limit = settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS
+    limit = spec.startup_deadline_seconds or settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS
     if (timezone.now() - job.phase_since).total_seconds() > limit:
         waiting = [r.container_name for (_, r), a in zip(world, answers, strict=True) if a != "ready"]
         reason = f"Replicas not ready within {limit} s: {', '.join(waiting)}."
@@ -260,18 +309,29 @@ def _to_pending(job: HyperPodJob, spec: JobSpec) -> float:
 # --- Ending ------------------------------------------------------------------------------------
 
 def _finish(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, str, str]) -> float | None:
-    """Free the job's GPUs (and, unless cleanPodPolicy is None, its containers), then end it."""
-    keep_containers = spec.clean_pod_policy == "None" and phase == JobPhase.SUCCEEDED
-    if keep_containers:
-        job.replicas.all().delete()  # their GPUs, all at once
-    else:
-        _remove_replicas(list(job.replicas.all()))
-    if not keep_containers:
+    """Free the job's GPUs and remove its containers but those cleanPodPolicy keeps, then end it."""
+    every = list(job.replicas.all())
+    kept = _kept_on_finish(job, spec, phase, every)
+    _remove_replicas([replica for replica in every if replica not in kept])
+    ElasticReplica.objects.filter(pk__in=[replica.pk for replica in kept]).delete()  # their GPUs
+    if not kept:
         get_runtime().remove_network(replicas.network_name(job))
         safe_files.remove_tree(replicas.job_directory(job))
     container_credentials.revoke(replicas.holder_arn(job))
     status.move(job, spec, phase, condition, completed_at=timezone.now(), world_size=0, node=None)
     return _finished(job, spec)
+
+
+def _kept_on_finish(job: HyperPodJob, spec: JobSpec, phase: str, every: list) -> list[ElasticReplica]:
+    """The replicas whose containers stay (for their logs) until the job is deleted: all of a
+    succeeded job under cleanPodPolicy None (kept as before: a failed job's go), the exited ones
+    under Running (Kubeflow's: only the pods still running are deleted when the job ends)."""
+    if spec.clean_pod_policy == "None" and phase == JobPhase.SUCCEEDED:
+        return every
+    if spec.clean_pod_policy == "Running":
+        states = _states(job)
+        return [r for r in every if getattr(states.get(r.container_name), "exited", False)]
+    return []
 
 
 def _finished(job: HyperPodJob, spec: JobSpec) -> float | None:
@@ -429,6 +489,5 @@ _STEPS = {
     JobPhase.CREATING: _creating,
     JobPhase.RUNNING: _running,
     JobPhase.STOPPING: _stopping,
-    JobPhase.SUCCEEDED: _finished,
-    JobPhase.FAILED: _finished,
+    JobPhase.SUSPENDED: _suspended,
 }

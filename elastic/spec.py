@@ -22,7 +22,10 @@ models and the v1.1 job template's validators):
   (graceful shutdown 600 s, scaling 60 s, faulty scale-down 30 s).
 - A job without `elasticPolicy` runs the sum of its groups' `replicas`, which must be ≥ 1.
 - `runPolicy.jobMaxRetryCount` defaults to 0; `ttlSecondsAfterFinished` 0 (the SDK's default)
-  or -1 mean "keep the finished job" (None)."""
+  or -1 mean "keep the finished job" (None). `suspend`, `activeDeadlineSeconds` and
+  `startupDeadlineSeconds` are read for the operator; `faultDeadlineSeconds` and `workloadMode`
+  are refused (the operator has no fault-time clock and one workload mode): a field accepted and
+  then ignored would let a job run in a way its author did not ask for."""
 
 import re
 from dataclasses import dataclass
@@ -54,7 +57,12 @@ _ELASTIC_FIELDS = (
     "minReplicas", "maxReplicas", "replicaIncrementStep", "replicaDiscreteValues",
     "scalingTimeoutInSeconds", "gracefulShutdownTimeoutInSeconds", "faultyScaleDownTimeoutInSeconds",
 )
-_RUN_POLICY_SECONDS = ("activeDeadlineSeconds", "faultDeadlineSeconds", "startupDeadlineSeconds")
+# Fields of the CRD's run policy that Sageport does not act on: a job naming one is refused.
+_REFUSED_RUN_POLICY_FIELDS = {
+    "faultDeadlineSeconds": "is not supported: a faulted job restarts until jobMaxRetryCount is "
+                            "spent (use activeDeadlineSeconds to bound its time)",
+    "workloadMode": "is not supported: replicas always run as the job's own containers",
+}
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -128,6 +136,9 @@ class JobSpec:
     queue_name: str  # the job's kueue.x-k8s.io/queue-name label, "" when absent
     priority_class: str  # the job's kueue.x-k8s.io/priority-class label, "" when absent
     scale_up_snooze_seconds: int = 0  # runPolicy.restartPolicy.scaleUpSnoozeTimeInSeconds
+    suspend: bool = False  # runPolicy.suspend: no replica runs while True
+    active_deadline_seconds: int | None = None  # from startTime, then Failed (DeadlineExceeded)
+    startup_deadline_seconds: int | None = None  # replicas ready within it, else Failed
 
     @property
     def min_world(self) -> int:
@@ -323,6 +334,7 @@ def _read(reader: _Reader, manifest: dict) -> JobSpec:
     clean_pod_policy = reader.string(run_policy, "cleanPodPolicy", "spec.runPolicy.cleanPodPolicy", "All")
     if clean_pod_policy not in CLEAN_POD_POLICIES:
         reader.fail("spec.runPolicy.cleanPodPolicy", f"must be one of {', '.join(CLEAN_POD_POLICIES)}")
+    _refuse_unsupported(reader, run_policy)
     return JobSpec(
         groups=tuple(groups),
         nproc_per_node=_read_nproc(reader, spec.get("nprocPerNode", "auto")),
@@ -335,7 +347,10 @@ def _read(reader: _Reader, manifest: dict) -> JobSpec:
         clean_pod_policy=clean_pod_policy,
         queue_name=labels.get(QUEUE_LABEL, "") if isinstance(labels, dict) else "",
         priority_class=labels.get(PRIORITY_LABEL, "") if isinstance(labels, dict) else "",
-        scale_up_snooze_seconds=_read_run_policy_rest(reader, run_policy),
+        scale_up_snooze_seconds=_read_restart_policy(reader, run_policy),
+        suspend=_read_suspend(reader, run_policy),
+        active_deadline_seconds=_read_deadline(reader, run_policy, "activeDeadlineSeconds"),
+        startup_deadline_seconds=_read_deadline(reader, run_policy, "startupDeadlineSeconds"),
     )
 
 
@@ -354,13 +369,26 @@ def _read_ttl(reader: _Reader, run_policy: dict) -> int | None:
     return ttl if ttl is not None and ttl > 0 else None
 
 
-def _read_run_policy_rest(reader: _Reader, run_policy: dict) -> int:
-    """The run policy's other fields, checked; returns the scale-up snooze time."""
-    for key in _RUN_POLICY_SECONDS:
-        reader.integer(run_policy, key, f"spec.runPolicy.{key}", None, minimum=1)
-    if not isinstance(run_policy.get("suspend", False), bool):
+def _read_suspend(reader: _Reader, run_policy: dict) -> bool:
+    value = run_policy.get("suspend")
+    if value is not None and not isinstance(value, bool):
         reader.fail("spec.runPolicy.suspend", "must be a boolean")
-    reader.string(run_policy, "workloadMode", "spec.runPolicy.workloadMode")
+        return False
+    return bool(value)
+
+
+def _read_deadline(reader: _Reader, run_policy: dict, key: str) -> int | None:
+    return reader.integer(run_policy, key, f"spec.runPolicy.{key}", None, minimum=1)
+
+
+def _refuse_unsupported(reader: _Reader, run_policy: dict) -> None:
+    for key, message in _REFUSED_RUN_POLICY_FIELDS.items():
+        if key in run_policy:
+            reader.fail(f"spec.runPolicy.{key}", message)
+
+
+def _read_restart_policy(reader: _Reader, run_policy: dict) -> int:
+    """The run policy's restartPolicy, checked; returns the scale-up snooze time."""
     if "restartPolicy" not in run_policy:
         return 0
     restart = reader.mapping(run_policy["restartPolicy"], "spec.runPolicy.restartPolicy")

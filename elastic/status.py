@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from elastic import replicas, sizing
-from elastic.models import HyperPodJob
+from elastic.models import HyperPodJob, JobPhase
 from elastic.spec import JobSpec
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,8 @@ CREATED, RUNNING, RESTARTING, SUCCEEDED, FAILED = "Created", "Running", "Restart
 # a failed write, so that `hyp list` (the newest True condition) still shows the phase.
 CHECKPOINTS_SAVED = "CheckpointsSaved"
 CHECKPOINT_WRITE_FAILED = "CheckpointWriteFailed"
-_PHASE_CONDITIONS = (RUNNING, RESTARTING, SUCCEEDED, FAILED)
+SUSPENDED = "Suspended"
+_PHASE_CONDITIONS = (RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
 
 
 def move(
@@ -81,6 +82,19 @@ def report_checkpoint_failure(job: HyperPodJob, spec: JobSpec, message: str) -> 
     job.status = {**job.status, "conditions": conditions}
     refresh(job, spec)
     return True
+
+
+def resume(job: HyperPodJob, spec: JobSpec) -> bool:
+    """Suspended → Pending, its `Suspended` condition turned False with reason `JobResumed` (the
+    Kubernetes Job's and Kubeflow's suspend/resume conditions)."""
+    now = timezone.now()
+    conditions = [dict(c) for c in job.status.get("conditions", [])]
+    for entry in conditions:
+        if entry["type"] == SUSPENDED and entry["status"] == "True":
+            entry.update(status="False", reason="JobResumed", message="The job was resumed.",
+                         lastTransitionTime=_iso(now), lastProbeTime=_iso(now))
+    job.status = {**job.status, "conditions": conditions}
+    return move(job, spec, JobPhase.PENDING, None)
 
 
 def initial_status(now) -> dict:

@@ -1,4 +1,5 @@
-"""What the Kubernetes-style API changes: a job submitted, a deletion requested.
+"""What the Kubernetes-style API changes: a job submitted, suspended or resumed, a deletion
+requested.
 
 A submission stores the manifest (metadata and the spec with the CRD's defaults) as a Pending
 row and has the operator look at it. A deletion follows Kubernetes: the row stays, with its
@@ -63,6 +64,24 @@ def submit(account_id: str, namespace: str, manifest: dict, dry_run: bool = Fals
         raise NameTaken(name) from None
     tasks.nudge(job.pk)
     return job
+
+
+def set_suspend(job: HyperPodJob, suspend: bool) -> HyperPodJob:
+    """Store `spec.runPolicy.suspend` (the one field a patch may change) and have the operator
+    look now; returns the job as stored. The operator reads the spec afresh at every look."""
+    manifest = with_suspend(job.manifest, suspend)
+    if manifest != job.manifest:
+        HyperPodJob.objects.filter(pk=job.pk).update(
+            manifest=manifest, resource_version=F("resource_version") + 1, next_check_at=timezone.now()
+        )
+        tasks.nudge(job.pk)
+    return HyperPodJob.objects.filter(pk=job.pk).first() or job
+
+
+def with_suspend(manifest: dict, suspend: bool) -> dict:
+    """The stored manifest with `spec.runPolicy.suspend` set (a copy)."""
+    run_policy = {**manifest["spec"]["runPolicy"], "suspend": suspend}
+    return {**manifest, "spec": {**manifest["spec"], "runPolicy": run_policy}}
 
 
 def request_deletion(job: HyperPodJob) -> HyperPodJob:

@@ -374,7 +374,15 @@ def _drained(job: TrainingJob, states: States) -> bool:
 
 
 def stop_grace_over(job: TrainingJob, now) -> bool:
-    return now - job.stop_signalled_at >= timedelta(seconds=settings.SAGEPORT_STOP_GRACE_SECONDS)
+    return now - job.stop_signalled_at >= timedelta(seconds=stop_grace_seconds(job))
+
+
+def stop_grace_seconds(job: TrainingJob) -> int:
+    """SIGTERM → SIGKILL: the user's stop (and MaxRuntimeInSeconds) gets SageMaker's grace; the
+    other instances of a job one of whose instances failed get the short failure grace."""
+    if job.outcome == Outcome.FAILED:
+        return min(settings.SAGEPORT_FAILURE_STOP_GRACE_SECONDS, settings.SAGEPORT_STOP_GRACE_SECONDS)
+    return settings.SAGEPORT_STOP_GRACE_SECONDS
 
 
 def _here(job: TrainingJob, states: States) -> dict[str, ContainerState]:

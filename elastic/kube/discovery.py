@@ -62,7 +62,7 @@ def resource_list() -> dict:
             "singularName": SINGULAR,
             "namespaced": True,
             "kind": KIND,
-            "verbs": ["create", "delete", "get", "list"],
+            "verbs": ["create", "delete", "get", "list", "patch"],
             "shortNames": ["hpj"],
             "categories": ["all"],
         }],

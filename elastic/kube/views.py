@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, RawPostDataException
 from django.http.request import RequestDataTooBig
 
 from elastic import spec, submission
-from elastic.kube import discovery, presenter
+from elastic.kube import discovery, patching, presenter
 from elastic.kube.auth import account_of
 from elastic.kube.selectors import InvalidSelector, parse_selector
 from elastic.kube.status import KubeError, bad_request, json_response, not_found, status_response
@@ -27,6 +27,8 @@ from protocol.limits import declared_length
 log = logging.getLogger(__name__)
 
 _JSON_TYPES = ("application/json", "")  # "": a client that names no type sends JSON too
+# The kubernetes client's patch of a custom object (a dict body) is a JSON merge patch (RFC 7386).
+_MERGE_PATCH_TYPES = ("application/merge-patch+json",)
 
 
 def kube_view(*methods: str):
@@ -118,13 +120,15 @@ def namespace_jobs(request: HttpRequest, namespace: str) -> HttpResponse:
     return _list(request, account_id, namespace)
 
 
-@kube_view("GET", "DELETE")
+@kube_view("GET", "PATCH", "DELETE")
 def job(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     account_id = account_of(request)
     _check_namespace(namespace)
     found = _jobs(account_id).filter(namespace=namespace, name=name).first()
     if found is None:
         raise not_found(discovery.PLURAL, discovery.GROUP, name)
+    if request.method == "PATCH":
+        return _patch(request, found)
     if request.method == "DELETE":
         if not _dry_run(request):
             found = submission.request_deletion(found)
@@ -149,6 +153,27 @@ def _create(request: HttpRequest, account_id: str, namespace: str) -> HttpRespon
                         {"name": name, "group": discovery.GROUP, "kind": discovery.PLURAL}) from None
     warnings = [f"unknown field {path}" for path in spec.unknown_fields(manifest)]
     return json_response(presenter.job_object(created), status=201, warnings=warnings)
+
+
+def _patch(request: HttpRequest, found: HyperPodJob) -> HttpResponse:
+    """A merge patch that may change `spec.runPolicy.suspend` only (suspend and resume, as Kueue
+    and users do on HyperPod); a change to any other field is refused naming it."""
+    body = _body(request, _MERGE_PATCH_TYPES)
+    current = {"apiVersion": spec.API_VERSION, "kind": spec.KIND, **found.manifest}
+    merged = patching.merge_patch(current, {key: body[key] for key in body if key != "status"})
+    changed = patching.changed_fields(current, merged, ignored=patching.IGNORED_ON_PATCH)
+    refused = [spec.FieldError(path, "is immutable: only spec.runPolicy.suspend may be patched")
+               for path in changed if path != "spec.runPolicy.suspend"]
+    suspend = ((merged.get("spec") or {}).get("runPolicy") or {}).get("suspend")
+    if suspend is not None and not isinstance(suspend, bool):
+        refused.append(spec.FieldError("spec.runPolicy.suspend", "must be a boolean"))
+    if refused:
+        raise _invalid(current, refused)
+    if _dry_run(request):  # the object as it would be, nothing stored
+        found.manifest = submission.with_suspend(found.manifest, bool(suspend))
+    else:
+        found = submission.set_suspend(found, bool(suspend))
+    return json_response(presenter.job_object(found))
 
 
 def _invalid(manifest: dict, errors: list[spec.FieldError]) -> KubeError:
@@ -229,15 +254,15 @@ def _decode_continue(token: str) -> tuple[str, str]:
     raise bad_request("the continue token is not valid")
 
 
-def _body(request: HttpRequest) -> dict:
+def _body(request: HttpRequest, types: tuple[str, ...] = _JSON_TYPES) -> dict:
     limit = settings.SAGEPORT_MAX_REQUEST_BYTES
     if declared_length(request) > limit:
         raise _too_large(limit)
     content_type = request.content_type or ""
-    if content_type not in _JSON_TYPES:
+    if content_type not in types:
         raise KubeError(415, "UnsupportedMediaType",
                         f"the body of the request was in an unknown format - accepted media types "
-                        f"include: application/json (got {content_type[:80]!r})")
+                        f"include: {types[0]} (got {content_type[:80]!r})")
     try:
         raw = request.body
     except (RequestDataTooBig, RawPostDataException):

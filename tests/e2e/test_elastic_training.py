@@ -278,3 +278,64 @@ def test_a_killed_replica_is_replaced_and_without_spare_capacity_the_job_continu
     entries = records(claim_dir)
     assert sorted({e["restart"] for e in entries}) == [0, 1, 2]  # faultCount, as the workers saw it
     assert world_sizes(entries)[:5] == [2, 2, 4, 2, 4]
+
+
+# --- Run policy -------------------------------------------------------------------------------
+# HyperPod's RunPolicy (sagemaker-hyperpod 3.12.0's model of the CRD) says "Suspend suspends
+# HyperPodPytorchJob when set to true" and activeDeadlineSeconds is "the duration in seconds
+# relative to the startTime that the job may be active before the system tries to terminate it";
+# the conditions are Kubeflow's training operator's and the Kubernetes Job's (Suspended with
+# JobSuspended / JobResumed; Failed with DeadlineExceeded).
+
+
+def job_containers(kube_jobs, name: str) -> list:
+    api, _ = kube_jobs
+    uid = api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)["metadata"]["uid"]
+    return [c for c in docker.from_env().containers.list(all=True, filters={"label": "sageport.role=elastic"})
+            if c.labels.get("sageport.resource", "").endswith(f"/{uid}")]
+
+
+def patch_suspend(kube_jobs, name: str, value: bool) -> dict:
+    api, _ = kube_jobs
+    body = {"spec": {"runPolicy": {"suspend": value}}}  # sent as application/merge-patch+json
+    return api.patch_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name, body)
+
+
+def suspended(status: dict) -> tuple[str, str]:
+    entry = next((c for c in status.get("conditions", []) if c["type"] == "Suspended"), {})
+    return entry.get("status", ""), entry.get("reason", "")
+
+
+def test_a_suspended_job_runs_no_replica_until_a_patch_resumes_it(stack, shell_algo_image, kube_jobs):
+    # A tiny replica (busybox sleeping; no agent): enough to see containers come and go.
+    manifest = job_manifest(unique_name("suspend"), shell_algo_image, f"claim-{uuid.uuid4().hex[:8]}")
+    manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["command"] = ["sleep", "600"]
+    manifest["spec"]["runPolicy"]["suspend"] = True
+    name = submit(kube_jobs, manifest)
+    _wait(lambda: suspended(status_of(kube_jobs, name)) == ("True", "JobSuspended"), f"{name} suspended", 60)
+    assert job_containers(kube_jobs, name) == []
+
+    assert patch_suspend(kube_jobs, name, False)["spec"]["runPolicy"]["suspend"] is False
+    _wait(lambda: job_containers(kube_jobs, name), f"{name}'s replica created", PHASE_TIMEOUT)
+    assert suspended(status_of(kube_jobs, name)) == ("False", "JobResumed")
+
+    patch_suspend(kube_jobs, name, True)
+    _wait(lambda: job_containers(kube_jobs, name) == [], f"{name}'s replica removed", 60)
+    assert suspended(status_of(kube_jobs, name)) == ("True", "JobSuspended")
+
+
+def test_a_job_active_past_its_deadline_fails_with_deadline_exceeded(
+    stack, pytorch_elastic_image, kube_jobs
+):
+    manifest = job_manifest(unique_name("deadline"), pytorch_elastic_image, f"claim-{uuid.uuid4().hex[:8]}")
+    manifest["spec"]["runPolicy"]["activeDeadlineSeconds"] = 20
+    name = submit(kube_jobs, manifest)
+    wait_running_at(kube_jobs, name, 1)  # training until deleted, were it not for the deadline
+    failed = wait_condition(kube_jobs, name, "Failed")
+    reason = next(c for c in failed["conditions"] if c["type"] == "Failed")["reason"]
+    assert reason == "DeadlineExceeded"
+    started, ended = (time.mktime(time.strptime(failed[k], "%Y-%m-%dT%H:%M:%SZ"))
+                      for k in ("startTime", "completionTime"))
+    # Whole seconds; the next look is due at the deadline, not a poll later.
+    assert 19 <= ended - started <= 20 + 15
+    assert job_containers(kube_jobs, name) == []

@@ -1,7 +1,7 @@
 """HyperPodPyTorchJobs through the real `kubernetes` Python client against the live stack,
 configured by nothing but the kubeconfig the stack writes (`KUBECONFIG` in `.sageport/env`):
-create, get, list by label, delete; Kubernetes `Status` errors (422 naming the field, 409, 404,
-401); another account's token sees nothing."""
+create, get, list by label, patch of `spec.runPolicy.suspend`, delete; Kubernetes `Status` errors
+(422 naming the field, 409, 404, 401); another account's token sees nothing."""
 
 import json
 import time
@@ -149,6 +149,34 @@ def test_a_host_path_volume_is_refused(jobs, namespace):
 
     assert status == 422
     assert answer["details"]["causes"][0]["field"] == "spec.replicaSpecs[0].template.spec.volumes[0].hostPath"
+
+
+def test_run_policy_fields_the_operator_does_not_act_on_are_refused_naming_them(jobs, namespace):
+    # HyperPod's RunPolicy has faultDeadlineSeconds and workloadMode (sagemaker-hyperpod 3.12.0);
+    # Sageport has no fault-time clock and one workload mode, so it refuses them, never ignores.
+    body = manifest("policy")
+    body["spec"]["runPolicy"] = {"faultDeadlineSeconds": 600, "workloadMode": "Deployment"}
+
+    status, answer = refused(lambda: create(jobs, body, namespace))
+
+    assert (status, answer["reason"]) == (422, "Invalid")
+    fields = {cause["field"] for cause in answer["details"]["causes"]}
+    assert fields == {"spec.runPolicy.faultDeadlineSeconds", "spec.runPolicy.workloadMode"}
+
+
+def test_a_patch_may_change_suspend_only(jobs, namespace):
+    create(jobs, manifest("patched"), namespace)
+    def patch(body: dict) -> dict:  # a JSON merge patch, from a dict body
+        return jobs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "patched", body)
+
+    suspended = patch({"spec": {"runPolicy": {"suspend": True}}})
+    status, answer = refused(lambda: patch({"spec": {"nprocPerNode": "8"}}))
+
+    assert suspended["spec"]["runPolicy"]["suspend"] is True
+    assert (status, answer["reason"]) == (422, "Invalid")
+    assert [cause["field"] for cause in answer["details"]["causes"]] == ["spec.nprocPerNode"]
+    assert get(jobs, namespace, "patched")["spec"]["nprocPerNode"] == "auto"
+    delete(jobs, namespace, "patched")
 
 
 def test_a_taken_name_is_a_conflict(jobs, namespace):

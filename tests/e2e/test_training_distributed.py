@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.conftest import read_tar_gz, shell_job, training_request, unique_name, wait_for_status
 
 SCRIPT_DIR = Path(__file__).parent / "script_mode"
@@ -70,12 +72,22 @@ def test_two_instances_resolve_each_other_and_their_models_merge_into_one_archiv
     assert sorted(shard_1 + shard_2) == [f"part-{index}.csv".encode() for index in range(4)]
 
 
-def test_one_failing_instance_stops_the_others_and_fails_the_job_with_its_reason(
-    sagemaker, bucket, shell_algo_image
+@pytest.mark.parametrize("on_sigterm", [
+    "trap 'exit 0' TERM",  # ends when told
+    "trap '' TERM",  # ignores SIGTERM, as an MPI job's toolkit (PID 1) does
+])
+def test_one_failing_instance_stops_the_others_promptly_and_fails_the_job_with_its_reason(
+    sagemaker, bucket, shell_algo_image, on_sigterm
 ):
-    script = """
-if [ "$(hostname)" = "algo-2" ]; then echo 'algo-2 ran out of patience' > /opt/ml/output/failure; exit 1; fi
-trap 'exit 0' TERM
+    """The other instance is stopped with SIGTERM and, if it ignores it, SIGKILLed after the short
+    failure grace (SAGEPORT_FAILURE_STOP_GRACE_SECONDS), not after a user stop's 120 s. (The test
+    stack's stop grace is only 3 s: tests/unit/training/test_reconciler_steps.py pins which grace
+    applies.)"""
+    script = f"""
+if [ "$(hostname)" = "algo-2" ]; then
+  sleep 1; echo 'algo-2 ran out of patience' > /opt/ml/output/failure; exit 1
+fi
+{on_sigterm}
 while true; do sleep 0.2; done
 """
     name = unique_name("onefails")
@@ -83,10 +95,11 @@ while true; do sleep 0.2; done
     request["ResourceConfig"]["InstanceCount"] = 2
     sagemaker.create_training_job(**request)
 
-    job = wait_for_status(sagemaker, name)
+    job = wait_for_status(sagemaker, name, timeout=90)
 
     assert job["TrainingJobStatus"] == "Failed"
     assert job["FailureReason"] == "AlgorithmError: algo-2 ran out of patience, exit code: 1"
+    assert (job["TrainingEndTime"] - job["TrainingStartTime"]).total_seconds() < 30
 
 
 def test_a_late_instance_still_resolves_an_instance_that_ended_long_before(

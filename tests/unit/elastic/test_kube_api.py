@@ -91,7 +91,7 @@ def test_discovery_names_the_group_and_the_resource(client, db):
     assert (resource["name"], resource["kind"], resource["namespaced"]) == (
         "hyperpodpytorchjobs", "HyperPodPyTorchJob", True
     )
-    assert set(resource["verbs"]) == {"create", "get", "list", "delete"}
+    assert set(resource["verbs"]) == {"create", "get", "list", "delete", "patch"}
 
 
 def test_hyp_finds_the_crd_and_any_namespace(kube):
@@ -255,7 +255,6 @@ def test_a_body_over_the_limit_is_a_413(kube, settings):
 
 @pytest.mark.parametrize(("method", "path"), [
     ("PUT", JOBS.format(ns="default") + "/train"),
-    ("PATCH", JOBS.format(ns="default") + "/train"),
     ("DELETE", JOBS.format(ns="default")),
     ("POST", ALL_JOBS),
     ("POST", "/version"),
@@ -434,3 +433,71 @@ def test_a_job_the_operator_removes_during_its_deletion_is_answered_as_last_seen
     metadata = response.json()["metadata"]
     assert metadata["deletionTimestamp"] and metadata["resourceVersion"] == "2"
     assert not HyperPodJob.objects.exists()
+
+
+# --- Patch (suspend and resume) -------------------------------------------------------------
+# The kubernetes client patches a custom object with a JSON merge patch
+# (`patch_namespaced_custom_object`, Content-Type application/merge-patch+json); Kueue and users
+# suspend and resume a training-operator job by patching `spec.runPolicy.suspend`.
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def patch(kube: Kube, name: str, body, content_type=MERGE_PATCH, query: str = ""):
+    path = f"{JOBS.format(ns='default')}/{name}{query}"
+    return kube.request("PATCH", path, body, content_type=content_type)
+
+
+def test_a_merge_patch_suspends_and_resumes_a_job(kube):
+    kube.create(job_manifest("train"))
+    before = HyperPodJob.objects.get().resource_version
+
+    body = patch(kube, "train", {"spec": {"runPolicy": {"suspend": True}}}).json()
+    assert body["spec"]["runPolicy"]["suspend"] is True
+    assert int(body["metadata"]["resourceVersion"]) == before + 1
+    assert HyperPodJob.objects.get().manifest["spec"]["runPolicy"]["suspend"] is True
+
+    body = patch(kube, "train", {"spec": {"runPolicy": {"suspend": None}}}).json()  # null: the default
+    assert body["spec"]["runPolicy"]["suspend"] is False
+
+
+def test_a_patch_built_from_the_read_object_is_accepted(kube):
+    kube.create(job_manifest("train"))
+    current = kube.get(JOBS.format(ns="default") + "/train").json()
+    current["spec"]["runPolicy"]["suspend"] = True
+
+    assert patch(kube, "train", current).status_code == 200  # metadata and status sent back unchanged
+
+
+def test_a_patch_of_any_other_field_is_a_422_naming_it(kube):
+    kube.create(job_manifest("train"))
+    change = {"spec": {"nprocPerNode": "4", "runPolicy": {"suspend": True, "jobMaxRetryCount": 9}}}
+
+    body = assert_status(patch(kube, "train", change), 422, "Invalid")
+    fields = {c["field"] for c in body["details"]["causes"]}
+    assert fields == {"spec.nprocPerNode", "spec.runPolicy.jobMaxRetryCount"}
+    assert "suspend" not in HyperPodJob.objects.get().manifest["spec"]["runPolicy"]
+
+
+def test_a_patch_setting_suspend_to_a_non_boolean_is_a_422(kube):
+    kube.create(job_manifest("train"))
+
+    body = assert_status(patch(kube, "train", {"spec": {"runPolicy": {"suspend": "yes"}}}), 422, "Invalid")
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.runPolicy.suspend"]
+
+
+def test_a_json_patch_is_a_415_and_an_unknown_job_a_404(kube):
+    kube.create(job_manifest("train"))
+
+    operations = [{"op": "replace", "path": "/spec/runPolicy/suspend", "value": True}]
+    assert_status(patch(kube, "train", operations, content_type="application/json-patch+json"),
+                  415, "UnsupportedMediaType")
+    assert_status(patch(kube, "other", {"spec": {}}), 404, "NotFound")
+
+
+def test_a_dry_run_patch_changes_nothing(kube):
+    kube.create(job_manifest("train"))
+
+    response = patch(kube, "train", {"spec": {"runPolicy": {"suspend": True}}}, query="?dryRun=All")
+    assert response.json()["spec"]["runPolicy"]["suspend"] is True  # the object as it would be
+    assert "suspend" not in HyperPodJob.objects.get().manifest["spec"]["runPolicy"]

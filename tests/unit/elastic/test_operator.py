@@ -382,3 +382,106 @@ def test_the_reaper_removes_containers_and_networks_no_job_owns(engine, agents, 
     assert names == set(ElasticReplica.objects.filter(job=kept).values_list("container_name", flat=True))
     assert replicas.network_name(gone) not in engine.networks
     assert replicas.network_name(kept) in engine.networks
+
+
+# --- Run policy (suspend, deadlines, cleanPodPolicy) ----------------------------------------
+# HyperPod's CRD describes these fields only in one line each (`sagemaker-hyperpod` 3.12.0,
+# hyperpod_pytorch_job_unified_config.RunPolicy: "Suspend suspends HyperPodPytorchJob when set to
+# true"; activeDeadlineSeconds "relative to the startTime that the job may be active before the
+# system tries to terminate it"); the behaviour is Kubeflow's training operator's, which HyperPod's
+# RunPolicy copies: a suspended job has no pods and a `Suspended` condition, resuming resets
+# startTime; a job past its active deadline fails with reason DeadlineExceeded (the Kubernetes
+# Job's reason for the same field).
+
+
+def suspend(job: HyperPodJob, value: bool) -> None:
+    manifest = job.manifest
+    manifest["spec"]["runPolicy"]["suspend"] = value
+    HyperPodJob.objects.filter(pk=job.pk).update(manifest=manifest)
+
+
+def condition(job: HyperPodJob, kind: str) -> dict:
+    return next(c for c in job.status["conditions"] if c["type"] == kind)
+
+
+def test_a_job_submitted_suspended_runs_nothing_until_resumed(engine, agents, node):
+    job = submit(manifest(groups=[{"name": "pods", "replicas": 2}], run_policy={"suspend": True}))
+    (job,) = settle(job)
+    assert job.phase == JobPhase.SUSPENDED
+    assert engine.find({"sageport.role": "elastic"}) == [] and len(free_gpus(node)) == 4
+    suspended = condition(job, "Suspended")
+    assert (suspended["status"], suspended["reason"]) == ("True", "JobSuspended")
+
+    suspend(job, False)
+    (job,) = settle(job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 2)
+    suspended = condition(job, "Suspended")
+    assert (suspended["status"], suspended["reason"]) == ("False", "JobResumed")
+    assert job.status["conditions"][-1]["type"] == "Running"
+
+
+def test_suspending_a_running_job_removes_its_replicas_and_resets_its_start_time(engine, agents, node):
+    job = fixed_job(2)
+    (job,) = settle(job)
+    assert job.status["startTime"]
+    suspend(job, True)
+    (job,) = settle(job)
+    assert job.phase == JobPhase.SUSPENDED and "startTime" not in job.status
+    assert engine.find({"sageport.role": "elastic"}) == [] and len(free_gpus(node)) == 4
+    assert condition(job, "Running")["status"] == "False"
+    assert job.status["conditions"][-1]["type"] == "Suspended"
+
+
+def test_a_finished_job_is_not_suspended(engine, agents):
+    job = fixed_job(1)
+    (job,) = settle(job)
+    complete(agents, engine, job)
+    (job,) = settle(job)
+    suspend(job, True)
+    (job,) = settle(job)
+    assert job.phase == JobPhase.SUCCEEDED
+
+
+def test_a_job_past_its_active_deadline_fails_with_deadline_exceeded(engine, agents, node):
+    job = submit(manifest(groups=[{"name": "pods", "replicas": 2}], run_policy={"activeDeadlineSeconds": 60}))
+    (job,) = settle(job)
+    assert job.phase == JobPhase.RUNNING
+    HyperPodJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - timezone.timedelta(seconds=59.8))
+    HyperPodJob.objects.filter(pk=job.pk).update(next_check_at=None)
+    assert operator.reconcile(job.pk) <= 0.2  # the next look comes by the deadline, not a poll later
+    HyperPodJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - timezone.timedelta(seconds=61))
+    (job,) = settle(job)
+    assert job.phase == JobPhase.FAILED
+    failed = job.status["conditions"][-1]
+    assert (failed["type"], failed["reason"]) == ("Failed", "DeadlineExceeded")
+    assert "activeDeadlineSeconds (60 s)" in failed["message"]
+    assert engine.find({"sageport.role": "elastic"}) == [] and len(free_gpus(node)) == 4
+
+
+def test_the_startup_deadline_bounds_the_wait_for_ready_agents(engine, agents, settings):
+    settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS = 3600
+    document = manifest(groups=[{"name": "pods", "replicas": 1}], run_policy={"startupDeadlineSeconds": 30})
+    job = submit(document)
+    job = look(look(job))  # Creating, its container started
+    agents.set_all("initializing", ports(engine, job))  # an agent that never reports ready
+    assert job.phase == JobPhase.CREATING
+    HyperPodJob.objects.filter(pk=job.pk).update(phase_since=timezone.now() - timezone.timedelta(seconds=31))
+    job = look(job)
+    assert job.phase == JobPhase.FAILED
+    assert "within 30 s" in job.status["conditions"][-1]["message"]
+
+
+def test_clean_pod_policy_running_keeps_the_exited_replicas_of_a_failed_job(engine, agents, node):
+    document = manifest(groups=[{"name": "pods", "replicas": 2}],
+                        run_policy={"jobMaxRetryCount": 0, "cleanPodPolicy": "Running"})
+    job = submit(document)
+    (job,) = settle(job)
+    exited = ElasticReplica.objects.get(job=job, index=0).container_name
+    engine.exit(exited, 1)
+    (job,) = settle(job)
+    assert job.phase == JobPhase.FAILED
+    assert [state.name for state in engine.find({"sageport.role": "elastic"})] == [exited]
+    assert len(free_gpus(node)) == 4
+    look(job)  # the kept container is the job's until it is deleted
+    HyperPodJob.objects.filter(pk=job.pk).update(deletion_requested_at=timezone.now())
+    assert look(job) is None and engine.find({"sageport.role": "elastic"}) == []

@@ -119,6 +119,17 @@ def test_a_job_without_elastic_policy_runs_the_sum_of_its_groups():
      "spec.runPolicy.restartPolicy.evalPeriodSeconds"),
     (lambda m: m["spec"].update(runPolicy={"logMonitoringConfiguration": [{"name": "hang"}]}),
      "spec.runPolicy.logMonitoringConfiguration[0].logPattern"),
+    (lambda m: m["spec"].update(runPolicy={"suspend": "yes"}),
+     "spec.runPolicy.suspend"),
+    (lambda m: m["spec"].update(runPolicy={"activeDeadlineSeconds": 0}),
+     "spec.runPolicy.activeDeadlineSeconds"),
+    (lambda m: m["spec"].update(runPolicy={"startupDeadlineSeconds": 0}),
+     "spec.runPolicy.startupDeadlineSeconds"),
+    # Fields of HyperPod's RunPolicy the operator does not act on are refused, not ignored.
+    (lambda m: m["spec"].update(runPolicy={"faultDeadlineSeconds": 600}),
+     "spec.runPolicy.faultDeadlineSeconds"),
+    (lambda m: m["spec"].update(runPolicy={"workloadMode": "Deployment"}),
+     "spec.runPolicy.workloadMode"),
 ])
 def test_each_rule_names_its_field(change, field):
     manifest = job_manifest()
@@ -337,3 +348,11 @@ def test_a_generate_name_that_is_not_a_string_is_an_error():
     manifest["metadata"] = {"generateName": 7}
 
     assert fields(manifest) == ["metadata.generateName"]
+
+
+def test_the_run_policy_fields_the_operator_acts_on_are_parsed():
+    job = spec.parse(job_manifest(runPolicy={
+        "suspend": True, "activeDeadlineSeconds": 3600, "startupDeadlineSeconds": 300,
+    }))
+    assert (job.suspend, job.active_deadline_seconds, job.startup_deadline_seconds) == (True, 3600, 300)
+    assert spec.parse(job_manifest()).suspend is False

@@ -188,6 +188,33 @@ def test_stop_sends_sigterm_once_then_sigkill_after_the_grace_period(engine, sto
     assert engine.containers == {}
 
 
+def test_a_failed_instance_ends_the_others_after_the_short_failure_grace(engine, store, settings):
+    """The user's stop waits SAGEPORT_STOP_GRACE_SECONDS (30 here; SageMaker's 120 s); the other
+    instances of a job that already failed wait only the failure grace, so that one ignoring
+    SIGTERM (an MPI job's toolkit as PID 1) does not hold the failure back."""
+    settings.SAGEPORT_FAILURE_STOP_GRACE_SECONDS = 10
+    job = new_job()
+    job.request["ResourceConfig"]["InstanceCount"] = 2
+    TrainingJob.objects.filter(pk=job.pk).update(request=job.request)
+    step(job)  # Starting → Downloading
+    step(job)  # Downloading → Training
+    step(job)  # the containers start
+    survivor, failing = (containers.container_name(job, host) for host in ("algo-1", "algo-2"))
+    engine.containers[survivor].ignores_sigterm = True
+
+    engine.exit(failing, 1)
+    step(job)
+    assert engine.containers[survivor].signals == ["SIGTERM"]
+    TrainingJob.objects.filter(pk=job.pk).update(stop_signalled_at=timezone.now() - timedelta(seconds=11))
+    step(job)
+    assert engine.containers[survivor].signals == ["SIGTERM", "SIGKILL"]  # 11 s: not the stop's 30
+    step(job)
+    step(job)
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason.startswith("AlgorithmError: ") and "algo-2" in job.failure_reason
+
+
 def test_a_job_past_max_runtime_is_stopped_and_ends_max_runtime_exceeded(engine, store):
     job = new_job()
     name = until_training(job, engine)
