@@ -28,7 +28,7 @@ from django.utils import timezone
 from accounts import container_credentials
 from clusters import tier_network
 from clusters.tier_network import TierReach
-from elastic import checkpointing, planner, replicas, sizing, status
+from elastic import checkpointing, planner, replica_logs, replicas, sizing, status
 from elastic.agents import Agent, AgentUnreachable
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
@@ -53,6 +53,7 @@ def reconcile(pk: int) -> float | None:
 
 def _step(job: HyperPodJob, token: str) -> float | None:
     spec = planner.spec_of(job)
+    replica_logs.collect(job, get_runtime())
     if job.deletion_requested_at is not None:
         return _delete(job)
     return _STEPS[job.phase](job, spec)
@@ -319,7 +320,10 @@ def _release(job: HyperPodJob, spec: JobSpec, keep: int) -> None:
 
 def _remove_replicas(gone: list[ElasticReplica]) -> None:
     """Containers first, then the rows in one statement: their GPUs come back all at once, so a
-    job growing meanwhile never sees half of them (and grows twice)."""
+    job growing meanwhile never sees half of them (and grows twice). Their last lines are copied
+    to their pods' log streams first."""
+    if gone:
+        replica_logs.collect(gone[0].job, get_runtime())
     for replica in gone:
         get_runtime().remove(replica.container_name)
         safe_files.remove_tree(replicas.replica_directory(replica.job, replica))
