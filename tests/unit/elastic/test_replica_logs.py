@@ -136,3 +136,13 @@ def test_another_accounts_pod_is_not_found(client, ran):
 def test_a_bad_tail_lines_is_a_bad_request(kube, ran):
     response = kube(POD_LOG.format(ns="default", pod="llama-pods-0") + "?tailLines=-1")
     assert response.status_code == 400 and response.json()["reason"] == "BadRequest"
+
+
+def test_a_new_job_of_a_deleted_ones_name_shows_only_its_own_lines(kube, ran, engine, agents):  # noqa: F811
+    HyperPodJob.objects.filter(pk=ran.pk).update(deletion_requested_at=timezone.now())
+    settle(ran, looks=1)
+    again = _job(replicas=1)
+    (again,) = settle(again)
+    engine.print(_container(again, 0), "second life")
+    settle(again, looks=1)
+    assert kube(POD_LOG.format(ns="default", pod="llama-pods-0")).content == b"second life\n"
