@@ -36,7 +36,7 @@ from django.utils import timezone
 from accounts import container_credentials
 from clusters import tier_network
 from clusters.tier_network import TierReach
-from elastic import checkpointing, planner, replicas, sizing, status
+from elastic import checkpointing, planner, replica_logs, replicas, sizing, status
 from elastic.agents import Agent, AgentUnreachable
 from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
@@ -61,6 +61,7 @@ def reconcile(pk: int) -> float | None:
 
 def _step(job: HyperPodJob, token: str) -> float | None:
     spec = planner.spec_of(job)
+    replica_logs.collect(job, get_runtime())
     if job.deletion_requested_at is not None:
         return _delete(job)
     if job.phase in FINISHED_PHASES:
@@ -379,7 +380,10 @@ def _release(job: HyperPodJob, spec: JobSpec, keep: int) -> None:
 
 def _remove_replicas(gone: list[ElasticReplica]) -> None:
     """Containers first, then the rows in one statement: their GPUs come back all at once, so a
-    job growing meanwhile never sees half of them (and grows twice)."""
+    job growing meanwhile never sees half of them (and grows twice). Their last lines are copied
+    to their pods' log streams first."""
+    if gone:
+        replica_logs.collect(gone[0].job, get_runtime())
     for replica in gone:
         get_runtime().remove(replica.container_name)
         safe_files.remove_tree(replicas.replica_directory(replica.job, replica))

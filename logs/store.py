@@ -42,3 +42,15 @@ def append(stream: LogStream, events: Sequence[tuple[int, str]], cursor: str) ->
 def tail(stream: LogStream, count: int) -> list[str]:
     newest = LogEvent.objects.filter(stream=stream).order_by("-timestamp_ms", "-pk")[:count]
     return [event.message for event in reversed(newest)]
+
+
+def read(stream: LogStream, since_ms: int | None = None, tail: int | None = None) -> list[tuple[int, str]]:
+    """The stream's events (timestamp ms, message) in order: those at or after `since_ms`, the
+    newest `tail` of them when given."""
+    events = LogEvent.objects.filter(stream=stream)
+    if since_ms is not None:
+        events = events.filter(timestamp_ms__gte=since_ms)
+    if tail is None:
+        return list(events.order_by("timestamp_ms", "pk").values_list("timestamp_ms", "message"))
+    newest = events.order_by("-timestamp_ms", "-pk").values_list("timestamp_ms", "message")[:tail]
+    return list(reversed(newest))

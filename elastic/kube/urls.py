@@ -23,6 +23,8 @@ urlpatterns = [
     path("apis/apiextensions.k8s.io/v1/customresourcedefinitions/<str:name>",
          views.custom_resource_definition, name="kube-crd"),
     path("api/v1/namespaces/<str:name>", views.namespace, name="kube-namespace"),
+    # What `hyp get-logs` reads (elastic/kube/pod_logs.py).
+    path("api/v1/namespaces/<str:namespace>/pods/<str:pod>/log", views.pod_log, name="kube-pod-log"),
     # Anything else under the Kubernetes prefixes: a NotFound Status, not the AWS catch-all.
     re_path(r"^(?:api|apis)/", views.unknown_path, name="kube-unknown"),
 ]

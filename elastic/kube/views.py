@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, RawPostDataException
 from django.http.request import RequestDataTooBig
 
 from elastic import spec, submission
-from elastic.kube import discovery, patching, presenter
+from elastic.kube import discovery, patching, pod_logs, presenter
 from elastic.kube.auth import account_of
 from elastic.kube.selectors import InvalidSelector, parse_selector
 from elastic.kube.status import KubeError, bad_request, json_response, not_found, status_response
@@ -96,6 +96,15 @@ def namespace(request: HttpRequest, name: str) -> HttpResponse:
     if not spec.is_dns_label(name):
         raise not_found("namespaces", "", name)
     return json_response(discovery.namespace(name))
+
+
+@kube_view("GET")
+def pod_log(request: HttpRequest, namespace: str, pod: str) -> HttpResponse:
+    """A replica's output, as the kubelet serves it (plain text), from its log stream."""
+    account_id = account_of(request)
+    _check_namespace(namespace)
+    text = pod_logs.pod_log(account_id, namespace, pod, request.GET)
+    return HttpResponse(text, content_type="text/plain")
 
 
 @kube_view("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
