@@ -320,8 +320,9 @@ def test_a_suspended_job_runs_no_replica_until_a_patch_resumes_it(stack, shell_a
     assert suspended(status_of(kube_jobs, name)) == ("False", "JobResumed")
 
     patch_suspend(kube_jobs, name, True)
-    _wait(lambda: job_containers(kube_jobs, name) == [], f"{name}'s replica removed", 60)
-    assert suspended(status_of(kube_jobs, name)) == ("True", "JobSuspended")
+    # the operator removes the replicas first and then records the condition: wait for the latter
+    _wait(lambda: suspended(status_of(kube_jobs, name)) == ("True", "JobSuspended"), f"{name} suspended", 60)
+    assert job_containers(kube_jobs, name) == []
 
 
 def test_a_job_active_past_its_deadline_fails_with_deadline_exceeded(
