@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, unquote
 from tier import rules
 from tier.errors import TierError, bad_request, not_found
 from tier.identity import Caller
-from tier.peers import NAMESPACE_HEADER, Peers, checkpoint_path, namespace_path
+from tier.peers import NAMESPACE_HEADER, Peers, checkpoint_path, inventory_steps, namespace_path
 from tier.replication import Replicator
 from tier.store import CHUNK_BYTES, Namespace, Store
 
@@ -179,7 +179,10 @@ class LocalApi:
         started = time.monotonic()
         self.store.put_shard(caller.account, name, rank, step, request.length,
                              request.headers.get("Shard-Meta"), request.body)
-        self.store.touch(caller.account, name, caller.job_arn)
+        # a peer's copy was used when its writer says, not now: a repair copy of an idle
+        # namespace must not keep it from expiring
+        used_at = record.last_used if request.headers.get(NAMESPACE_HEADER) else None
+        self.store.touch(caller.account, name, caller.job_arn, used_at)
         log_transfer("write", caller.account, name, rank, step, request.length, started, self.source)
         self.accepted(record, rank, step)
         return json_response({"status": "ok"})
@@ -194,7 +197,8 @@ class LocalApi:
                 raise bad_request(f"{NAMESPACE_HEADER} is not a namespace record: {error}") from error
             if record.name != name:
                 raise bad_request(f"{NAMESPACE_HEADER} names another namespace.")
-            return self.store.adopt_namespace(record)
+            self.store.adopt_namespace(record)
+            return record  # the writer's (its last use), though an existing local record wins
         record = self.find_namespace(request.caller, name)
         if record is None:
             raise not_found(f"Namespace '{name}' not found; create it first.")
@@ -275,7 +279,7 @@ class ClusterApi(LocalApi):
         for answer in self.peers.inventories(caller.account, name):
             try:
                 record = record or Namespace.from_document(caller.account, answer["namespace"])
-                inventories.append({int(step): ranks for step, ranks in answer["steps"].items()})
+                inventories.append(inventory_steps(answer))
             except (KeyError, TypeError, ValueError, AttributeError) as error:
                 log.warning("tier: a peer's inventory of %s is unreadable: %s", name, error)
         if record is None:
