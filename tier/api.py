@@ -1,7 +1,7 @@
 """What each request does. `LocalApi` answers from this node's store only (the peer listener);
 `ClusterApi` is what containers reach: it answers any key, asking the peers when this node does
 not hold it (a namespace created on another node, a shard held by its owner or its replica,
-`latest` merged across nodes), and queues every accepted shard for replication.
+`latest` merged across nodes), and answers a write once its copy landed on a live neighbour.
 
 Paths (AWS's `InMemoryCheckpointClient`): `/v1/cp/namespaces/{ns}` (GET, POST with num_ranks &
 steps_retained, DELETE), `/v1/cp/checkpoints/{ns}/{rank}/{step}` (POST, GET, DELETE),
@@ -238,10 +238,11 @@ class ClusterApi(LocalApi):
 
     source = "container"
 
-    def __init__(self, store: Store, peers: Peers, replicator: Replicator):
+    def __init__(self, store: Store, peers: Peers, replicator: Replicator, replica_wait_seconds: float):
         super().__init__(store)
         self.peers = peers
         self.replicator = replicator
+        self.replica_wait_seconds = replica_wait_seconds
 
     def find_namespace(self, caller: Caller, name: str) -> Namespace | None:
         record = self.store.namespace(caller.account, name)
@@ -258,7 +259,14 @@ class ClusterApi(LocalApi):
         return super().writable_namespace(request, name)
 
     def accepted(self, record: Namespace, rank: int, step: int) -> None:
-        self.replicator.submit(record, rank, step)
+        """The write is answered once its copy landed on a live neighbour, so a node lost after
+        the answer loses no step; a copy that did not land in time is left to the repair sweep."""
+        copy = self.replicator.submit(record, rank, step)
+        landed = copy is not None and copy.wait(self.replica_wait_seconds)
+        if not landed and self.peers.has_neighbours():
+            log.warning("tier write answered with one copy account=%s namespace=%s rank=%d step=%d "
+                        "(no live neighbour took it within %.0fs; the repair sweep copies it)",
+                        record.account, record.name, rank, step, self.replica_wait_seconds)
 
     def delete_namespace(self, caller: Caller, name: str) -> Response:
         here = self.store.delete_namespace(caller.account, name)

@@ -35,6 +35,7 @@ class NodeSettings:
     peer_connect_timeout: float = 2.0
     peer_io_timeout: float = 10.0  # per socket operation, so a big shard may take longer
     repair_seconds: float = 5.0  # how often shards held on this node alone are copied again
+    replica_wait_seconds: float = 15.0  # the longest a write waits for its copy to land
 
 
 class TierNode:
@@ -50,7 +51,7 @@ class TierNode:
         self.repair = RepairSweep(self.store, self.peers, self.replicator, settings.repair_seconds,
                                   lambda: self.config.current().grace_seconds)
         self.sweeper = ExpirySweeper(self.store, self.config.current, settings.job_running)
-        cluster_api = ClusterApi(self.store, self.peers, self.replicator)
+        cluster_api = ClusterApi(self.store, self.peers, self.replicator, settings.replica_wait_seconds)
         self.container_server = TierServer(settings.listen, cluster_api, container_callers(settings.job_of))
         peer_api = LocalApi(self.store)
         self.peer_server = TierServer(settings.peer_listen, peer_api, peer_callers(settings.token))

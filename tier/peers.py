@@ -92,6 +92,11 @@ class Peers:
             return [peer for peer in self._config().ring_after(self.node)
                     if self._down_until.get(peer.node, 0.0) <= now]
 
+    def has_neighbours(self) -> bool:
+        """Whether the ring has other nodes for this one's copies (down or not)."""
+        config = self._config()
+        return config.includes(self.node) and bool(config.ring_after(self.node))
+
     def replica_target(self) -> Peer | None:
         """Where this node copies shards now: the first node after it in the ring that is not
         down, so a dead successor is skipped and the replica set follows the ring's membership.

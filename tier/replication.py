@@ -1,17 +1,17 @@
-"""Copying the shards containers write to this node onto a live neighbour, after the
-container's write was acknowledged: a bounded queue and worker threads, so a slow or dead
-neighbour never delays a write. A copy goes to the first node after this one in the ring that is
-not down (`Peers.replica_target`); a neighbour that fails mid-copy is marked down and the next
-live one is tried at once. A copy that still did not land (every neighbour down or refusing, or
-the queue full) is not kept here: the repair sweep (repair.py) finds every shard held on this
-node alone and copies it again, so nothing a failed copy owed is forgotten and memory stays
-bounded (the queue's 256 entries)."""
+"""Copying the shards containers write to this node onto a live neighbour before the write is
+answered (the cluster API waits for the copy, bounded: api.py), by worker threads fed from a
+bounded queue. A copy goes to the first node after this one in the ring that is not down
+(`Peers.replica_target`); a neighbour that fails mid-copy is marked down and the next live one
+is tried at once. A copy that still did not land (every neighbour down or refusing, or the queue
+full) is not kept here: the repair sweep (repair.py) finds every shard held on this node alone
+and copies it again, so nothing a failed copy owed is forgotten and memory stays bounded (the
+queue's 256 entries)."""
 
 import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tier.peers import Peers, PeerUnavailable
 from tier.store import Namespace, Store
@@ -19,27 +19,33 @@ from tier.store import Namespace, Store
 log = logging.getLogger("sageport.tier")
 
 QUEUE_LENGTH = 256
-WORKERS = 2
+WORKERS = 8  # copies of the ranks writing at once, each awaited by its write
 
 Key = tuple[str, str, int, int]  # account, namespace, rank, step
 
 
-@dataclass(frozen=True)
-class _Copy:
+@dataclass
+class Copy:
     record: Namespace
     rank: int
     step: int
+    landed: bool = False
+    finished: threading.Event = field(default_factory=threading.Event)
 
     @property
     def key(self) -> Key:
         return self.record.account, self.record.name, self.rank, self.step
+
+    def wait(self, seconds: float) -> bool:
+        """Whether the copy landed on a neighbour within `seconds`."""
+        return self.finished.wait(seconds) and self.landed
 
 
 class Replicator:
     def __init__(self, store: Store, peers: Peers):
         self._store = store
         self._peers = peers
-        self._queue: queue.Queue[_Copy | None] = queue.Queue(QUEUE_LENGTH)
+        self._queue: queue.Queue[Copy | None] = queue.Queue(QUEUE_LENGTH)
         self._pending: set[Key] = set()  # queued or being copied: the repair sweep leaves them be
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._work, name=f"tier-replicate-{n}", daemon=True)
@@ -49,10 +55,12 @@ class Replicator:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, record: Namespace, rank: int, step: int) -> None:
+    def submit(self, record: Namespace, rank: int, step: int) -> Copy | None:
+        """The queued copy, or None when there is no live neighbour or the queue is full (the
+        repair sweep copies it once one takes it)."""
         if self._peers.replica_target() is None:
-            return  # alone, or every neighbour is down: the repair sweep copies it once one answers
-        copy = _Copy(record, rank, step)
+            return None
+        copy = Copy(record, rank, step)
         with self._lock:
             self._pending.add(copy.key)
         try:
@@ -61,6 +69,8 @@ class Replicator:
             self._done(copy)
             log.warning("tier replicate deferred account=%s namespace=%s rank=%d step=%d reason=queue-full",
                         record.account, record.name, rank, step)
+            return None
+        return copy
 
     def pending(self, key: Key) -> bool:
         with self._lock:
@@ -108,13 +118,14 @@ class Replicator:
     def _work(self) -> None:
         while (copy := self._queue.get()) is not None:
             try:
-                self.copy(copy.record, copy.rank, copy.step)
+                copy.landed = self.copy(copy.record, copy.rank, copy.step)
             except Exception:  # a worker must outlive any one copy
                 log.exception("tier replicate failed namespace=%s rank=%d step=%d", copy.record.name,
                               copy.rank, copy.step)
             finally:
                 self._done(copy)
 
-    def _done(self, copy: _Copy) -> None:
+    def _done(self, copy: Copy) -> None:
         with self._lock:
             self._pending.discard(copy.key)
+        copy.finished.set()
