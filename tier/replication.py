@@ -81,8 +81,10 @@ class Replicator:
         (False also when the shard is gone here: evicted, superseded or deleted)."""
         for _ in range(len(self._peers.others()) or 1):
             target = self._peers.replica_target()
+            if target is None:
+                return False
             opened = self._store.open_shard(record.account, record.name, rank, step)
-            if target is None or opened is None:
+            if opened is None:
                 return False
             shard, handle = opened
             current = self._store.namespace(record.account, record.name) or record
