@@ -7,7 +7,11 @@ automatic data replication across adjacent compute nodes" (AWS, "Amazon SageMake
 managed tiered checkpointing", 2025); HyperPod replaces the failed node and the job resumes from
 what the survivors hold."""
 
+import time
+
 import pytest
+
+from tier.repair import RepairSweep
 
 from .conftest import ACCOUNT, wait_for
 from .test_http import call, put
@@ -105,3 +109,23 @@ def test_a_copy_owed_for_a_step_retention_dropped_is_not_made(cluster_of, monkey
     cluster.start("b")
     wait_for(lambda: holders(cluster, 0, 3) == {"a", "b"})
     assert cluster.nodes["b"].store.inventory(ACCOUNT, "ns") == {3: [0]}
+
+
+def test_a_namespace_idle_past_its_grace_is_left_to_expire_not_copied_around(cluster_of, monkeypatch):
+    """Copying an idle namespace to another node would keep it alive there (expiry.py)."""
+    monkeypatch.setattr("tier.peers.DOWN_SECONDS", 0)
+    cluster = cluster_of(["a", "b"])
+    create(cluster.url("a"), num_ranks=1)
+    node = cluster.nodes["a"]
+    node.repair.stop()  # this test runs a's sweeps itself
+    cluster.stop("b")
+    assert put(cluster.url("a"), 1, 0, BODIES[0])[0] == 200
+    cluster.start("b")
+
+    def sweep(clock) -> tuple[int, int]:
+        return RepairSweep(node.store, node.peers, node.replicator, 1.0, lambda: 3600, clock).sweep_once()
+
+    assert sweep(lambda: time.time() + 7200) == (0, 0)  # two hours on: unused past its grace
+    assert holders(cluster, 0, 1) == {"a"}
+    assert sweep(time.time) == (1, 0)
+    assert holders(cluster, 0, 1) == {"a", "b"}
