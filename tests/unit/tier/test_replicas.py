@@ -7,6 +7,8 @@ automatic data replication across adjacent compute nodes" (AWS, "Amazon SageMake
 managed tiered checkpointing", 2025); HyperPod replaces the failed node and the job resumes from
 what the survivors hold."""
 
+import json
+import socket
 import time
 
 import pytest
@@ -58,6 +60,23 @@ def test_a_dead_successor_is_skipped_for_the_next_live_node(cluster_of):
     assert holders(cluster, 0, 1) == {"a", "c"}
     cluster.stop("a")
     assert read(cluster, "c", 0, 1) == (200, BODIES[0])
+
+
+def test_a_neighbour_that_hangs_mid_copy_is_passed_over_for_the_next_live_one(cluster_of, tmp_path):
+    with socket.socket() as silent:  # a hung machine: the kernel accepts, nothing answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        cluster = cluster_of(["a", "b"])
+        document = json.loads((tmp_path / "config.json").read_text())
+        document["peers"].insert(1, {"node": "hung", "url": f"http://127.0.0.1:{silent.getsockname()[1]}"})
+        (tmp_path / "config.json").write_text(json.dumps(document))  # the ring: a, hung, b
+        cluster.peer_io_timeout = 0.5
+        for name in ("a", "b"):
+            cluster.stop(name)
+            cluster.start(name)
+        create(cluster.url("a"), num_ranks=1)
+        assert put(cluster.url("a"), 1, 0, BODIES[0])[0] == 200
+        assert holders(cluster, 0, 1) == {"a", "b"}
 
 
 def test_after_a_node_is_lost_the_survivors_restore_two_copies_of_every_retained_step(cluster_of):
