@@ -1,7 +1,7 @@
 """What each request does. `LocalApi` answers from this node's store only (the peer listener);
 `ClusterApi` is what containers reach: it answers any key, asking the peers when this node does
 not hold it (a namespace created on another node, a shard held by its owner or its replica,
-`latest` merged across nodes), and queues every accepted shard for replication.
+`latest` merged across nodes), and answers a write once its copy landed on a live neighbour.
 
 Paths (AWS's `InMemoryCheckpointClient`): `/v1/cp/namespaces/{ns}` (GET, POST with num_ranks &
 steps_retained, DELETE), `/v1/cp/checkpoints/{ns}/{rank}/{step}` (POST, GET, DELETE),
@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, unquote
 from tier import rules
 from tier.errors import TierError, bad_request, not_found
 from tier.identity import Caller
-from tier.peers import NAMESPACE_HEADER, Peers, checkpoint_path, namespace_path
+from tier.peers import NAMESPACE_HEADER, Peers, checkpoint_path, inventory_steps, namespace_path
 from tier.replication import Replicator
 from tier.store import CHUNK_BYTES, Namespace, Store
 
@@ -179,7 +179,10 @@ class LocalApi:
         started = time.monotonic()
         self.store.put_shard(caller.account, name, rank, step, request.length,
                              request.headers.get("Shard-Meta"), request.body)
-        self.store.touch(caller.account, name, caller.job_arn)
+        # a peer's copy was used when its writer says, not now: a repair copy of an idle
+        # namespace must not keep it from expiring
+        used_at = record.last_used if request.headers.get(NAMESPACE_HEADER) else None
+        self.store.touch(caller.account, name, caller.job_arn, used_at)
         log_transfer("write", caller.account, name, rank, step, request.length, started, self.source)
         self.accepted(record, rank, step)
         return json_response({"status": "ok"})
@@ -194,7 +197,8 @@ class LocalApi:
                 raise bad_request(f"{NAMESPACE_HEADER} is not a namespace record: {error}") from error
             if record.name != name:
                 raise bad_request(f"{NAMESPACE_HEADER} names another namespace.")
-            return self.store.adopt_namespace(record)
+            self.store.adopt_namespace(record)
+            return record  # the writer's (its last use), though an existing local record wins
         record = self.find_namespace(request.caller, name)
         if record is None:
             raise not_found(f"Namespace '{name}' not found; create it first.")
@@ -234,10 +238,11 @@ class ClusterApi(LocalApi):
 
     source = "container"
 
-    def __init__(self, store: Store, peers: Peers, replicator: Replicator):
+    def __init__(self, store: Store, peers: Peers, replicator: Replicator, replica_wait_seconds: float):
         super().__init__(store)
         self.peers = peers
         self.replicator = replicator
+        self.replica_wait_seconds = replica_wait_seconds
 
     def find_namespace(self, caller: Caller, name: str) -> Namespace | None:
         record = self.store.namespace(caller.account, name)
@@ -254,7 +259,14 @@ class ClusterApi(LocalApi):
         return super().writable_namespace(request, name)
 
     def accepted(self, record: Namespace, rank: int, step: int) -> None:
-        self.replicator.submit(record, rank, step)
+        """The write is answered once its copy landed on a live neighbour, so a node lost after
+        the answer loses no step; a copy that did not land in time is left to the repair sweep."""
+        copy = self.replicator.submit(record, rank, step)
+        landed = copy is not None and copy.wait(self.replica_wait_seconds)
+        if not landed and self.peers.has_neighbours():
+            log.warning("tier write answered with one copy account=%s namespace=%s rank=%d step=%d "
+                        "(no live neighbour took it within %.0fs; the repair sweep copies it)",
+                        record.account, record.name, rank, step, self.replica_wait_seconds)
 
     def delete_namespace(self, caller: Caller, name: str) -> Response:
         here = self.store.delete_namespace(caller.account, name)
@@ -275,7 +287,7 @@ class ClusterApi(LocalApi):
         for answer in self.peers.inventories(caller.account, name):
             try:
                 record = record or Namespace.from_document(caller.account, answer["namespace"])
-                inventories.append({int(step): ranks for step, ranks in answer["steps"].items()})
+                inventories.append(inventory_steps(answer))
             except (KeyError, TypeError, ValueError, AttributeError) as error:
                 log.warning("tier: a peer's inventory of %s is unreadable: %s", name, error)
         if record is None:

@@ -39,10 +39,9 @@ class NodeConfig:
         start = names.index(node) + 1
         return [peer for peer in self.peers[start:] + self.peers[:start] if peer.node != node]
 
-    def replica_target(self, node: str) -> Peer | None:
-        """Where this node copies the shards containers write to it: the next node in the ring."""
-        others = self.ring_after(node)
-        return others[0] if others and node in {peer.node for peer in self.peers} else None
+    def includes(self, node: str) -> bool:
+        """Whether `node` is in the ring (a node outside it replicates nowhere)."""
+        return any(peer.node == node for peer in self.peers)
 
 
 def parse(text: str) -> NodeConfig:

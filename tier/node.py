@@ -1,6 +1,6 @@
 """One node's tier service, assembled: the store, the configuration, both listeners, the
-replication workers and the expiry sweep. `python -m tier` runs one; tests run several in one
-process, with their own identity functions instead of the Docker engine."""
+replication workers, the repair sweep and the expiry sweep. `python -m tier` runs one; tests run
+several in one process, with their own identity functions instead of the Docker engine."""
 
 import logging
 import threading
@@ -12,6 +12,7 @@ from tier.api import ClusterApi, LocalApi
 from tier.config import ConfigFile
 from tier.expiry import ExpirySweeper
 from tier.peers import Peers
+from tier.repair import RepairSweep
 from tier.replication import Replicator
 from tier.server import TierServer, container_callers, peer_callers
 from tier.store import Store
@@ -33,6 +34,8 @@ class NodeSettings:
     job_running: Callable[[str], bool]
     peer_connect_timeout: float = 2.0
     peer_io_timeout: float = 10.0  # per socket operation, so a big shard may take longer
+    repair_seconds: float = 5.0  # how often shards held on this node alone are copied again
+    replica_wait_seconds: float = 15.0  # the longest a write waits for its copy to land
 
 
 class TierNode:
@@ -45,8 +48,10 @@ class TierNode:
         self.peers = Peers(settings.node, self.config.current, settings.token,
                            settings.peer_connect_timeout, settings.peer_io_timeout)
         self.replicator = Replicator(self.store, self.peers)
+        self.repair = RepairSweep(self.store, self.peers, self.replicator, settings.repair_seconds,
+                                  lambda: self.config.current().grace_seconds)
         self.sweeper = ExpirySweeper(self.store, self.config.current, settings.job_running)
-        cluster_api = ClusterApi(self.store, self.peers, self.replicator)
+        cluster_api = ClusterApi(self.store, self.peers, self.replicator, settings.replica_wait_seconds)
         self.container_server = TierServer(settings.listen, cluster_api, container_callers(settings.job_of))
         peer_api = LocalApi(self.store)
         self.peer_server = TierServer(settings.peer_listen, peer_api, peer_callers(settings.token))
@@ -61,6 +66,7 @@ class TierNode:
 
     def start(self) -> None:
         self.replicator.start()
+        self.repair.start()
         self.sweeper.start()
         for thread in self._threads:
             thread.start()
@@ -74,6 +80,7 @@ class TierNode:
             server.shutdown()
             server.server_close()
         idle = all(server.wait_idle(timeout) for server in (self.container_server, self.peer_server))
+        self.repair.stop()
         self.replicator.stop(timeout)
         self.sweeper.stop()
         return idle

@@ -1,7 +1,9 @@
 """Talking to the other nodes' tier services, on their peer listeners. Every request carries the
 installation's token and the account it is for; the peer answers from its own store only, so a
-lookup never loops. A peer that does not answer is skipped for DOWN_SECONDS, and every socket has
-a short connect timeout, so a dead node never makes a container's request hang."""
+lookup never loops. A peer that does not answer is taken for down and skipped for DOWN_SECONDS
+(then probed again by the next request that would reach it), and every socket has a short
+connect timeout, so a dead node never makes a container's request hang. Liveness is known only
+this way: membership is the config's ring, and a node is live while it answers."""
 
 import http.client
 import json
@@ -65,6 +67,12 @@ def inventory_path(name: str) -> str:
     return f"/v1/cp/inventory/{quote(name, safe='')}"
 
 
+def inventory_steps(answer: dict) -> dict[int, list[int]]:
+    """The `steps` of a peer's inventory answer (KeyError, TypeError, ValueError or
+    AttributeError when it is malformed)."""
+    return {int(step): [int(rank) for rank in ranks] for step, ranks in answer["steps"].items()}
+
+
 class Peers:
     def __init__(self, node: str, config: Callable[[], NodeConfig], token: str, connect_timeout: float = 2.0,
                  io_timeout: float = 10.0, clock=time.monotonic):
@@ -84,8 +92,19 @@ class Peers:
             return [peer for peer in self._config().ring_after(self.node)
                     if self._down_until.get(peer.node, 0.0) <= now]
 
+    def has_neighbours(self) -> bool:
+        """Whether the ring has other nodes for this one's copies (down or not)."""
+        config = self._config()
+        return config.includes(self.node) and bool(config.ring_after(self.node))
+
     def replica_target(self) -> Peer | None:
-        return self._config().replica_target(self.node)
+        """Where this node copies shards now: the first node after it in the ring that is not
+        down, so a dead successor is skipped and the replica set follows the ring's membership.
+        None when this node is alone, outside the ring, or every other node is down."""
+        if not self._config().includes(self.node):
+            return None
+        live = self.others()
+        return live[0] if live else None
 
     # --- lookups (first answer wins) ---
 

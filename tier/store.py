@@ -184,17 +184,18 @@ class Store:
             entry = self._entries.get((record.account, record.name))
             return entry.record if entry else self._add_entry(record).record
 
-    def touch(self, account: str, name: str, job_arn: str | None) -> None:
-        """A container used the namespace: it lives while `job_arn` runs, and `grace` after."""
+    def touch(self, account: str, name: str, job_arn: str | None, used_at: float | None = None) -> None:
+        """A container used the namespace (now, or at `used_at` when a peer's copy says when):
+        it lives while `job_arn` runs, and `grace` after."""
         with self._lock:
             entry = self._entries.get((account, name))
             if entry is None:
                 return
-            now = self._clock()
+            used = max(entry.record.last_used, self._clock() if used_at is None else used_at)
             owner = job_arn or entry.record.owner_job_arn
             new_owner = owner != entry.record.owner_job_arn
-            entry.record = replace(entry.record, last_used=now, owner_job_arn=owner)
-            if new_owner or now - entry.persisted_use >= PERSIST_USE_SECONDS:
+            entry.record = replace(entry.record, last_used=used, owner_job_arn=owner)
+            if new_owner or used - entry.persisted_use >= PERSIST_USE_SECONDS:
                 with _filesystem():
                     self._persist(entry)
 
@@ -221,6 +222,16 @@ class Store:
     def unused_since(self, moment: float) -> list[Namespace]:
         with self._lock:
             return [entry.record for entry in self._entries.values() if entry.record.last_used < moment]
+
+    def holdings(self) -> list[tuple[Namespace, dict[int, list[int]]]]:
+        """Every namespace here with its inventory (what the repair sweep checks)."""
+        with self._lock:
+            return [(entry.record, entry.ranks_by_step()) for entry in self._entries.values()]
+
+    def holds(self, account: str, name: str, rank: int, step: int) -> bool:
+        with self._lock:
+            entry = self._entries.get((account, name))
+            return entry is not None and rank in entry.steps.get(step, {})
 
     def inventory(self, account: str, name: str) -> dict[int, list[int]] | None:
         with self._lock:

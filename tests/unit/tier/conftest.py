@@ -57,6 +57,8 @@ class Cluster:
     ports: dict[str, tuple[int, int]] = field(default_factory=dict)
     nodes: dict[str, TierNode] = field(default_factory=dict)
     peer_io_timeout: float = 5.0
+    repair_seconds: float = 0.2
+    replica_wait_seconds: float = 10.0
 
     def __post_init__(self):
         self.ports = {name: (free_port(), free_port()) for name in self.names}
@@ -78,6 +80,7 @@ class Cluster:
             root=self.root(name), config_path=self.base / "config.json", token=TOKEN,
             job_of=self.identities.job_of, job_running=self.identities.job_running,
             peer_connect_timeout=1.0, peer_io_timeout=self.peer_io_timeout,
+            repair_seconds=self.repair_seconds, replica_wait_seconds=self.replica_wait_seconds,
         ))
         node.start()
         self.nodes[name] = node

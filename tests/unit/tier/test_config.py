@@ -14,15 +14,14 @@ def document(**changes) -> str:
     return json.dumps({"budget_bytes": 100, "grace_seconds": 60, "peers": PEERS, **changes})
 
 
-def test_each_node_replicates_to_the_next_one_in_the_ring():
+def test_the_ring_after_a_node_starts_with_its_successor():
     config = parse(document())
-    assert [config.replica_target(name).node for name in "abc"] == ["b", "c", "a"]
     assert [peer.node for peer in config.ring_after("b")] == ["c", "a"]
+    assert [peer.node for peer in config.ring_after("c")] == ["a", "b"]
 
 
-def test_a_node_alone_or_outside_the_ring_replicates_nowhere():
-    assert parse(document(peers=PEERS[:1])).replica_target("a") is None
-    assert parse(document()).replica_target("z") is None
+def test_a_node_outside_the_ring_is_not_in_it():
+    assert parse(document()).includes("a") and not parse(document()).includes("z")
 
 
 @pytest.mark.parametrize("bad", [

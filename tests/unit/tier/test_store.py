@@ -263,6 +263,18 @@ def test_last_use_and_owner_follow_the_job_that_uses_the_namespace(tmp_path, bud
     assert again.namespace(A, "ns").owner_job_arn == JOB + "-retry"
 
 
+def test_a_peers_copy_keeps_the_writers_last_use_so_an_idle_namespace_still_expires(tmp_path, budget):
+    """A repair copy of an idle namespace must not restart its grace period on the node it lands on."""
+    now = [5000.0]
+    store = Store(tmp_path / "root", budget, clock=lambda: now[0])
+    store.create_namespace(A, "ns", 1, 3, JOB)
+    store.touch(A, "ns", JOB, used_at=1000.0)  # an older use never moves last use back
+    assert store.namespace(A, "ns").last_used == 5000.0
+    now[0] = 9000.0
+    store.touch(A, "ns", JOB, used_at=6000.0)
+    assert store.unused_since(7000.0) == [store.namespace(A, "ns")]
+
+
 def test_a_shard_damaged_in_memory_reads_as_absent_and_is_dropped(store):
     store.create_namespace(A, "ns", 1, 3, JOB)
     shard = put(store, 1, 0, b"x" * 100)
