@@ -299,7 +299,7 @@ def step_output_reductions():
     assert torch.equal(pred.concat(), x * 2)
     assert pred.stack().shape == (mbs, 2, 1)
     assert isinstance(out["extras"][0], smp.StepOutput) and out["extras"][1] == ["tag"] * mbs
-    assert out["count"] == [2] * mbs  # a non-tensor output: its values by microbatch, as SageMaker returns them
+    assert out["count"] == [2] * mbs  # a non-tensor output: its values by microbatch, as SageMaker's
     return True
 
 

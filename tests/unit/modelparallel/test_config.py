@@ -25,7 +25,8 @@ def test_pipeline_defaults_are_sagemakers():
     config = load_config({"partitions": 2})
     assert (config.pipeline, config.optimize, config.memory_weight) == ("interleaved", "memory", 0.8)
     assert (config.auto_partition, config.default_partition) == (True, 0)
-    manual = load_config({"partitions": 4, "auto_partition": False, "default_partition": 3, "pipeline": "simple"})
+    manual = load_config({"partitions": 4, "auto_partition": False, "default_partition": 3,
+                          "pipeline": "simple"})
     assert (manual.auto_partition, manual.default_partition, manual.pipeline) == (False, 3, "simple")
     assert load_config({"optimize": "speed", "memory_weight": 0.5}).memory_weight == 0.5
 

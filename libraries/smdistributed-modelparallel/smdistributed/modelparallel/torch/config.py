@@ -92,15 +92,16 @@ def _choice(config, key, choices):
 def _default_partition(config, partitions):
     value = config.get("default_partition", 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < partitions:
-        raise ValueError(f"model-parallel parameter 'default_partition' must be a partition index 0..{partitions - 1}, "
-                         f"got {value!r}")
+        raise ValueError(f"model-parallel parameter 'default_partition' must be a partition index "
+                         f"0..{partitions - 1}, got {value!r}")
     return value
 
 
 def _memory_weight(config, optimize):
     value = config.get("memory_weight", MEMORY_WEIGHTS[optimize])
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"model-parallel parameter 'memory_weight' must be a number in [0.0, 1.0], got {value!r}")
+        raise ValueError(f"model-parallel parameter 'memory_weight' must be a number in [0.0, 1.0], "
+                         f"got {value!r}")
     return float(value)
 
 

@@ -7,6 +7,7 @@ and smp.step runs the microbatches through the pipeline (pipeline.py). Gradients
 over the DP group, whose ranks hold the same partition, when the step ends.
 """
 
+import functools
 from collections import OrderedDict
 
 import torch
@@ -51,7 +52,8 @@ class DistributedModel(torch.nn.Module):
             return self.module(*args, **kwargs)
         microbatch = pipeline.current_microbatch()
         if microbatch is None:
-            raise RuntimeError("with partitions > 1 the DistributedModel must be called inside an smp.step function")
+            raise RuntimeError("with partitions > 1 the DistributedModel must be called inside an smp.step "
+                               "function")
         return microbatch.coroutine.pause(pipeline.ForwardRequest(self, args, kwargs))
 
     def backward(self, tensors, grad_tensors=None):
@@ -139,7 +141,8 @@ class DistributedModel(torch.nn.Module):
 
     def local_state_dict(self, *args, **kwargs):
         """This rank's parameters and buffers, marked partial (SageMaker's `_smp_is_partial`)."""
-        local = OrderedDict((k, v) for k, v in self.module.state_dict(*args, **kwargs).items() if self._is_local(k))
+        entries = self.module.state_dict(*args, **kwargs).items()
+        local = OrderedDict((k, v) for k, v in entries if self._is_local(k))
         local[PARTIAL_KEY] = True
         return local
 
@@ -163,8 +166,8 @@ class DistributedModel(torch.nn.Module):
         missing = [k for k in expected if k not in state_dict]
         unexpected = [k for k in state_dict if k not in expected]
         if strict and (missing or unexpected):
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self.module).__name__}: missing keys "
-                               f"{missing}, unexpected keys {unexpected}")
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self.module).__name__}: "
+                               f"missing keys {missing}, unexpected keys {unexpected}")
         local = OrderedDict((k, v) for k, v in state_dict.items() if k in expected and self._is_local(k))
         self.module.load_state_dict(local, strict=False, assign=assign)
         return _IncompatibleKeys(missing, unexpected)
@@ -178,7 +181,8 @@ def _flops_from_rank0(units, args, kwargs):
         try:
             measured[0] = _measure_flops(units, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - every rank must learn that the partition failed
-            measured[0] = RuntimeError(f"measuring the model's forward pass for the partition failed: {exc!r}")
+            measured[0] = RuntimeError(f"measuring the model's forward pass for the partition failed: "
+                                       f"{exc!r}")
     dist.broadcast_object_list(measured, src=0, group=state().world.objects)
     if isinstance(measured[0], Exception):
         raise measured[0]
@@ -187,15 +191,21 @@ def _flops_from_rank0(units, args, kwargs):
 
 def _measure_flops(units, args, kwargs):
     device = next((p.device for u in units if u.module is not None for p in u.module.parameters()), None)
-    move = (lambda v: v.to(device) if isinstance(v, torch.Tensor) else v) if device is not None else (lambda v: v)
-    args, kwargs = torch.utils._pytree.tree_map(move, (args, kwargs))
-    flops = {}
+    if device is not None:
+        args, kwargs = torch.utils._pytree.tree_map(
+            lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, (args, kwargs))
+    flops, step = {}, (lambda unit: unit.run(*args, **kwargs))
     with torch.no_grad():
-        for position, unit in enumerate(units):
+        for unit in units:
             with FlopCounterMode(display=False) as counter:
-                value = unit.run(*args, **kwargs) if position == 0 else unit.run(value)
+                value = step(unit)
             flops[unit.name] = counter.get_total_flops()
+            step = functools.partial(_run_on, value)
     return flops
+
+
+def _run_on(value, unit):
+    return unit.run(value)
 
 
 def _gather_mp(obj):

@@ -74,8 +74,9 @@ def _check_index(index):
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"a partition index must be a non-negative integer, got {index!r}")
     if is_initialized() and index >= state().config.partitions:
-        raise ValueError(f"partition {index} does not exist: there are {state().config.partitions} partitions "
-                         f"(0..{state().config.partitions - 1})")
+        partitions = state().config.partitions
+        raise ValueError(f"partition {index} does not exist: there are {partitions} partitions "
+                         f"(0..{partitions - 1})")
 
 
 class UnsplittableModule(ValueError):
@@ -106,7 +107,8 @@ def chain_steps(module):
     try:
         graph = _OpaqueSubmodules(module).trace(module)
     except Exception as exc:  # noqa: BLE001 - any tracing failure means "cannot be split", with its reason
-        raise UnsplittableModule(f"its forward cannot be traced by torch.fx ({type(exc).__name__}: {exc})") from None
+        raise UnsplittableModule(f"its forward cannot be traced by torch.fx ({type(exc).__name__}: "
+                                 f"{exc})") from None
     nodes = list(graph.nodes)
     inputs = [n for n in nodes if n.op == "placeholder"]
     if len(inputs) != 1:
@@ -266,17 +268,18 @@ def manual_plan(model, partitions, default_partition):
                              f"{partitions} partitions (0..{partitions - 1})")
 
     def expand(module, name):
-        spanned = {index for sub, index in assigned.items() if sub == name or sub.startswith(f"{name}.") or not name}
+        spanned = {index for sub, index in assigned.items()
+                   if not name or sub == name or sub.startswith(f"{name}.")}
         if len(spanned) == 1:
             return _whole(module, name)
         if not _opens(module):
-            raise UnsplittableModule(f"{_describe(module, name)} holds modules of partitions {sorted(spanned)} "
-                                     "but is a torch module that is not split")
+            raise UnsplittableModule(f"{_describe(module, name)} holds modules of partitions "
+                                     f"{sorted(spanned)} but is a torch module that is not split")
         try:
             return _open(module, name, expand)
         except UnsplittableModule as exc:
-            raise UnsplittableModule(f"{_describe(module, name)} holds modules of partitions {sorted(spanned)} but "
-                                     f"cannot be split: {exc}") from None
+            raise UnsplittableModule(f"{_describe(module, name)} holds modules of partitions "
+                                     f"{sorted(spanned)} but cannot be split: {exc}") from None
 
     units = expand(model, "")
     return units, _manual_assignment(units, assigned)
@@ -297,9 +300,9 @@ def _manual_assignment(units, assigned):
         index = previous if index is None else index  # a function step goes with the step before it
         if index < previous:
             raise ValueError(
-                f"module {_label(unit)} is on partition {index} but runs after a module of partition {previous}: "
-                "the pipeline runs partitions in order 0, 1, ..., so place modules in the order the forward "
-                "calls them"
+                f"module {_label(unit)} is on partition {index} but runs after a module of partition "
+                f"{previous}: the pipeline runs partitions in order 0, 1, ..., so place modules in the order "
+                "the forward calls them"
             )
         assignment.append(index)
         previous = index

@@ -62,7 +62,7 @@ class _Microbatch:
         self.index = index
         self._call = call
         self.coroutine = Coroutine(self._main, f"smp-microbatch-{index}")
-        self.request = None  # what the call paused with: a ForwardRequest, a BackwardRequest, None when it ended
+        self.request = None  # what the call paused with: a Forward/BackwardRequest, None once it ended
         self.modelless = False  # the call ended without calling the model
         self.backward = False  # the call asked for a backward pass
         self.inputs = []  # this stage's received activations that need a gradient
@@ -122,8 +122,8 @@ class _Engine:
         if self.last:
             self._forward_done_last(mb)
         else:
-            self.transport.send({"value": mb.outputs, "grad": _grad_flags(mb.outputs)}, self.ranks[self.stage + 1],
-                                ACTIVATION)
+            activations = {"value": mb.outputs, "grad": _grad_flags(mb.outputs)}
+            self.transport.send(activations, self.ranks[self.stage + 1], ACTIVATION)
 
     def _forward_done_last(self, mb):
         request = mb.advance(mb.outputs)  # the step function goes on with the model's output
@@ -164,8 +164,8 @@ class _Engine:
             raise RuntimeError(
                 f"microbatch {mb.index}: the last stage {'did' if message['backward'] else 'did not'} call "
                 f"model.backward() but this stage (mp_rank {self.stage}) "
-                f"{'did not' if message['backward'] else 'did'}: the smp.step function must do the same on every "
-                "rank"
+                f"{'did not' if message['backward'] else 'did'}: the smp.step function must do the same on "
+                "every rank"
             )
         if message["backward"]:
             gradients = self.transport.recv(self.ranks[self.stage + 1], GRADIENT, self.device)
@@ -193,8 +193,8 @@ class _Engine:
             raise RuntimeError("an smp.step function may use only one DistributedModel")
 
 
-_ONCE = ("with partitions > 1, the smp.step function must call the DistributedModel once and model.backward() at "
-         "most once per microbatch, the model first")
+_ONCE = ("with partitions > 1, the smp.step function must call the DistributedModel once and "
+         "model.backward() at most once per microbatch, the model first")
 
 
 def _grad_flags(value):

@@ -55,8 +55,9 @@ def tensor_owners(model, units, assignment):
             continue
         for name, tensor in _named_tensors(unit.module, unit.name):
             if partition_of.setdefault(id(tensor), index) != index:
-                raise ValueError(f"the tensor {name!r} is used by modules on partitions {partition_of[id(tensor)]} "
-                                 f"and {index}: a tensor shared across partitions is not supported")
+                raise ValueError(f"the tensor {name!r} is used by modules on partitions "
+                                 f"{partition_of[id(tensor)]} and {index}: a tensor shared across partitions "
+                                 "is not supported")
             owners[name] = index
     for name, tensor in _named_tensors(model, ""):
         owners.setdefault(name, partition_of.get(id(tensor), 0))
@@ -74,7 +75,8 @@ def _place(model, owners, stage, device):
             param.data = param.data.to(device) if owners[name] == stage else _empty(param)
     for name, buffer in list(model.named_buffers(remove_duplicate=False)):
         holder, _, attribute = name.rpartition(".")
-        model.get_submodule(holder)._buffers[attribute] = buffer.to(device) if owners[name] == stage else _empty(buffer)
+        kept = buffer.to(device) if owners[name] == stage else _empty(buffer)
+        model.get_submodule(holder)._buffers[attribute] = kept
 
 
 def _empty(tensor):
