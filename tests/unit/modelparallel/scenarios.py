@@ -13,6 +13,8 @@ import pytest
 import smdistributed.modelparallel.torch as smp
 import torch
 
+from . import pipeline_scenarios
+
 RECEIVER_DELAY = 0.3  # a receiver's pause before it receives, so an unsynchronised sender would win
 
 
@@ -41,7 +43,8 @@ def serve(rank, size, port, launcher, parameters_json, commands, results):
     while (command := commands.get()) is not None:
         name, args = command
         try:
-            results.put((rank, True, globals()[name](*args)))
+            scenario = globals().get(name) or getattr(pipeline_scenarios, name)
+            results.put((rank, True, scenario(*args)))
         except BaseException:
             results.put((rank, False, traceback.format_exc()))
 
