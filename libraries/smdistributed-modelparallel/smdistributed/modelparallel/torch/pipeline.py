@@ -224,18 +224,26 @@ class _TorchMode:
 
     def __init__(self):
         self.grad_enabled = torch.is_grad_enabled()
-        self.autocast = {device: (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
-                         for device in _autocast_devices()}
+        self.autocast = {device: _autocast_state(device) for device in _autocast_devices()}
 
     @contextlib.contextmanager
     def applied(self):
         with contextlib.ExitStack() as stack:
             stack.enter_context(torch.set_grad_enabled(self.grad_enabled))
             for device, (enabled, dtype) in self.autocast.items():
-                if enabled or torch.is_autocast_enabled(device):
+                if enabled or _autocast_state(device)[0]:
                     stack.enter_context(torch.autocast(device, dtype=dtype, enabled=enabled))
             yield
 
 
 def _autocast_devices():
     return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+
+
+def _autocast_state(device):
+    """(enabled, dtype) of autocast on `device` in this thread; torch < 2.4 has one call per device."""
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+    if device == "cpu":
+        return torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+    return torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
