@@ -196,3 +196,19 @@ def state_dicts_of_a_partitioned_model():
     with pytest.raises(RuntimeError, match="missing keys"):
         model.load_state_dict({"head.first.weight": expected["head.first.weight"]})
     return sorted(own)
+
+
+def a_failed_step_leaves_the_pipeline_usable():
+    """A step function that raises on every rank after microbatch 0's backward pass leaves the
+    first stage's activations of microbatch 1 unreceived; the next step must not take them."""
+    model = smp.DistributedModel(make_tree(seed=1))
+    inputs, targets = make_problem()
+
+    def failing(x, y):
+        model.backward(F.mse_loss(model(x), y))
+        raise KeyError("the step function's own error")
+
+    with pytest.raises(KeyError, match="own error"):
+        smp.step(failing)(inputs, targets)
+    losses = smp.step(lambda x, y: F.mse_loss(model(x), y, reduction="sum"))(inputs, targets)
+    return losses.reduce_sum().item()

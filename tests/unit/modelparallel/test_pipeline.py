@@ -91,6 +91,14 @@ def test_a_module_that_cannot_be_split_is_refused_by_name(world2_mp):
     world2_mp.run("unsplittable_modules_are_refused")
 
 
+def test_a_step_that_failed_part_way_leaves_the_pipeline_usable(world2_mp):
+    model = make_tree(seed=1)
+    inputs, targets = make_problem()
+    expected = torch.nn.functional.mse_loss(model(inputs), targets, reduction="sum").item()
+    losses = world2_mp.run("a_failed_step_leaves_the_pipeline_usable")
+    assert losses == pytest.approx([expected] * 2, rel=1e-9)
+
+
 def test_local_and_full_state_dicts(world4_pp):
     owned = world4_pp.run("state_dicts_of_a_partitioned_model")
     assert owned == [[f"{layer}.{kind}" for kind in ("bias", "weight")]

@@ -1,11 +1,12 @@
 """Activations, gradients and model outputs between the stages of an MP group.
 
 A message is any structure of tensors and Python values, serialised with torch.save and sent
-as two gloo messages (length, then bytes) with a tag per kind, so that the kinds travel
-independently between the same two ranks and never mix with the smp.send / smp.recv_from
-messages of user code. Sends do not wait for the receiver (they are waited for when the step
-ends), so that no stage waits on a stage that waits on it: the schedules' receives alone order
-the pipeline.
+as two gloo messages (length, then bytes) with a tag per kind of message and per step, so that
+the kinds travel independently between the same two ranks, never mix with the smp.send /
+smp.recv_from messages of user code (tag 0), and a step that failed part-way (its step function
+raised on every rank) leaves no message that a later step would take for its own. Sends do not
+wait for the receiver (they are waited for when the step ends), so that no stage waits on a
+stage that waits on it: the schedules' receives alone order the pipeline.
 
 Tensors travel through host memory over gloo also when the job's backend is NCCL: NCCL's
 point-to-point calls run in order on one stream per pair of ranks, and the one-forward-one-
@@ -14,21 +15,29 @@ posts only after a send that waits on this stage.
 """
 
 import io
+import itertools
 
 import torch
 import torch.distributed as dist
 
 from .state import state
 
-ACTIVATION, GRADIENT, OUTPUT = 0x5A01, 0x5A02, 0x5A03  # tags, apart from user messages' tag 0
+ACTIVATION, GRADIENT, OUTPUT = range(3)  # the kinds of message
+_KINDS = 3
+_TAG_STEPS = 1 << 20  # tags are ints: step numbers wrap around after this many steps
+_steps = itertools.count()  # this process's pipelined steps; every rank of a job runs the same ones
 
 
 class Transport:
+    """The messages of one pipelined step."""
+
     def __init__(self):
         self._group = state().world.objects
+        self._first_tag = 1 + _KINDS * (next(_steps) % _TAG_STEPS)
         self._pending = []  # sends in flight with the buffers they send from
 
-    def send(self, obj, dst, tag):
+    def send(self, obj, dst, kind):
+        tag = self._first_tag + kind
         buffer = io.BytesIO()
         torch.save(_to_cpu(obj), buffer)
         payload = torch.frombuffer(bytearray(buffer.getbuffer()), dtype=torch.uint8)
@@ -36,7 +45,8 @@ class Transport:
         self._pending.append((length, payload, dist.isend(length, dst=dst, group=self._group, tag=tag),
                               dist.isend(payload, dst=dst, group=self._group, tag=tag)))
 
-    def recv(self, src, tag, device):
+    def recv(self, src, kind, device):
+        tag = self._first_tag + kind
         length = torch.empty(1, dtype=torch.int64)
         dist.recv(length, src=src, group=self._group, tag=tag)
         payload = torch.empty(int(length.item()), dtype=torch.uint8)
