@@ -212,3 +212,29 @@ def a_failed_step_leaves_the_pipeline_usable():
         smp.step(failing)(inputs, targets)
     losses = smp.step(lambda x, y: F.mse_loss(model(x), y, reduction="sum"))(inputs, targets)
     return losses.reduce_sum().item()
+
+
+def constructor_options():
+    """SageMaker's DistributedModel options: average_grads_across_microbatches=False sums the
+    microbatches' gradients; options whose behaviour is not built are refused by name."""
+    inputs, targets = make_problem()
+    gradients = []
+    for average in (True, False):
+        model = smp.DistributedModel(make_tree(seed=1), average_grads_across_microbatches=average,
+                                     trace_device="cpu", overlapping_allreduce=False)
+        smp.step(lambda x, y, m=model: m.backward(F.mse_loss(m(x), y)))(inputs, targets)
+        gradients.append([p.grad for p in model.local_parameters()])
+    for averaged, summed in zip(*gradients, strict=True):
+        assert torch.allclose(summed, averaged * _microbatches(), rtol=1e-9)
+    for option, message in [({"backward_passes_per_step": 2}, "backward_passes_per_step=2"),
+                            ({"trace_execution_times": True}, "trace_execution_times=True"),
+                            ({"trace_device": "tpu"}, "trace_device must be")]:
+        with pytest.raises((NotImplementedError, ValueError), match=message):
+            smp.DistributedModel(make_tree(seed=1), **option)
+    return [smp.allgather(smp.rank(), group) for group in (smp.CommGroup.PP_GROUP, smp.CommGroup.RDP_GROUP)]
+
+
+def _microbatches():
+    calls = []
+    smp.step(lambda x: calls.append(x))(torch.zeros(64))
+    return len(calls)

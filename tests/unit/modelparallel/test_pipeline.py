@@ -99,6 +99,12 @@ def test_a_step_that_failed_part_way_leaves_the_pipeline_usable(world2_mp):
     assert losses == pytest.approx([expected] * 2, rel=1e-9)
 
 
+def test_distributed_model_options_and_the_pipeline_group_names(world4_cluster):
+    """PP_GROUP / RDP_GROUP: SageMaker's names of the MP / DP groups without tensor parallelism."""
+    results = world4_cluster.run("constructor_options")
+    assert results == [[[0, 1], [0, 2]], [[0, 1], [1, 3]], [[2, 3], [0, 2]], [[2, 3], [1, 3]]]
+
+
 def test_local_and_full_state_dicts(world4_pp):
     owned = world4_pp.run("state_dicts_of_a_partitioned_model")
     assert owned == [[f"{layer}.{kind}" for kind in ("bias", "weight")]

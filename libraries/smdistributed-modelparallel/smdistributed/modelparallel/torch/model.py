@@ -27,9 +27,18 @@ class DistributedModel(torch.nn.Module):
     """Wraps a module: every replica starts from global rank 0's parameters and buffers, the
     module is partitioned when P > 1, and gradients are averaged over the DP group after each step."""
 
-    def __init__(self, module):
+    def __init__(self, module, trace_device="gpu", trace_execution_times=False, overlapping_allreduce=True,
+                 backward_passes_per_step=1, average_grads_across_microbatches=True, bucket_cap_mb=25,
+                 trace_memory_usage=False, broadcast_buffers=True, gradient_as_bucket_view=False):
+        """SageMaker's constructor. `overlapping_allreduce`, `bucket_cap_mb` and
+        `gradient_as_bucket_view` only tune DDP's speed and change no result: the all-reduce runs
+        when the step ends. `trace_device` is accepted: the FLOPs of the automatic partition are
+        measured where the module is. Options whose behaviour is not built raise NotImplementedError."""
+        _check_options(trace_device, trace_execution_times, backward_passes_per_step, trace_memory_usage)
         super().__init__()
         current = state()
+        self._average_microbatches = bool(average_grads_across_microbatches)
+        self._broadcast_buffers = bool(broadcast_buffers)
         self._pipelined = current.config.partitions > 1
         # with P > 1 the module moves to the device at the partition, and only this rank's part of it
         self.module = module if self._pipelined else module.to(current.device)
@@ -56,9 +65,14 @@ class DistributedModel(torch.nn.Module):
                                "function")
         return microbatch.coroutine.pause(pipeline.ForwardRequest(self, args, kwargs))
 
+    def gradient_divisor(self, microbatches):
+        """What each microbatch's loss is divided by: the number of microbatches, so that the step's
+        accumulated gradient is the batch's mean, unless average_grads_across_microbatches=False."""
+        return microbatches if self._average_microbatches else 1
+
     def backward(self, tensors, grad_tensors=None):
         """Back-propagate one microbatch's loss (as torch.autograd.backward(tensors, grad_tensors)),
-        scaled by 1/microbatches so that the step's accumulated gradient is the batch's mean."""
+        divided by gradient_divisor()."""
         context = step_context.current()
         if context is None:
             raise RuntimeError("model.backward(loss) must be called inside an smp.step function")
@@ -69,12 +83,7 @@ class DistributedModel(torch.nn.Module):
                 raise RuntimeError("model.backward(loss) must be called inside an smp.step function")
             microbatch.coroutine.pause(pipeline.BackwardRequest(self, tensors, grad_tensors))
             return
-        tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
-        if grad_tensors is None:
-            torch.autograd.backward([t / context.microbatches for t in tensors])
-        else:
-            grads = list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors]
-            torch.autograd.backward(tensors, [g / context.microbatches for g in grads])
+        pipeline.divided_backward(tensors, grad_tensors, self.gradient_divisor(context.microbatches))
 
     # ---- partitioning (P > 1) ----
 
@@ -136,6 +145,10 @@ class DistributedModel(torch.nn.Module):
                 param.grad = torch.zeros_like(param)
             dist.all_reduce(param.grad, group=current.dp.collective)
             param.grad.div_(replicas)
+        if self._broadcast_buffers:  # as DDP: the replicas' buffers (BatchNorm statistics) are DP rank 0's
+            with torch.no_grad():
+                for buffer in self.local_buffers():
+                    dist.broadcast(buffer, src=current.dp.ranks[0], group=current.dp.collective)
 
     # ---- state dicts ----
 
@@ -171,6 +184,17 @@ class DistributedModel(torch.nn.Module):
         local = OrderedDict((k, v) for k, v in state_dict.items() if k in expected and self._is_local(k))
         self.module.load_state_dict(local, strict=False, assign=assign)
         return _IncompatibleKeys(missing, unexpected)
+
+
+def _check_options(trace_device, trace_execution_times, backward_passes_per_step, trace_memory_usage):
+    if trace_device not in ("cpu", "gpu"):
+        raise ValueError(f"trace_device must be 'cpu' or 'gpu', got {trace_device!r}")
+    unbuilt = {"trace_execution_times=True (the automatic partition weighs FLOPs)": trace_execution_times,
+               "trace_memory_usage=True (the automatic partition weighs parameter sizes)": trace_memory_usage,
+               f"backward_passes_per_step={backward_passes_per_step}": backward_passes_per_step != 1}
+    for option, given in unbuilt.items():
+        if given:
+            raise NotImplementedError(f"smp.DistributedModel({option}) is not implemented by this library")
 
 
 def _flops_from_rank0(units, args, kwargs):

@@ -146,12 +146,9 @@ class _Engine:
     def _backward_last(self, mb):
         if not mb.backward:
             return
-        request, microbatches = mb.request, len(self.microbatches)
-        tensors = _as_list(request.tensors)
-        if request.grad_tensors is None:
-            torch.autograd.backward([t / microbatches for t in tensors])
-        else:
-            torch.autograd.backward(tensors, [g / microbatches for g in _as_list(request.grad_tensors)])
+        request = mb.request
+        divisor = request.model.gradient_divisor(len(self.microbatches))
+        divided_backward(request.tensors, request.grad_tensors, divisor)
         self._send_input_gradients(mb)
         self._finish(mb)
 
@@ -193,6 +190,16 @@ class _Engine:
             raise RuntimeError("an smp.step function may use only one DistributedModel")
 
 
+def divided_backward(tensors, grad_tensors, divisor):
+    """torch.autograd.backward(tensors, grad_tensors) of the tensors divided by `divisor`."""
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if grad_tensors is None:
+        torch.autograd.backward([t / divisor for t in tensors])
+    else:
+        grads = list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors]
+        torch.autograd.backward(tensors, [g / divisor for g in grads])
+
+
 _ONCE = ("with partitions > 1, the smp.step function must call the DistributedModel once and "
          "model.backward() at most once per microbatch, the model first")
 
@@ -212,10 +219,6 @@ def _needing_grad(value, flags):
         return leaf
 
     return tree_map(mark, value), leaves
-
-
-def _as_list(tensors):
-    return list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
 
 
 class _TorchMode:
