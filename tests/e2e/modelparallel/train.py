@@ -9,7 +9,9 @@ import torch
 
 smp.init()
 torch.manual_seed(0)
-model = smp.DistributedModel(torch.nn.Linear(4, 1))
+# with partitions 2, each rank of an MP group holds one of the two Linear layers
+layers = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+model = smp.DistributedModel(layers)
 optimizer = smp.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
 
 

@@ -13,6 +13,8 @@ import pytest
 import smdistributed.modelparallel.torch as smp
 import torch
 
+from . import pipeline_scenarios
+
 RECEIVER_DELAY = 0.3  # a receiver's pause before it receives, so an unsynchronised sender would win
 
 
@@ -41,7 +43,8 @@ def serve(rank, size, port, launcher, parameters_json, commands, results):
     while (command := commands.get()) is not None:
         name, args = command
         try:
-            results.put((rank, True, globals()[name](*args)))
+            scenario = globals().get(name) or getattr(pipeline_scenarios, name)
+            results.put((rank, True, scenario(*args)))
         except BaseException:
             results.put((rank, False, traceback.format_exc()))
 
@@ -298,8 +301,8 @@ def step_output_reductions():
     assert torch.equal(loss.stack(), torch.stack(sums))
     assert torch.equal(pred.concat(), x * 2)
     assert pred.stack().shape == (mbs, 2, 1)
-    assert isinstance(out["extras"][0], smp.StepOutput) and out["extras"][1] == "tag"
-    assert out["count"] == 2  # a non-tensor output: the last microbatch's value
+    assert isinstance(out["extras"][0], smp.StepOutput) and out["extras"][1] == ["tag"] * mbs
+    assert out["count"] == [2] * mbs  # a non-tensor output: its values by microbatch, as SageMaker's
     return True
 
 
@@ -401,7 +404,7 @@ def distributed_training():
         local = train_step(inputs[rows], targets[rows]).reduce_mean()
         optimizer.step()
         losses.append(sum(smp.allgather(local.item(), smp.DP_GROUP)) / smp.dp_size())
-    return {"losses": losses, "parameters": [p.detach() for p in model.parameters()]}
+    return {"losses": losses, "parameters": list(model.state_dict().values())}  # gathered from the partitions
 
 
 def optimizer_step_inside_step_fails():

@@ -22,12 +22,18 @@ class CommGroup(enum.Enum):
     WORLD = 0
     MP_GROUP = 1
     DP_GROUP = 2
+    # SageMaker's names without tensor parallelism: the pipeline group is the MP group, the
+    # reduced-data-parallel group the DP group (enum aliases: the same members)
+    PP_GROUP = 1
+    RDP_GROUP = 2
 
 
 class RankType(enum.Enum):
     WORLD_RANK = 0
     MP_RANK = 1
     DP_RANK = 2
+    PP_RANK = 1
+    RDP_RANK = 2
 
 
 WORLD = CommGroup.WORLD
