@@ -1,4 +1,4 @@
-"""DistributedModel and DistributedOptimizer: data parallelism over the DP group.
+"""DistributedModel: data parallelism over the DP group.
 
 Every process holds the whole model (nothing is partitioned; see the README), so the processes
 of an MP group, which receive the same data, compute the same gradients, and the DP group
@@ -8,7 +8,7 @@ averages them.
 import torch
 import torch.distributed as dist
 
-from . import step_context
+from . import models, step_context
 from .state import state
 
 
@@ -23,6 +23,7 @@ class DistributedModel(torch.nn.Module):
         with torch.no_grad():
             for tensor in [*self.module.parameters(), *self.module.buffers()]:
                 dist.broadcast(tensor, src=0, group=current.world.collective)
+        models.register(self)
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
@@ -56,22 +57,3 @@ class DistributedModel(torch.nn.Module):
     def load_state_dict(self, state_dict, strict=True, assign=False):
         return self.module.load_state_dict(state_dict, strict=strict, assign=assign)
 
-
-class DistributedOptimizer:
-    """Wraps an optimizer of a DistributedModel's parameters; step() must run outside smp.step,
-    once per step, on the gradients the step accumulated and averaged."""
-
-    def __init__(self, optimizer):
-        state()
-        self.optimizer = optimizer
-
-    def step(self, *args, **kwargs):
-        if step_context.current() is not None:
-            raise RuntimeError("optimizer.step() must be called outside the smp.step function, once per step")
-        return self.optimizer.step(*args, **kwargs)
-
-    def zero_grad(self, *args, **kwargs):
-        return self.optimizer.zero_grad(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.optimizer, name)
