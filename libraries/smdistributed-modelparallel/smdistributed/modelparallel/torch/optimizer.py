@@ -24,6 +24,10 @@ NAMES_KEY = "_smp_param_names"
 
 
 class DistributedOptimizer(torch.optim.Optimizer):
+    # A grad scaler then always unscales through its own unscale_ (smp.amp.GradScaler agrees on
+    # inf/nan there), even for a wrapped fused optimizer that would take the scale itself.
+    _step_supports_amp_scaling = False
+
     def __init__(self, optimizer, static_loss_scale=1.0, dynamic_loss_scale=False, **dynamic_loss_args):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(
