@@ -81,8 +81,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         """This rank's optimizer state: the local parameters only."""
         self._localize()
         local = self.optimizer.state_dict()
-        names = self._local_names()
-        local[NAMES_KEY] = [[names[id(p)] for p in group["params"]] for group in self.optimizer.param_groups]
+        local[NAMES_KEY] = self._group_names()
         local[PARTIAL_KEY] = True
         return local
 
@@ -123,6 +122,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 self.optimizer.state.pop(param, None)
         self._localized = True
 
+    def _group_names(self):
+        """The names of the parameters of each param group."""
+        names = self._local_names()
+        return [[names[id(p)] for p in group["params"]] for group in self.optimizer.param_groups]
+
     def _local_names(self):
         names = {}
         for model in models.registered():
@@ -141,7 +145,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
     def _check_names(self, names):
         if names is None:
             return
-        mine = self.local_state_dict()[NAMES_KEY]
+        mine = self._group_names()
         if names != mine:
             raise ValueError(
                 "this partial optimizer state dict is another partition's: its parameters are "
@@ -150,7 +154,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def _select(self, full):
         """This rank's groups from a full state dict: its parameters' entries, re-indexed."""
-        mine = self.local_state_dict()[NAMES_KEY]
+        mine = self._group_names()
         index = {name: i for names, group in zip(full[NAMES_KEY], full["param_groups"], strict=True)
                  for name, i in zip(names, group["params"], strict=True)}
         unknown = [n for group in mine for n in group if n not in index]
