@@ -153,6 +153,31 @@ def load_errors(directory):
     return True
 
 
+def save_checkpoint_folders(directory):
+    """smp.save_checkpoint as Hugging Face's Trainer calls it: partial checkpoints at two steps
+    (one kept), then a full one; every rank calls it."""
+    model = smp.DistributedModel(make_model(seed=1))
+    optimizer = smp.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.01))
+    for step in (1, 2):
+        train(model, optimizer, 1)
+        smp.save_checkpoint(directory, f"step{step}", partial=True, model=model, optimizer=optimizer,
+                            user_content={"step": step}, num_kept_partial_checkpoints=1)
+    smp.save_checkpoint(directory, "model.pt", partial=False, model=model, optimizer=optimizer,
+                        user_content={"step": 2})
+    later = train(model, optimizer, 2, seed=1)
+    return {"files": sorted(str(p.relative_to(directory)) for p in Path(directory).rglob("*")),
+            "newest": (Path(directory) / "newest").read_text(), "later_losses": later,
+            "parameters": local_parameters(model)}
+
+
+def resume_checkpoint_folder(directory, partial):
+    model = smp.DistributedModel(make_model(seed=7))
+    optimizer = smp.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.5))
+    content = smp.resume_from_checkpoint(directory, tag="step2" if partial else None, partial=partial)
+    later = train(model, optimizer, 2, seed=1)
+    return {"user_content": content, "later_losses": later, "parameters": local_parameters(model)}
+
+
 # ---- smp.amp.GradScaler ----
 
 def grad_scaler_skips_the_step_everywhere(overflow_rank):

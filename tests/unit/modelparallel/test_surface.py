@@ -54,6 +54,27 @@ def test_partial_and_full_checkpoints_resume_training_after_a_restart(
                 assert torch.allclose(after["parameters"][name], value, rtol=1e-12, atol=1e-15), name
 
 
+def test_checkpoint_folders_resume_training_after_a_restart(world4_cluster, restarted_world, tmp_path):
+    """SageMaker's save_checkpoint layout: `{tag}_partial/` per partial checkpoint (only the newest
+    num_kept_partial_checkpoints kept), the file `{tag}` for a full one, `user_content_{tag}` and
+    `newest`; resume_from_checkpoint (the newest when no tag) loads model and optimizer and
+    returns the user content."""
+    saved = world4_cluster.run(S + "save_checkpoint_folders", str(tmp_path))
+    assert saved[0]["newest"] == "model.pt"
+    assert saved[0]["files"] == [
+        "model.pt", "model.pt_optimizer", "newest", "step2_partial", "step2_partial/model_0_0.pt",
+        "step2_partial/model_1_0.pt", "step2_partial/optimizer_0_0.pt", "step2_partial/optimizer_1_0.pt",
+        "step2_partial/user_content.pt", "user_content_model.pt",
+    ]
+    for partial in (True, False):
+        resumed = restarted_world.run(S + "resume_checkpoint_folder", str(tmp_path), partial)
+        for before, after in zip(saved, resumed, strict=True):
+            assert after["user_content"] == {"step": 2}
+            assert after["later_losses"] == pytest.approx(before["later_losses"], rel=1e-12)
+            for name, value in before["parameters"].items():
+                assert torch.allclose(after["parameters"][name], value, rtol=1e-12, atol=1e-15), name
+
+
 def test_loading_a_checkpoint_that_is_not_there_names_the_file(world2_dp, tmp_path):
     world2_dp.run(S + "load_errors", str(tmp_path))
 
@@ -87,8 +108,7 @@ def test_sagemakers_aliases(world4_cluster):
     (lambda: smp.tp_register_with_module(torch.nn.Linear, torch.nn.Linear), "smp.tp_register_with_module"),
     (lambda: smp.set_activation_checkpointing(torch.nn.Linear(1, 1)), "smp.set_activation_checkpointing"),
     (lambda: smp.patches.checkpoint.checkpoint(torch.nn.Linear(1, 1)), "smp.patches.checkpoint.checkpoint"),
-    (lambda: smp.save_checkpoint("/tmp", "tag"), "smp.save_checkpoint"),
-    (lambda: smp.resume_from_checkpoint("/tmp"), "smp.resume_from_checkpoint"),
+    (lambda: smp.resume_from_checkpoint("/tmp", translate_function=dict), "translate_function"),
     (lambda: smp.get_tp_process_group(), "smp.get_tp_process_group"),
     (lambda: smp.DistributedOptimizer(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1),
                                       dynamic_loss_scale=True), "dynamic_loss_scale"),

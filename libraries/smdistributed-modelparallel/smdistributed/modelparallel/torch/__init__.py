@@ -15,6 +15,7 @@ from .api import (
     size,
 )
 from .checkpoint import load, save
+from .checkpoint_folders import resume_from_checkpoint, save_checkpoint
 from .comm import (
     DP_GROUP,
     MP_GROUP,
@@ -41,8 +42,6 @@ from .extras import (
     model_creation,
     rdp_rank,
     rdp_size,
-    resume_from_checkpoint,
-    save_checkpoint,
     set_activation_checkpointing,
     set_tensor_parallelism,
     tensor_parallelism,

@@ -88,5 +88,3 @@ get_tp_process_group = function("smp.get_tp_process_group", "tensor parallelism"
 tp_register = function("smp.tp_register", "tensor parallelism")
 tp_register_with_module = function("smp.tp_register_with_module", "tensor parallelism")
 set_activation_checkpointing = function("smp.set_activation_checkpointing", "activation checkpointing")
-save_checkpoint = function("smp.save_checkpoint", "checkpoint folders; use smp.save")
-resume_from_checkpoint = function("smp.resume_from_checkpoint", "checkpoint folders; use smp.load")

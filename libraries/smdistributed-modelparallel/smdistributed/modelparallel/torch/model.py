@@ -8,7 +8,7 @@ averages them.
 import torch
 import torch.distributed as dist
 
-from . import models, step_context
+from . import registry, step_context
 from .state import state
 
 
@@ -23,7 +23,7 @@ class DistributedModel(torch.nn.Module):
         with torch.no_grad():
             for tensor in [*self.module.parameters(), *self.module.buffers()]:
                 dist.broadcast(tensor, src=0, group=current.world.collective)
-        models.register(self)
+        registry.register_model(self)
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)

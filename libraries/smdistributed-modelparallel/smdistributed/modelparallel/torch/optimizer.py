@@ -15,7 +15,7 @@ the MP group and merges them in mp_rank order, a torch state dict of the whole m
 
 import torch
 
-from . import models, step_context
+from . import registry, step_context
 from .comm import MP_GROUP, allgather
 from .state import state
 
@@ -41,6 +41,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self.optimizer = optimizer
         self._localized = False
         self._localize()
+        registry.register_optimizer(self)
 
     # The wrapped optimizer's own containers, so that schedulers and scalers change the real ones.
     @property
@@ -111,7 +112,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         """Drop the parameters no partition of this rank holds (once a model is partitioned)."""
         if self._localized:
             return
-        partitioned = [m for m in models.registered() if getattr(m, "partitioned", False)]
+        partitioned = [m for m in registry.models() if getattr(m, "partitioned", False)]
         if not partitioned:
             return
         local = {id(p) for m in partitioned for p in m.local_parameters()}
@@ -129,7 +130,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def _local_names(self):
         names = {}
-        for model in models.registered():
+        for model in registry.models():
             by_id = {id(p): name for name, p in model.named_parameters()}
             for param in model.local_parameters():
                 if id(param) in by_id:
