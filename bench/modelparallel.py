@@ -8,8 +8,8 @@ and each pipeline schedule in --pipelines. The floor is one process training the
 nn.Sequential (--depth Linear+ReLU layers of --width, then a Linear to 1) with plain torch on the
 whole batch. Every process uses one thread (torch.set_num_threads(1)), the floor too. A rank's
 parameter bytes are those of `model.local_parameters()`; the largest over the ranks is reported.
-The step time is rank 0's wall time over --steps steps (zero_grad, smp.step forward+backward,
-optimizer.step), between two barriers, after --warmup steps.
+The step time is rank 0's median over --steps steps (zero_grad, smp.step forward+backward,
+optimizer.step), each between two barriers, after --warmup steps.
 
 Prints one line per configuration and a summary line, with the issue's goals: parameters per rank
 <= 1.1/P of the model, and the interleaved step at P = 2 <= 1.3x single-process.
@@ -24,6 +24,7 @@ import json
 import multiprocessing
 import os
 import socket
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -111,14 +112,18 @@ def pipeline_rank(rank, size, port, options, results):
 
 
 def timed(one_step, options, barrier=lambda: None):
+    """The median of the steps' wall times (each between two barriers in a world): on a shared
+    machine a burst of other load then moves a few steps, not the result."""
     for _ in range(options["warmup"]):
         one_step()
-    barrier()
-    started = time.perf_counter()
+    seconds = []
     for _ in range(options["steps"]):
+        barrier()
+        started = time.perf_counter()
         one_step()
-    barrier()
-    return (time.perf_counter() - started) / options["steps"]
+        barrier()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
 
 
 def free_port():
