@@ -1,6 +1,7 @@
 """What the ranks of a test World run. Each scenario runs on every rank of the world at once and
 returns a picklable value per rank; assertions that need the rank's own view are made here."""
 
+import importlib
 import json
 import os
 import time
@@ -43,10 +44,18 @@ def serve(rank, size, port, launcher, parameters_json, commands, results):
     while (command := commands.get()) is not None:
         name, args = command
         try:
-            scenario = globals().get(name) or getattr(pipeline_scenarios, name)
-            results.put((rank, True, scenario(*args)))
+            results.put((rank, True, _scenario(name)(*args)))
         except BaseException:
             results.put((rank, False, traceback.format_exc()))
+
+
+def _scenario(name):
+    """A function of this module or of pipeline_scenarios, or `module.function` of another module
+    of this package."""
+    module, _, function = name.rpartition(".")
+    if not module:
+        return globals().get(name) or getattr(pipeline_scenarios, name)
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
 @dataclass(eq=False)

@@ -15,7 +15,7 @@ import torch.distributed as dist
 from torch.nn.modules.module import _IncompatibleKeys
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import pipeline, step_context
+from . import pipeline, registry, step_context
 from .partition import automatic_plan, automatic_units, manual_plan
 from .placement import LocalPartition
 from .state import state
@@ -48,6 +48,7 @@ class DistributedModel(torch.nn.Module):
             for tensor in [*self.module.parameters(), *self.module.buffers()]:
                 group = current.world.collective if tensor.device.type == "cuda" else current.world.objects
                 dist.broadcast(tensor, src=0, group=group)
+        registry.register_model(self)
 
     @property
     def partitioned(self):
@@ -248,22 +249,3 @@ def _merge(partials):
 def _cpu(state_dict):
     return OrderedDict((k, v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in state_dict.items())
 
-
-class DistributedOptimizer:
-    """Wraps an optimizer of a DistributedModel's parameters; step() must run outside smp.step,
-    once per step, on the gradients the step accumulated and averaged."""
-
-    def __init__(self, optimizer):
-        state()
-        self.optimizer = optimizer
-
-    def step(self, *args, **kwargs):
-        if step_context.current() is not None:
-            raise RuntimeError("optimizer.step() must be called outside the smp.step function, once per step")
-        return self.optimizer.step(*args, **kwargs)
-
-    def zero_grad(self, *args, **kwargs):
-        return self.optimizer.zero_grad(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.optimizer, name)
