@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 
 from . import registry
+from .api import tp_rank
 from .comm import barrier
-from .extras import tp_rank
 from .state import state
 from .unsupported import fail
 

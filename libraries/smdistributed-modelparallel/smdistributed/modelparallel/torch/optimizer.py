@@ -109,13 +109,15 @@ class DistributedOptimizer(torch.optim.Optimizer):
         return f"DistributedOptimizer({self.optimizer!r})"
 
     def _localize(self):
-        """Drop the parameters no partition of this rank holds (once a model is partitioned)."""
+        """Drop the parameters no partition of this rank holds, once every model that owns some of
+        this optimizer's parameters is partitioned (other models of the process are not its own)."""
         if self._localized:
             return
-        partitioned = [m for m in registry.models() if getattr(m, "partitioned", False)]
-        if not partitioned:
+        mine = {id(p) for group in self.optimizer.param_groups for p in group["params"]}
+        owners = [m for m in registry.models() if any(id(p) in mine for p in m.parameters())]
+        if not owners or not all(getattr(m, "partitioned", False) for m in owners):
             return
-        local = {id(p) for m in partitioned for p in m.local_parameters()}
+        local = {id(p) for m in owners for p in m.local_parameters()}
         for group in self.optimizer.param_groups:
             dropped = [p for p in group["params"] if id(p) not in local]
             group["params"] = [p for p in group["params"] if id(p) in local]
