@@ -1,45 +1,16 @@
 """Ranks and sizes of this process (smp.rank(), smp.mp_rank(), ...)."""
 
+from ..common.ranks import rank_functions
 from .state import state
 
-
-def rank():
-    return state().rank
-
-
-def size():
-    return state().world_size
-
-
-def mp_rank():
-    return state().mp_rank
-
-
-def mp_size():
-    return len(state().mp.ranks)
-
-
-def dp_rank():
-    return state().dp_rank
-
-
-def dp_size():
-    return len(state().dp.ranks)
-
-
-def local_rank():
-    return state().local_rank
-
-
-def local_size():
-    return state().local_size
-
-
-def get_mp_group():
-    """The global ranks of this process's MP group, in mp_rank order."""
-    return list(state().mp.ranks)
-
-
-def get_dp_group():
-    """The global ranks of this process's DP group, in dp_rank order."""
-    return list(state().dp.ranks)
+_functions = rank_functions(state)
+rank = _functions.rank
+size = _functions.size
+mp_rank = _functions.mp_rank
+mp_size = _functions.mp_size
+dp_rank = _functions.dp_rank
+dp_size = _functions.dp_size
+local_rank = _functions.local_rank
+local_size = _functions.local_size
+get_mp_group = _functions.get_mp_group
+get_dp_group = _functions.get_dp_group
