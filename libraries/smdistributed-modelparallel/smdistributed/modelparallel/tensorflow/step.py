@@ -1,0 +1,125 @@
+"""@smp.step: a tf.function that runs its Python function once per microbatch and returns the
+outputs as StepOutputs.
+
+The tf.function is made over a wrapper with the decorated function's own signature (so an
+input_signature and every other tf.function argument apply to the user's parameters); inside the
+trace the arguments are split and the function runs once per microbatch; the tf.function
+returns every microbatch's outputs, which become StepOutputs outside it. smp.step functions may
+be called eagerly or from another tf.function (the usual train_step).
+"""
+
+import functools
+import inspect
+
+import keras
+import tensorflow as tf
+
+from ..common import structure
+from . import step_context
+from .state import state
+from .step_output import StepOutput
+
+
+def step(*args, non_split_inputs=None, input_split_axes=None, **function_kwargs):
+    """Decorate a forward/backward function: `@smp.step`, `@smp.step()` or `@smp.step(...)`.
+
+    non_split_inputs and input_split_axes may also be given positionally; any other keyword
+    (input_signature, reduce_retracing, ...) is tf.function's.
+    """
+    if (len(args) == 1 and callable(args[0]) and non_split_inputs is None and input_split_axes is None
+            and not function_kwargs):
+        return _StepFunction(args[0], [], {}, {})
+    if len(args) > 2:
+        raise TypeError("smp.step takes at most two positional arguments: non_split_inputs, input_split_axes")
+    if args:
+        non_split_inputs = args[0]
+    if len(args) == 2:
+        input_split_axes = args[1]
+    return lambda func: _StepFunction(func, non_split_inputs or [], input_split_axes or {}, function_kwargs)
+
+
+class _StepFunction:
+    def __init__(self, func, non_split_inputs, input_split_axes, function_kwargs):
+        self._signature = inspect.signature(func)
+        structure.check_parameter_names(self._signature, "non_split_inputs", non_split_inputs)
+        structure.check_parameter_names(self._signature, "input_split_axes", input_split_axes)
+        if any(isinstance(a, bool) or not isinstance(a, int) for a in input_split_axes.values()):
+            raise TypeError(f"input_split_axes values must be integer axes, got {input_split_axes!r}")
+        self._func = func
+        self._non_split = set(non_split_inputs)
+        self._axes = dict(input_split_axes)
+
+        @functools.wraps(func)
+        def microbatched(*args, **kwargs):
+            return self._run_microbatches(*args, **kwargs)
+
+        self._function = tf.function(microbatched, **function_kwargs)
+        functools.update_wrapper(self, func)
+
+    def __get__(self, instance, owner=None):
+        """A decorated method receives its instance first, passed to every microbatch unsplit
+        (unless the instance is itself a tensor, container or smp_slice object)."""
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args, **kwargs):
+        state()  # smp.init() first
+        per_microbatch = self._function(*args, **kwargs)
+        return structure.merge_microbatches(per_microbatch, tf.is_tensor, self._step_output)
+
+    def _step_output(self, versions, path):
+        return StepOutput(versions, key=(id(self), path))
+
+    def _run_microbatches(self, *args, **kwargs):
+        """The trace: every microbatch's arguments first (a bad input fails before any work), then
+        the function once per microbatch; the list of their outputs."""
+        num_mb = state().config.microbatches
+        bound = self._signature.bind(*args, **kwargs)
+        per_mb = [{} for _ in range(num_mb)]
+        for name, value in bound.arguments.items():
+            for mb, part in enumerate(self._slices(name, value, num_mb)):
+                per_mb[mb][name] = part
+        outputs = []
+        with step_context.running(num_mb):
+            for arguments in per_mb:
+                call = inspect.BoundArguments(self._signature, arguments)
+                outputs.append(structure.map_leaves(self._func(*call.args, **call.kwargs), _as_tensor))
+        return outputs
+
+    def _slices(self, name, value, num_mb):
+        if name in self._non_split:
+            return [value] * num_mb
+        axis = self._axes.get(name, 0)
+        return [structure.map_leaves(value, functools.partial(_split_leaf, num_mb=num_mb, mb=mb, axis=axis,
+                                                              name=name))
+                for mb in range(num_mb)]
+
+
+def _split_leaf(value, num_mb, mb, axis, name):
+    if hasattr(value, "smp_slice"):
+        return value.smp_slice(num_mb, mb, axis)
+    if tf.is_tensor(value):
+        return _split_tensor(value, num_mb, mb, axis, name)
+    return value
+
+
+def _split_tensor(tensor, num_mb, mb, axis, name):
+    rank = tensor.shape.rank
+    if rank == 0:
+        raise ValueError(f"argument {name!r} holds a 0-dimensional tensor, which has no batch axis to split; "
+                         "list it in non_split_inputs")
+    if rank is not None and not -rank <= axis < rank:
+        raise ValueError(f"argument {name!r}: split axis {axis} does not exist in a tensor of shape "
+                         f"{tensor.shape}")
+    size = tensor.shape[axis] if rank is not None else None
+    if size is not None and size % num_mb:
+        raise ValueError(f"argument {name!r}: batch size {size} (axis {axis}) is not divisible by the number "
+                         f"of microbatches ({num_mb})")
+    # A size unknown when tracing is checked by tf.split when the step runs.
+    return tf.split(tensor, num_mb, axis=axis)[mb]
+
+
+def _as_tensor(value):
+    """A returned variable as its value (SageMaker wraps tf.Variables in StepOutputs too)."""
+    if isinstance(value, (tf.Variable, keras.Variable)):
+        return tf.convert_to_tensor(value)
+    return value
