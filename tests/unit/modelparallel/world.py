@@ -55,9 +55,11 @@ def serve(scenarios_module, rank, size, port, launcher, parameters_json, command
 
 
 class World:
-    def __init__(self, size, mp_parameters, launcher="torchrun", scenarios="scenarios"):
+    def __init__(self, size, mp_parameters, launcher="torchrun", scenarios="scenarios",
+                 scenario_timeout=SCENARIO_TIMEOUT):
         context = multiprocessing.get_context("spawn")
         self.size = size
+        self._timeout = scenario_timeout
         self._results = context.Queue()
         self._commands = [context.Queue() for _ in range(size)]
         port = free_port()
@@ -88,10 +90,10 @@ class World:
 
     def _collect(self, scenario):
         results = {}
-        deadline = time.monotonic() + SCENARIO_TIMEOUT
+        deadline = time.monotonic() + self._timeout
         while len(results) < self.size:
             if time.monotonic() > deadline:
-                self._stop(f"{scenario} did not finish within {SCENARIO_TIMEOUT:.0f} s")
+                self._stop(f"{scenario} did not finish within {self._timeout:.0f} s")
             try:
                 rank, ok, value = self._results.get(timeout=0.5)
             except queue.Empty:

@@ -74,12 +74,12 @@ class _StepFunction:
         the function once per microbatch; the list of their outputs."""
         num_mb = state().config.microbatches
         bound = self._signature.bind(*args, **kwargs)
-        per_mb = [{} for _ in range(num_mb)]
-        for name, value in bound.arguments.items():
-            for mb, part in enumerate(self._slices(name, value, num_mb)):
-                per_mb[mb][name] = part
-        outputs = []
         with step_context.running(num_mb):
+            per_mb = [{} for _ in range(num_mb)]
+            for name, value in bound.arguments.items():
+                for mb, part in enumerate(self._slices(name, value, num_mb)):
+                    per_mb[mb][name] = part
+            outputs = []
             for arguments in per_mb:
                 call = inspect.BoundArguments(self._signature, arguments)
                 outputs.append(structure.map_leaves(self._func(*call.args, **call.kwargs), _as_tensor))
