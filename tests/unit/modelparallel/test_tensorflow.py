@@ -179,13 +179,15 @@ def test_step_and_unsupported_api_errors(tf_world2):
 
 
 @pytest.mark.parametrize("world_name", ["tf_world4", "tf_world2"])
-def test_data_parallel_training_matches_single_process_training(request, world_name):
+def test_data_parallel_training_matches_single_process_training(request, world_name, tmp_path):
     """Replicas start from rank 0's weights (each rank seeds its initializers differently),
     their gradients are averaged over the DP group, and the loss curve and final parameters are
     those of one process training on the global batch, to 1e-9 in float64 (the microbatch and
-    replica means are summed in another order than the full batch's mean)."""
-    for result in request.getfixturevalue(world_name).run("distributed_training"):
+    replica means are summed in another order than the full batch's mean). save_model() then
+    writes the trained model as a SavedModel that serves the same predictions."""
+    for result in request.getfixturevalue(world_name).run("distributed_training", str(tmp_path / "model")):
         assert result["expected losses"][-1] < result["expected losses"][0]  # the reference does learn
         assert result["losses"] == pytest.approx(result["expected losses"], rel=1e-9, abs=1e-12)
         for got, expected in zip(result["parameters"], result["expected parameters"], strict=True):
             assert np.allclose(got, expected, rtol=1e-9, atol=1e-12)
+        assert result["saved model error"] < 1e-12

@@ -275,7 +275,7 @@ def reference_training():
     return losses, [v.numpy() for v in model.trainable_variables]
 
 
-def distributed_training():
+def distributed_training(save_dir):
     """The seed's pattern: gradients from smp.step, accumulated, applied in a tf.function; each
     DP rank reads its own shard of the global batch (the MP ranks of a replica read the same)."""
     model = TwoLayers(seed=1 + smp.rank())
@@ -305,8 +305,14 @@ def distributed_training():
         assert predictions.shape == (shard, 1)
         losses.append(float(np.mean(smp.allgather(float(loss), smp.DP_GROUP))))  # the global batch's
     expected_losses, expected_parameters = reference_training()
+    model.save_model(save_dir)  # rank 0 writes, every rank reads it back
+    batch = tf.constant(inputs, tf.float32)  # Keras's export serves the model's input dtype, float32
+    loaded = tf.saved_model.load(save_dir)  # held: its functions need its variables alive
+    served = loaded.serve(batch).numpy()
+    direct = model.call(batch).numpy()
     return {"losses": losses, "parameters": [v.numpy() for v in model.trainable_variables],
-            "expected losses": expected_losses, "expected parameters": expected_parameters}
+            "expected losses": expected_losses, "expected parameters": expected_parameters,
+            "saved model error": float(np.max(np.abs(served - direct)))}
 
 
 def _numpy(value):

@@ -21,16 +21,19 @@ import numpy as np
 import tensorflow as tf
 
 from . import step_context
-from .comm import DP_GROUP, WORLD, allgather, allreduce_mean
+from .comm import DP_GROUP, WORLD, allgather, allreduce_mean, barrier
 from .state import state
-from .unsupported import not_implemented
 
 
 class DistributedModel(keras.Model):
     """Subclass it and implement call(), as with Keras's model sub-classing API; call the model
     inside an smp.step function only."""
 
+    _exporting = False  # save_model() traces the plain Keras model: no step, no all-reduce
+
     def __call__(self, *args, **kwargs):
+        if self._exporting:
+            return super().__call__(*args, **kwargs)
         if step_context.current() is None:
             raise RuntimeError("a smp.DistributedModel can only be called inside an smp.step function")
         if not self.built:
@@ -54,7 +57,18 @@ class DistributedModel(keras.Model):
             super().__call__(*args, **kwargs)
 
     def save_model(self, save_path="/opt/ml/model"):
-        raise not_implemented("DistributedModel.save_model")
+        """The whole model with its current weights as a TensorFlow SavedModel (Keras's export,
+        endpoint `serve`) in `save_path`: every rank holds all of it, so global rank 0 writes it
+        and the others wait until it is written."""
+        if not self.built:
+            raise RuntimeError("save_model() needs the model built: call it in an smp.step function first")
+        if state().rank == 0:
+            self._exporting = True
+            try:
+                self.export(save_path, format="tf_saved_model", verbose=False)
+            finally:
+                self._exporting = False
+        barrier(WORLD)
 
 
 def _rank_0_initial_value(next_creator, **kwargs):
