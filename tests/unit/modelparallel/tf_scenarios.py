@@ -220,8 +220,8 @@ def step_errors(num_mb):
 
 # ---- data-parallel training ----
 
-class TwoLayers(smp.DistributedModel):
-    """seed: the initializers' seed; ranks pass different seeds, and must all start from rank 0's."""
+class TwoLayersMixin:
+    """A tanh hidden layer and a linear output, in float64; seed: the initializers' seed."""
 
     def __init__(self, seed):
         super().__init__()
@@ -232,16 +232,12 @@ class TwoLayers(smp.DistributedModel):
         return self.out(self.hidden(x))
 
 
-class ReferenceTwoLayers(keras.Model):
+class TwoLayers(TwoLayersMixin, smp.DistributedModel):
+    """Ranks pass different seeds, and must all start from rank 0's weights."""
+
+
+class ReferenceTwoLayers(TwoLayersMixin, keras.Model):
     """The same model as a plain Keras model, trained by one process on the global batch."""
-
-    def __init__(self, seed):
-        super().__init__()
-        self.hidden = _dense(HIDDEN, seed, activation="tanh")
-        self.out = _dense(1, seed + 100)
-
-    def call(self, x):
-        return self.out(self.hidden(x))
 
 
 def _dense(units, seed, activation=None):

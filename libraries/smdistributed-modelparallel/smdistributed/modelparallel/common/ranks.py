@@ -4,11 +4,15 @@ A variant's state has `rank`, `world_size`, `local_rank`, `local_size`, `mp_rank
 and its MP and DP groups as `mp` and `dp`, whose `ranks` are global ranks in group-rank order.
 """
 
-from types import SimpleNamespace
+from collections import namedtuple
+
+RankFunctions = namedtuple("RankFunctions", "rank size mp_rank mp_size dp_rank dp_size local_rank local_size "
+                                            "get_mp_group get_dp_group")
 
 
 def rank_functions(state):
-    """The functions a variant exports, each reading `state()` (which raises before smp.init())."""
+    """The functions a variant exports, each reading `state()` (which raises before smp.init()), as
+    a RankFunctions tuple: `rank, size, ... = rank_functions(state)`."""
 
     def rank():
         return state().rank
@@ -42,6 +46,5 @@ def rank_functions(state):
         """The global ranks of this process's DP group, in dp_rank order."""
         return list(state().dp.ranks)
 
-    return SimpleNamespace(rank=rank, size=size, mp_rank=mp_rank, mp_size=mp_size, dp_rank=dp_rank,
-                           dp_size=dp_size, local_rank=local_rank, local_size=local_size,
-                           get_mp_group=get_mp_group, get_dp_group=get_dp_group)
+    return RankFunctions(rank, size, mp_rank, mp_size, dp_rank, dp_size, local_rank, local_size, get_mp_group,
+                         get_dp_group)

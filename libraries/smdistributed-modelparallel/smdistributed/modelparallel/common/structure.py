@@ -1,10 +1,27 @@
-"""The argument and output structures of smp.step, walked the same way for every framework.
+"""How smp.step is applied, and its argument and output structures, the same for every framework
+(the TensorFlow variant uses this module; the torch variant's step.py has the same logic and can
+switch to it).
 
 A container is a dict, a named tuple, a list, a tuple, a set or a frozenset whose type has no
 `smp_slice`; anything else is a leaf. `map_leaves` rebuilds a structure with its leaves replaced
 (how smp.step splits an argument into a microbatch); `merge_microbatches` turns the per-microbatch
 outputs of one structure into one structure whose tensor leaves hold every microbatch's version.
 """
+
+
+def step_arguments(args, non_split_inputs, input_split_axes):
+    """How smp.step was applied: (the function, or None when smp.step(...) returns the decorator,
+    non_split_inputs, input_split_axes). `@smp.step`, `@smp.step()` and `@smp.step(...)`, whose
+    two parameters may also be given positionally."""
+    if len(args) == 1 and callable(args[0]) and non_split_inputs is None and input_split_axes is None:
+        return args[0], [], {}
+    if len(args) > 2:
+        raise TypeError("smp.step takes at most two positional arguments: non_split_inputs, input_split_axes")
+    if args:
+        non_split_inputs = args[0]
+    if len(args) == 2:
+        input_split_axes = args[1]
+    return None, non_split_inputs or [], input_split_axes or {}
 
 
 def map_leaves(value, leaf):
@@ -45,7 +62,15 @@ def merge_microbatches(outputs, is_tensor, wrap, path=()):
     return outputs[-1]
 
 
-def check_parameter_names(signature, what, names):
+def check_step_parameters(signature, non_split_inputs, input_split_axes):
+    """Names of the decorated function's parameters, and integer axes (checked when decorating)."""
+    _check_parameter_names(signature, "non_split_inputs", non_split_inputs)
+    _check_parameter_names(signature, "input_split_axes", input_split_axes)
+    if any(isinstance(a, bool) or not isinstance(a, int) for a in input_split_axes.values()):
+        raise TypeError(f"input_split_axes values must be integer axes, got {input_split_axes!r}")
+
+
+def _check_parameter_names(signature, what, names):
     unknown = [n for n in names if n not in signature.parameters]
     if unknown:
         raise ValueError(f"{what} names {unknown}, which are not parameters of the smp.step function "

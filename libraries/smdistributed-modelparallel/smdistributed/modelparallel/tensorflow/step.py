@@ -26,25 +26,17 @@ def step(*args, non_split_inputs=None, input_split_axes=None, **function_kwargs)
     non_split_inputs and input_split_axes may also be given positionally; any other keyword
     (input_signature, reduce_retracing, ...) is tf.function's.
     """
-    if (len(args) == 1 and callable(args[0]) and non_split_inputs is None and input_split_axes is None
-            and not function_kwargs):
-        return _StepFunction(args[0], [], {}, {})
-    if len(args) > 2:
-        raise TypeError("smp.step takes at most two positional arguments: non_split_inputs, input_split_axes")
-    if args:
-        non_split_inputs = args[0]
-    if len(args) == 2:
-        input_split_axes = args[1]
-    return lambda func: _StepFunction(func, non_split_inputs or [], input_split_axes or {}, function_kwargs)
+    func, non_split_inputs, input_split_axes = structure.step_arguments(
+        args, non_split_inputs, input_split_axes)
+    if func is not None:  # @smp.step, or smp.step(func, input_signature=...) as tf.function(func, ...)
+        return _StepFunction(func, [], {}, function_kwargs)
+    return lambda func: _StepFunction(func, non_split_inputs, input_split_axes, function_kwargs)
 
 
 class _StepFunction:
     def __init__(self, func, non_split_inputs, input_split_axes, function_kwargs):
         self._signature = inspect.signature(func)
-        structure.check_parameter_names(self._signature, "non_split_inputs", non_split_inputs)
-        structure.check_parameter_names(self._signature, "input_split_axes", input_split_axes)
-        if any(isinstance(a, bool) or not isinstance(a, int) for a in input_split_axes.values()):
-            raise TypeError(f"input_split_axes values must be integer axes, got {input_split_axes!r}")
+        structure.check_step_parameters(self._signature, non_split_inputs, input_split_axes)
         self._func = func
         self._non_split = set(non_split_inputs)
         self._axes = dict(input_split_axes)
