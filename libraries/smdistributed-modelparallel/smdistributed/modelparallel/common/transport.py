@@ -60,7 +60,7 @@ class Transport:
             item = self._queue(peer, channel).get(timeout=self._timeout)
         except queue.Empty:
             raise TimeoutError(f"rank {self.rank}: nothing arrived from rank {peer} on {channel!r} within "
-                               f"{self._timeout:.0f} s") from None
+                               f"{self._timeout:g} s") from None
         if isinstance(item, PeerLost):
             raise PeerLost(str(item))
         return item
