@@ -207,8 +207,6 @@ def step_errors(num_mb):
         "model outside step": lambda: TwoLayers(seed=1)(tf.zeros((2, FEATURES), tf.float64)),
         "accumulate method": lambda: identity(tf.zeros((num_mb, 2))).accumulate("mean"),
         "partition": lambda: smp.partition(1),
-        "checkpoint manager": lambda: smp.CheckpointManager(tf.train.Checkpoint()),
-        "post partition hook": lambda: smp.register_post_partition_hook(lambda: None),
     }.items():
         try:
             call()
@@ -216,6 +214,64 @@ def step_errors(num_mb):
         except (ValueError, TypeError, RuntimeError, NotImplementedError) as exc:
             errors[name] = f"{type(exc).__name__}: {exc}"
     return errors
+
+
+def checkpoint_roundtrip(directory):
+    """AWS's usage: tf.train.Checkpoint(optimizer=..., model=...) in smp.CheckpointManager, save
+    after steps, restore the latest and a named one."""
+    model = TwoLayers(seed=1)
+    optimizer = keras.optimizers.SGD(LEARNING_RATE, momentum=0.9)
+    inputs, targets = make_problem()
+
+    @smp.step
+    def get_grads(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        return tape.gradient(loss, model.trainable_variables)
+
+    def train_step():
+        gradients = [g.accumulate() for g in get_grads(inputs, targets)]
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        return [v.numpy() for v in model.trainable_variables]
+
+    manager = smp.CheckpointManager(tf.train.Checkpoint(optimizer=optimizer, model=model), directory,
+                                    max_to_keep=None)
+    after_first = train_step()
+    first_path = manager.save()
+    after_second = train_step()
+    manager.save()
+    train_step()
+    manager.restore()
+    latest = [v.numpy() for v in model.trainable_variables]
+    manager.restore(restore_prefix="ckpt-1")
+    named = [v.numpy() for v in model.trainable_variables]
+    return {"first path": first_path, "files": sorted(os.listdir(directory)),
+            "latest restored": all(np.array_equal(a, b) for a, b in zip(latest, after_second, strict=True)),
+            "named restored": all(np.array_equal(a, b) for a, b in zip(named, after_first, strict=True)),
+            "moved on": not all(np.array_equal(a, b) for a, b in zip(after_first, after_second, strict=True))}
+
+
+def post_partition_hook():
+    """A hook registered as AWS's example does runs once, eagerly, before the first forward pass
+    of the next smp.step function, also when that step is first called from a tf.function."""
+    seen = []
+
+    @smp.register_post_partition_hook
+    def hook():
+        seen.append(("hook", tf.executing_eagerly()))
+
+    @smp.step
+    def forward(x):
+        seen.append(("forward", tf.executing_eagerly()))
+        return x
+
+    @tf.function
+    def train_step(x):
+        return forward(x).reduce_mean()
+
+    train_step(tf.zeros((8, 1)))
+    train_step(tf.ones((8, 1)))
+    return seen
 
 
 # ---- data-parallel training ----

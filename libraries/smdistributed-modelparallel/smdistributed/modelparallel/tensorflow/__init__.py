@@ -14,6 +14,7 @@ from .api import (
     rank,
     size,
 )
+from .checkpoint import CheckpointManager
 from .comm import (
     DP_GROUP,
     MP_GROUP,
@@ -30,9 +31,9 @@ from .comm import (
 )
 from .model import DistributedModel
 from .state import init, is_initialized
-from .step import step
+from .step import register_post_partition_hook, step
 from .step_output import StepOutput
-from .unsupported import CheckpointManager, partition, register_post_partition_hook
+from .unsupported import partition
 
 __all__ = [
     "DP_GROUP", "MP_GROUP", "WORLD", "CheckpointManager", "CommGroup", "DistributedModel", "RankType",

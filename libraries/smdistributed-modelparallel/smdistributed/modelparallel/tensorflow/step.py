@@ -19,6 +19,24 @@ from . import step_context
 from .state import state
 from .step_output import StepOutput
 
+_post_partition_hooks = []  # registered, not yet run
+
+
+def register_post_partition_hook(hook):
+    """Run `hook()` once, eagerly, after the model is partitioned and before the first forward
+    pass: here, when the next smp.step function is first called (the model is never partitioned).
+    Usable as a decorator; returns the hook."""
+    if not callable(hook):
+        raise TypeError(f"register_post_partition_hook needs a callable, got {hook!r}")
+    _post_partition_hooks.append(hook)
+    return hook
+
+
+def _run_post_partition_hooks():
+    with tf.init_scope():  # eagerly, also when the step is first called inside a tf.function
+        while _post_partition_hooks:
+            _post_partition_hooks.pop(0)()
+
 
 def step(*args, non_split_inputs=None, input_split_axes=None, **function_kwargs):
     """Decorate a forward/backward function: `@smp.step`, `@smp.step()` or `@smp.step(...)`.
@@ -55,6 +73,7 @@ class _StepFunction:
 
     def __call__(self, *args, **kwargs):
         state()  # smp.init() first
+        _run_post_partition_hooks()
         per_microbatch = self._function(*args, **kwargs)
         return structure.merge_microbatches(per_microbatch, tf.is_tensor, self._step_output)
 

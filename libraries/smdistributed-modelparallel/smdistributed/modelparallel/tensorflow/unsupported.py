@@ -14,14 +14,3 @@ def partition(index):
     """Manual partitioning (smp.partition): the TensorFlow variant does not partition models."""
     raise not_implemented("smp.partition")
 
-
-def register_post_partition_hook(hook):
-    """The TensorFlow variant does not partition models, so there is no partitioning to hook."""
-    raise not_implemented("smp.register_post_partition_hook")
-
-
-class CheckpointManager:
-    """smp.CheckpointManager (a tf.train.CheckpointManager that saves each rank's partition)."""
-
-    def __init__(self, *args, **kwargs):
-        raise not_implemented("smp.CheckpointManager")
