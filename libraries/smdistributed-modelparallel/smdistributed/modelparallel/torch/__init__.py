@@ -1,6 +1,11 @@
 """Sageport's smdistributed.modelparallel.torch: SageMaker's model-parallel common API on
 torch.distributed. See the distribution's README.md for what is implemented and how."""
 
+import sys as _sys
+
+from ..common import config as _common_config
+from ..common import launch_env as _common_launch_env
+from ..common import layout as _common_layout
 from . import amp, nn, optimizers, patches
 from .api import (
     dp_rank,
@@ -71,3 +76,8 @@ __all__ = [
     "set_activation_checkpointing", "set_partition", "set_tensor_parallelism", "size", "step",
     "tensor_parallelism", "tp_rank", "tp_register", "tp_register_with_module", "tp_size",
 ]
+
+# config, launch_env and layout moved to smdistributed.modelparallel.common (the TensorFlow
+# variant shares them); their old import paths under .torch stay valid for scripts and tests.
+for _module in (_common_config, _common_launch_env, _common_layout):
+    _sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
