@@ -204,7 +204,8 @@ def grad_scaler_skips_the_step_everywhere(overflow_rank):
         scaler.step(optimizer)
         scaler.update()
         after = local_parameters(model)
-        results.append({"stepped": any(not torch.equal(before[n], after[n]) for n in before),
+        # before the first step every rank held the whole model; after it, only its partition
+        results.append({"stepped": any(not torch.equal(before[n], after[n]) for n in after),
                         "scale": scaler.get_scale()})
     return results
 

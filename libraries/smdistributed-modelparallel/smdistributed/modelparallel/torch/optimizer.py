@@ -40,6 +40,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         state()
         self.optimizer = optimizer
         self._localized = False
+        self._pending_partial = None  # a partial state dict loaded before the partition (below)
         self._localize()
         registry.register_optimizer(self)
 
@@ -94,7 +95,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def load_state_dict(self, state_dict):
         """A local state dict (this rank's own) or a full one (this rank takes its parameters'
-        entries, by name); a plain torch state dict loads as it is when nothing is partitioned."""
+        entries, by name); a plain torch state dict loads as it is when nothing is partitioned.
+        A partial one given before the model is partitioned (a restarted job loads before its
+        first step) is kept and loaded once the partition is known, as SageMaker's library
+        delays it."""
+        if state_dict.get(PARTIAL_KEY) and not self._localize():
+            self._pending_partial = state_dict
+            return
         self._localize()
         if state_dict.get(PARTIAL_KEY):
             local = {k: v for k, v in state_dict.items() if k not in (PARTIAL_KEY, NAMES_KEY)}
@@ -110,13 +117,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def _localize(self):
         """Drop the parameters no partition of this rank holds, once every model that owns some of
-        this optimizer's parameters is partitioned (other models of the process are not its own)."""
+        this optimizer's parameters is partitioned (other models of the process are not its own);
+        True once done."""
         if self._localized:
-            return
+            return True
         mine = {id(p) for group in self.optimizer.param_groups for p in group["params"]}
         owners = [m for m in registry.models() if any(id(p) in mine for p in m.parameters())]
         if not owners or not all(getattr(m, "partitioned", False) for m in owners):
-            return
+            return False
         local = {id(p) for m in owners for p in m.local_parameters()}
         for group in self.optimizer.param_groups:
             dropped = [p for p in group["params"] if id(p) not in local]
@@ -124,6 +132,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
             for param in dropped:
                 self.optimizer.state.pop(param, None)
         self._localized = True
+        if self._pending_partial is not None:
+            pending, self._pending_partial = self._pending_partial, None
+            self.load_state_dict(pending)
+        return True
 
     def _group_names(self):
         """The names of the parameters of each param group."""
