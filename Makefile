@@ -56,3 +56,9 @@ BENCHES := bench-invoke bench-api bench-job-lifecycle bench-staging bench-tier b
 .PHONY: $(BENCHES)
 $(BENCHES): bench-%: images up
 	. "$${SAGEPORT_DATA_DIR:-.sageport}/env" && $(VENV)/bin/python -m bench.$(subst -,_,$*) $(ARGS)
+
+## bench-modelparallel: pipeline parallelism's parameter bytes per rank and step time (P = 1, 2, 4)
+## against single-process training, on the CPU (bench/modelparallel.py); needs no stack
+.PHONY: bench-modelparallel
+bench-modelparallel: bootstrap
+	$(VENV)/bin/python -m bench.modelparallel $(ARGS)

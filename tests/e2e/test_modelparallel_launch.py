@@ -1,5 +1,7 @@
 """Model-parallel jobs, 2 instances x 2 processes, running a script written against the seed's
-common API on an image with PyTorch but no smdistributed library (Sageport provides its own):
+common API on an image with PyTorch but no smdistributed library (Sageport provides its own); the
+model is split in P = 2 partitions, and each rank reports the parameter bytes it holds into the
+job's output:
 - as SageMaker users write it, the SDK v2 PyTorch estimator with the `smdistributed` + `mpi`
   distribution on an image with the training toolkit, OpenMPI and sshd: the toolkit starts sshd
   on both instances and runs mpirun from algo-1 over SSH across the job's network;
@@ -40,6 +42,17 @@ def assert_four_ranks_on_two_hosts(s3, model_uri: str) -> None:
     assert {(r["size"], r["mp_size"], r["dp_size"], r["local_size"]) for r in reports} == {(4, 2, 2, 2)}
     assert len({r["loss"] for r in reports}) == 1  # one loss, reduced over the same global batch
     assert {r["library"] for r in reports} == {LIBRARY}
+    assert_each_rank_holds_its_partition(reports)
+
+
+def assert_each_rank_holds_its_partition(reports) -> None:
+    """P = 2: each rank holds at most 1.1/P of the model's parameter bytes (the issue's goal), and
+    the two ranks of an MP group hold all of it between them."""
+    model_bytes = reports[0]["model_bytes"]
+    for report in reports:
+        assert report["parameter_bytes"] <= 1.1 * model_bytes / MP_PARAMETERS["partitions"], report
+    for replica in (reports[:2], reports[2:]):  # cluster placement: MP groups [0, 1] and [2, 3]
+        assert sum(r["parameter_bytes"] for r in replica) >= model_bytes
 
 
 def test_the_sdks_model_parallel_job_runs_four_ranks_on_two_instances_over_mpirun(

@@ -1,5 +1,6 @@
 """A training script written against the model-parallel library's common API, as it would run on
-SageMaker: every rank reports where it sits and the loss of one `smp.step`; rank 0 writes the
+SageMaker: every rank reports where it sits, the loss of one `smp.step` and the bytes of the
+parameters it holds (`model.local_parameters()`) next to the whole model's; rank 0 writes the
 reports of all ranks (gathered in rank order) into the model directory."""
 import json
 import socket
@@ -9,7 +10,13 @@ import torch
 
 smp.init()
 torch.manual_seed(0)
-model = smp.DistributedModel(torch.nn.Linear(4, 1))
+# with partitions 2, each rank of an MP group holds about half of the layers' parameters
+module = torch.nn.Sequential(
+    torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+    torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1),
+)
+model_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
+model = smp.DistributedModel(module)
 optimizer = smp.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
 
 
@@ -33,6 +40,8 @@ report = {
     "dp_rank": smp.dp_rank(), "dp_size": smp.dp_size(),
     "local_rank": smp.local_rank(), "local_size": smp.local_size(),
     "loss": round(float(loss), 6),
+    "parameter_bytes": sum(p.numel() * p.element_size() for p in model.local_parameters()),
+    "model_bytes": model_bytes,
     "library": smp.__file__,
 }
 reports = smp.allgather(report, smp.WORLD)

@@ -45,6 +45,18 @@ def world2_mp():
 
 
 @pytest.fixture(scope="session")
+def world4_pp():
+    """One replica in four partitions, four microbatches."""
+    yield from _world(4, partitions=4, microbatches=4)
+
+
+@pytest.fixture(scope="session")
+def world8_pp_dp():
+    """Two replicas, each in four partitions, two microbatches."""
+    yield from _world(8, partitions=4, microbatches=2)
+
+
+@pytest.fixture(scope="session")
 def world1_no_launcher():
     """One process without a launcher, its parameters given to smp.init()."""
     yield from _world(1, launcher="none", partitions=1, microbatches=4)

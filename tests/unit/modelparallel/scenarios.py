@@ -1,10 +1,8 @@
 """What the ranks of a test World run. Each scenario runs on every rank of the world at once and
 returns a picklable value per rank; assertions that need the rank's own view are made here."""
 
-import json
-import os
+import importlib
 import time
-import traceback
 from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,37 +11,24 @@ import pytest
 import smdistributed.modelparallel.torch as smp
 import torch
 
+from . import pipeline_scenarios
+
 RECEIVER_DELAY = 0.3  # a receiver's pause before it receives, so an unsynchronised sender would win
 
 
-LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                 "OMPI_COMM_WORLD_RANK", "SM_HOSTS", "SM_HP_MP_PARAMETERS")
-
-
-def serve(rank, size, port, launcher, parameters_json, commands, results):
-    """Start as `launcher` starts a rank ("torchrun", "mpirun", or "none": parameters given to
-    smp.init()), then run the scenarios sent until told to stop."""
-    for name in LAUNCHER_VARS:
-        os.environ.pop(name, None)
-    if launcher == "torchrun":
-        os.environ.update(
-            RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(size),
-            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), SM_HP_MP_PARAMETERS=parameters_json,
-        )
-    elif launcher == "mpirun":  # the rendezvous comes from the job's hosts
-        os.environ.update(
-            OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE=str(size),
-            OMPI_COMM_WORLD_LOCAL_RANK=str(rank), OMPI_COMM_WORLD_LOCAL_SIZE=str(size),
-            SM_HOSTS='["127.0.0.1"]', SMP_MASTER_PORT=str(port), SM_HP_MP_PARAMETERS=parameters_json,
-        )
+def start(launcher, parameters):
+    """In a rank world.serve started: parameters go to smp.init() only without a launcher."""
     torch.set_num_threads(1)
-    smp.init(json.loads(parameters_json) if launcher == "none" else None)
-    while (command := commands.get()) is not None:
-        name, args = command
-        try:
-            results.put((rank, True, globals()[name](*args)))
-        except BaseException:
-            results.put((rank, False, traceback.format_exc()))
+    smp.init(parameters if launcher == "none" else None)
+
+
+def scenario(name):
+    """The scenario world.serve runs for `name`: a function of this module or of
+    pipeline_scenarios, or `module.function` of another module of this package."""
+    module, _, function = name.rpartition(".")
+    if not module:
+        return globals().get(name) or getattr(pipeline_scenarios, name)
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
 @dataclass(eq=False)
@@ -298,8 +283,8 @@ def step_output_reductions():
     assert torch.equal(loss.stack(), torch.stack(sums))
     assert torch.equal(pred.concat(), x * 2)
     assert pred.stack().shape == (mbs, 2, 1)
-    assert isinstance(out["extras"][0], smp.StepOutput) and out["extras"][1] == "tag"
-    assert out["count"] == 2  # a non-tensor output: the last microbatch's value
+    assert isinstance(out["extras"][0], smp.StepOutput) and out["extras"][1] == ["tag"] * mbs
+    assert out["count"] == [2] * mbs  # a non-tensor output: its values by microbatch, as SageMaker's
     return True
 
 
@@ -401,7 +386,7 @@ def distributed_training():
         local = train_step(inputs[rows], targets[rows]).reduce_mean()
         optimizer.step()
         losses.append(sum(smp.allgather(local.item(), smp.DP_GROUP)) / smp.dp_size())
-    return {"losses": losses, "parameters": [p.detach() for p in model.parameters()]}
+    return {"losses": losses, "parameters": list(model.state_dict().values())}  # gathered from the partitions
 
 
 def optimizer_step_inside_step_fails():

@@ -15,7 +15,20 @@ OMPI = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WOR
 def test_the_parameters_the_sagemaker_sdk_sends_are_read():
     sent = {"partitions": 2, "microbatches": 4, "pipeline": "interleaved", "optimize": "speed", "ddp": True,
             "placement_strategy": "spread"}
-    assert load_config(environ={"SM_HP_MP_PARAMETERS": json.dumps(sent)}) == MPConfig(2, 4, "spread", True)
+    assert load_config(environ={"SM_HP_MP_PARAMETERS": json.dumps(sent)}) == MPConfig(
+        2, 4, "spread", True, pipeline="interleaved", optimize="speed", memory_weight=0.2)
+
+
+def test_pipeline_defaults_are_sagemakers():
+    """SageMaker's parameter table: pipeline "interleaved", optimize "memory" (memory_weight 0.8,
+    0.2 with "speed"), auto_partition true, default_partition 0."""
+    config = load_config({"partitions": 2})
+    assert (config.pipeline, config.optimize, config.memory_weight) == ("interleaved", "memory", 0.8)
+    assert (config.auto_partition, config.default_partition) == (True, 0)
+    manual = load_config({"partitions": 4, "auto_partition": False, "default_partition": 3,
+                          "pipeline": "simple"})
+    assert (manual.auto_partition, manual.default_partition, manual.pipeline) == (False, 3, "simple")
+    assert load_config({"optimize": "speed", "memory_weight": 0.5}).memory_weight == 0.5
 
 
 def test_defaults_without_parameters_and_pipeline_parallel_degree_as_partitions():
@@ -31,6 +44,11 @@ def test_defaults_without_parameters_and_pipeline_parallel_degree_as_partitions(
     ({"placement_strategy": "random"}, "placement_strategy must be one of"),
     ({"ddp": "yes"}, "'ddp' must be true or false"),
     ({"partitions": 2, "pipeline_parallel_degree": 4}, "disagree"),
+    ({"pipeline": "gpipe"}, "pipeline must be one of"),
+    ({"optimize": "fast"}, "optimize must be one of"),
+    ({"auto_partition": 1}, "'auto_partition' must be true or false"),
+    ({"partitions": 2, "default_partition": 2}, "'default_partition' must be a partition index 0..1"),
+    ({"memory_weight": 1.5}, "'memory_weight' must be a number"),
 ])
 def test_invalid_parameters_are_refused(parameters, message):
     with pytest.raises(ValueError, match=message):

@@ -1,19 +1,25 @@
-"""A world of spawned processes that run the functions of scenarios.py together, rank by rank.
+"""A world of spawned processes that run the functions of a scenarios module (scenarios.py for
+the torch variant, tf_scenarios.py for the TensorFlow one) together, rank by rank.
 
-Each rank is started the way its launcher starts one (see scenarios.serve), calls smp.init()
-once, then runs the scenarios it is sent. A scenario's exception on any rank fails the test with that rank's
-traceback; a scenario that does not finish in time fails it and stops the world.
+Each rank is started the way its launcher starts one (see serve), calls the module's start()
+(smp.init()) once, then runs the scenarios it is sent. A scenario's exception on any rank fails
+the test with that rank's traceback; a scenario that does not finish in time fails it and stops
+the world.
 """
 
+import functools
+import importlib
 import json
 import multiprocessing
+import os
 import queue
 import socket
 import time
-
-from . import scenarios
+import traceback
 
 SCENARIO_TIMEOUT = 120.0  # includes a new world starting its ranks on a busy 2-core machine
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                 "OMPI_COMM_WORLD_RANK", "SM_HOSTS", "SM_HP_MP_PARAMETERS")
 
 
 def free_port():
@@ -22,18 +28,48 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def serve(scenarios_module, rank, size, port, launcher, parameters_json, commands, results):
+    """A rank: start as `launcher` starts one ("torchrun", "mpirun", or "none": the parameters go to
+    smp.init()), import the scenarios module (only here, so that the test process never imports
+    its framework), then run the scenarios sent until told to stop."""
+    for name in LAUNCHER_VARS:
+        os.environ.pop(name, None)
+    if launcher == "torchrun":
+        os.environ.update(
+            RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(size),
+            MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), SM_HP_MP_PARAMETERS=parameters_json,
+        )
+    elif launcher == "mpirun":  # the rendezvous comes from the job's hosts
+        os.environ.update(
+            OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE=str(size),
+            OMPI_COMM_WORLD_LOCAL_RANK=str(rank), OMPI_COMM_WORLD_LOCAL_SIZE=str(size),
+            SM_HOSTS='["127.0.0.1"]', SMP_MASTER_PORT=str(port), SM_HP_MP_PARAMETERS=parameters_json,
+        )
+    scenarios = importlib.import_module(scenarios_module)
+    scenarios.start(launcher, json.loads(parameters_json))
+    lookup = getattr(scenarios, "scenario", None) or functools.partial(getattr, scenarios)
+    while (command := commands.get()) is not None:
+        name, args = command
+        try:
+            results.put((rank, True, lookup(name)(*args)))
+        except BaseException:
+            results.put((rank, False, traceback.format_exc()))
+
+
 class World:
-    def __init__(self, size, mp_parameters, launcher="torchrun"):
+    def __init__(self, size, mp_parameters, launcher="torchrun", scenarios="scenarios",
+                 scenario_timeout=SCENARIO_TIMEOUT):
         context = multiprocessing.get_context("spawn")
         self.size = size
+        self._timeout = scenario_timeout
         self._results = context.Queue()
         self._commands = [context.Queue() for _ in range(size)]
         port = free_port()
         self._processes = [
             context.Process(
-                target=scenarios.serve,
-                args=(rank, size, port, launcher, json.dumps(mp_parameters), self._commands[rank],
-                      self._results),
+                target=serve,
+                args=(f"{__package__}.{scenarios}", rank, size, port, launcher, json.dumps(mp_parameters),
+                      self._commands[rank], self._results),
                 daemon=True,
             )
             for rank in range(size)
@@ -56,10 +92,10 @@ class World:
 
     def _collect(self, scenario):
         results = {}
-        deadline = time.monotonic() + SCENARIO_TIMEOUT
+        deadline = time.monotonic() + self._timeout
         while len(results) < self.size:
             if time.monotonic() > deadline:
-                self._stop(f"{scenario} did not finish within {SCENARIO_TIMEOUT:.0f} s")
+                self._stop(f"{scenario} did not finish within {self._timeout:.0f} s")
             try:
                 rank, ok, value = self._results.get(timeout=0.5)
             except queue.Empty:

@@ -9,57 +9,26 @@ was received, not merely after the receive was posted. broadcast sends the same 
 send, so a receiver pairs recv_from with either.
 """
 
-import enum
 import pickle
 
 import torch
 import torch.distributed as dist
 
+from ..common.groups import DP_GROUP, MP_GROUP, WORLD, CommGroup, RankType, group_of, peer_global_rank
 from .state import state
 
-
-class CommGroup(enum.Enum):
-    WORLD = 0
-    MP_GROUP = 1
-    DP_GROUP = 2
-
-
-class RankType(enum.Enum):
-    WORLD_RANK = 0
-    MP_RANK = 1
-    DP_RANK = 2
-
-
-WORLD = CommGroup.WORLD
-MP_GROUP = CommGroup.MP_GROUP
-DP_GROUP = CommGroup.DP_GROUP
-
-_GROUP_OF_RANK_TYPE = {RankType.WORLD_RANK: CommGroup.WORLD, RankType.MP_RANK: CommGroup.MP_GROUP,
-                       RankType.DP_RANK: CommGroup.DP_GROUP}
+__all__ = ["DP_GROUP", "MP_GROUP", "WORLD", "CommGroup", "RankType", "allgather", "barrier", "broadcast",
+           "dp_barrier", "global_rank", "groups_of", "mp_barrier", "recv_from", "send"]
 
 
 def groups_of(group):
     """The state's Groups for a CommGroup."""
-    if not isinstance(group, CommGroup):
-        raise TypeError(f"group must be an smp.CommGroup (WORLD, MP_GROUP or DP_GROUP), got {group!r}")
-    current = state()
-    return {CommGroup.WORLD: current.world, CommGroup.MP_GROUP: current.mp,
-            CommGroup.DP_GROUP: current.dp}[group]
+    return group_of(state(), group)
 
 
 def global_rank(peer_rank, rank_type):
     """The global rank of the process that is `peer_rank` in this process's own `rank_type` group."""
-    if not isinstance(rank_type, RankType):
-        raise TypeError(f"rank_type must be an smp.RankType (WORLD_RANK, MP_RANK or DP_RANK), "
-                        f"got {rank_type!r}")
-    ranks = groups_of(_GROUP_OF_RANK_TYPE[rank_type]).ranks
-    if isinstance(peer_rank, bool) or not isinstance(peer_rank, int) or not 0 <= peer_rank < len(ranks):
-        raise ValueError(f"rank {peer_rank!r} does not exist for {rank_type.name}: "
-                         f"valid ranks are 0..{len(ranks) - 1}")
-    peer = ranks[peer_rank]
-    if peer == state().rank:
-        raise ValueError(f"{rank_type.name} {peer_rank} is this process itself")
-    return peer
+    return peer_global_rank(state(), peer_rank, rank_type)
 
 
 def send(obj, dest_rank, rank_type):

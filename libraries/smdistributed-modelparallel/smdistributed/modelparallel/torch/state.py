@@ -7,9 +7,9 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from .config import load_config
-from .launch_env import read_launch_env
-from .layout import all_dp_groups, all_mp_groups, check_divisible, rank_layout
+from ..common.config import load_config
+from ..common.launch_env import read_launch_env
+from ..common.layout import all_dp_groups, all_mp_groups, check_divisible, rank_layout
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ import inspect
 
 import torch
 
-from . import step_context
+from . import pipeline, step_context
 from .state import state
 from .step_output import StepOutput
 
@@ -45,19 +45,24 @@ class _StepFunction:
         return self if instance is None else functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
-        num_mb = state().config.microbatches
+        config = state().config
         bound = self._signature.bind(*args, **kwargs)
-        with step_context.running(num_mb):
+        with step_context.running(config.microbatches):
             # every microbatch's arguments first, so that a bad input fails before any work
-            per_mb = [{} for _ in range(num_mb)]
+            per_mb = [{} for _ in range(config.microbatches)]
             for name, value in bound.arguments.items():
-                for mb, part in enumerate(self._slices(name, value, num_mb)):
+                for mb, part in enumerate(self._slices(name, value, config.microbatches)):
                     per_mb[mb][name] = part
-            outputs = []
-            for arguments in per_mb:
-                call = inspect.BoundArguments(self._signature, arguments)
-                outputs.append(self._func(*call.args, **call.kwargs))
+            calls = [functools.partial(self._call, arguments) for arguments in per_mb]
+            if config.partitions > 1:
+                outputs = pipeline.run_step(calls)
+            else:
+                outputs = [call() for call in calls]
         return merge_outputs(outputs, self._detach)
+
+    def _call(self, arguments):
+        call = inspect.BoundArguments(self._signature, arguments)
+        return self._func(*call.args, **call.kwargs)
 
     def _slices(self, name, value, num_mb):
         if name in self._non_split:
@@ -103,7 +108,9 @@ def _split_tensor(tensor, num_mb, mb, axis, name):
 def merge_outputs(outputs, detach):
     """One output of the same structure, every tensor leaf a StepOutput over the microbatches.
 
-    A non-tensor leaf (and a set) is the value returned by the last microbatch.
+    Any other leaf (a number, a string, a set, ...) becomes the list of its values by microbatch,
+    as in SageMaker's library (AWS's example sums the per-microbatch losses and counts an
+    evaluation step returns as numbers); None returned by every microbatch stays None.
     """
     first = outputs[0]
     if isinstance(first, torch.Tensor):
@@ -122,7 +129,9 @@ def merge_outputs(outputs, detach):
                              "microbatches")
         items = [merge_outputs(list(column), detach) for column in zip(*outputs, strict=True)]
         return type(first)(*items) if hasattr(first, "_fields") else type(first)(items)
-    return outputs[-1]
+    if all(o is None for o in outputs):
+        return None
+    return list(outputs)
 
 
 def _check_all(outputs, kind):

@@ -1,0 +1,5 @@
+"""smp.patches: SageMaker's activation checkpointing functions (patches.checkpoint)."""
+
+from . import checkpoint
+
+__all__ = ["checkpoint"]
