@@ -41,7 +41,9 @@ def arguments():
     parser.add_argument("--partitions", default="1,2,4", help="values of P (default 1,2,4)")
     parser.add_argument("--pipelines", default="interleaved,simple", help="schedules (default both)")
     parser.add_argument("--width", type=int, default=512)
-    parser.add_argument("--depth", type=int, default=8, help="hidden Linear layers (default 8)")
+    # 9: the first layer (16 inputs) is small, so 8 equal layers remain, which whole layers can
+    # split into 2 or 4 equal partitions (with 7 the best split at P = 2 holds 4/7 of the model)
+    parser.add_argument("--depth", type=int, default=9, help="hidden Linear layers (default 9)")
     parser.add_argument("--batch", type=int, default=64, help="global batch (default 64)")
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
