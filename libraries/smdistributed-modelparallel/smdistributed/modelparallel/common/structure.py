@@ -1,6 +1,5 @@
 """How smp.step is applied, and its argument and output structures, the same for every framework
-(the TensorFlow variant uses this module; the torch variant's step.py has the same logic and can
-switch to it).
+(each variant's step.py supplies only how a tensor is split and what an output leaf becomes).
 
 A container is a dict, a named tuple, a list, a tuple, a set or a frozenset whose type has no
 `smp_slice`; anything else is a leaf. `map_leaves` rebuilds a structure with its leaves replaced
@@ -24,6 +23,18 @@ def step_arguments(args, non_split_inputs, input_split_axes):
     return None, non_split_inputs or [], input_split_axes or {}
 
 
+def microbatch_arguments(bound, num_mb, non_split, split_value):
+    """Every microbatch's arguments, one {name: value} a microbatch, from `bound` (the call's
+    BoundArguments): a parameter in `non_split` is passed whole to every microbatch, any other is
+    `split_value(name, value, mb)`. All of them are built before any microbatch runs, so that a
+    bad input fails before any work."""
+    per_mb = [{} for _ in range(num_mb)]
+    for name, value in bound.arguments.items():
+        for mb in range(num_mb):
+            per_mb[mb][name] = value if name in non_split else split_value(name, value, mb)
+    return per_mb
+
+
 def map_leaves(value, leaf):
     if hasattr(value, "smp_slice"):
         return leaf(value)
@@ -36,10 +47,10 @@ def map_leaves(value, leaf):
     return leaf(value)
 
 
-def merge_microbatches(outputs, is_tensor, wrap, path=()):
+def merge_microbatches(outputs, is_tensor, wrap, other_leaf, path=()):
     """One structure like outputs[0]: a tensor leaf becomes wrap(versions, path) over the
-    microbatches, any other leaf (and a set) is the last microbatch's value. Structures that
-    differ between microbatches raise ValueError."""
+    microbatches, any other leaf (and a set) other_leaf(its values by microbatch). Structures
+    that differ between microbatches raise ValueError."""
     first = outputs[0]
     if is_tensor(first):
         _check_all(outputs, is_tensor)
@@ -49,17 +60,18 @@ def merge_microbatches(outputs, is_tensor, wrap, path=()):
         if any(o.keys() != first.keys() for o in outputs):
             raise ValueError("the smp.step function returned dicts with different keys in different "
                              "microbatches")
-        return type(first)((k, merge_microbatches([o[k] for o in outputs], is_tensor, wrap, (*path, k)))
+        return type(first)((k, merge_microbatches([o[k] for o in outputs], is_tensor, wrap, other_leaf,
+                                                      (*path, k)))
                            for k in first)
     if isinstance(first, (list, tuple)):
         _check_all(outputs, lambda o: isinstance(o, (list, tuple)))
         if any(len(o) != len(first) for o in outputs):
             raise ValueError("the smp.step function returned sequences of different lengths in different "
                              "microbatches")
-        items = [merge_microbatches(list(column), is_tensor, wrap, (*path, i))
+        items = [merge_microbatches(list(column), is_tensor, wrap, other_leaf, (*path, i))
                  for i, column in enumerate(zip(*outputs, strict=True))]
         return type(first)(*items) if hasattr(first, "_fields") else type(first)(items)
-    return outputs[-1]
+    return other_leaf(list(outputs))
 
 
 def check_step_parameters(signature, non_split_inputs, input_split_axes):

@@ -75,7 +75,7 @@ class _StepFunction:
         state()  # smp.init() first
         _run_post_partition_hooks()
         per_microbatch = self._function(*args, **kwargs)
-        return structure.merge_microbatches(per_microbatch, tf.is_tensor, self._step_output)
+        return structure.merge_microbatches(per_microbatch, tf.is_tensor, self._step_output, _last_value)
 
     def _step_output(self, versions, path):
         return StepOutput(versions, key=(id(self), path))
@@ -86,23 +86,23 @@ class _StepFunction:
         num_mb = state().config.microbatches
         bound = self._signature.bind(*args, **kwargs)
         with step_context.running(num_mb):
-            per_mb = [{} for _ in range(num_mb)]
-            for name, value in bound.arguments.items():
-                for mb, part in enumerate(self._slices(name, value, num_mb)):
-                    per_mb[mb][name] = part
+            per_mb = structure.microbatch_arguments(bound, num_mb, self._non_split,
+                                                    functools.partial(self._split, num_mb=num_mb))
             outputs = []
             for arguments in per_mb:
                 call = inspect.BoundArguments(self._signature, arguments)
                 outputs.append(structure.map_leaves(self._func(*call.args, **call.kwargs), _as_tensor))
         return outputs
 
-    def _slices(self, name, value, num_mb):
-        if name in self._non_split:
-            return [value] * num_mb
+    def _split(self, name, value, mb, num_mb):
         axis = self._axes.get(name, 0)
-        return [structure.map_leaves(value, functools.partial(_split_leaf, num_mb=num_mb, mb=mb, axis=axis,
-                                                              name=name))
-                for mb in range(num_mb)]
+        return structure.map_leaves(value, functools.partial(_split_leaf, num_mb=num_mb, mb=mb, axis=axis,
+                                                             name=name))
+
+
+def _last_value(values):
+    """A leaf that is not a tensor: its value in the last microbatch."""
+    return values[-1]
 
 
 def _split_leaf(value, num_mb, mb, axis, name):
