@@ -7,6 +7,9 @@ A container is a dict, a named tuple, a list, a tuple, a set or a frozenset whos
 outputs of one structure into one structure whose tensor leaves hold every microbatch's version.
 """
 
+import functools
+import inspect
+
 
 def step_arguments(args, non_split_inputs, input_split_axes):
     """How smp.step was applied: (the function, or None when smp.step(...) returns the decorator,
@@ -23,16 +26,42 @@ def step_arguments(args, non_split_inputs, input_split_axes):
     return None, non_split_inputs or [], input_split_axes or {}
 
 
-def microbatch_arguments(bound, num_mb, non_split, split_value):
-    """Every microbatch's arguments, one {name: value} a microbatch, from `bound` (the call's
-    BoundArguments): a parameter in `non_split` is passed whole to every microbatch, any other is
-    `split_value(name, value, mb)`. All of them are built before any microbatch runs, so that a
-    bad input fails before any work."""
-    per_mb = [{} for _ in range(num_mb)]
-    for name, value in bound.arguments.items():
-        for mb in range(num_mb):
-            per_mb[mb][name] = value if name in non_split else split_value(name, value, mb)
-    return per_mb
+class StepFunctionBase:
+    """A function decorated by smp.step. A variant adds __call__ (how the microbatches run) and
+    split_leaf(value, num_mb, mb, axis, name): microbatch `mb` of a leaf of an argument."""
+
+    def __init__(self, func, non_split_inputs, input_split_axes):
+        self._signature = inspect.signature(func)
+        check_step_parameters(self._signature, non_split_inputs, input_split_axes)
+        self._func = func
+        self._non_split = set(non_split_inputs)
+        self._axes = dict(input_split_axes)
+        functools.update_wrapper(self, func)
+
+    def __get__(self, instance, owner=None):
+        """A decorated method receives its instance first, passed to every microbatch unsplit
+        (unless the instance is itself a tensor, container or smp_slice object)."""
+        return self if instance is None else functools.partial(self, instance)
+
+    def microbatch_arguments(self, bound, num_mb):
+        """Every microbatch's arguments, one {name: value} a microbatch, from `bound` (the call's
+        BoundArguments): a non_split_inputs parameter is passed whole to every microbatch. All of
+        them are built before any microbatch runs, so that a bad input fails before any work."""
+        per_mb = [{} for _ in range(num_mb)]
+        for name, value in bound.arguments.items():
+            for mb in range(num_mb):
+                per_mb[mb][name] = value if name in self._non_split else self._split(name, value, mb, num_mb)
+        return per_mb
+
+    def call(self, arguments):
+        """The decorated function on one microbatch's {name: value} arguments."""
+        call = inspect.BoundArguments(self._signature, arguments)
+        return self._func(*call.args, **call.kwargs)
+
+    def _split(self, name, value, mb, num_mb):
+        axis = self._axes.get(name, 0)
+        return map_leaves(value, functools.partial(self.split_leaf, num_mb=num_mb, mb=mb, axis=axis,
+                                                   name=name))
 
 
 def map_leaves(value, leaf):

@@ -1,12 +1,11 @@
 """@smp.step: run a function once per microbatch and collect its outputs as StepOutputs."""
 
 import functools
-import inspect
 
 import torch
 
-from ..common import structure
-from . import pipeline, step_context
+from ..common import step_context, structure
+from . import pipeline
 from .state import state
 from .step_output import StepOutput
 
@@ -23,52 +22,30 @@ def step(*args, non_split_inputs=None, input_split_axes=None, detach_outputs=Tru
     return lambda func: _StepFunction(func, non_split_inputs, input_split_axes, detach_outputs)
 
 
-class _StepFunction:
+class _StepFunction(structure.StepFunctionBase):
     def __init__(self, func, non_split_inputs, input_split_axes, detach_outputs):
-        self._signature = inspect.signature(func)
-        structure.check_step_parameters(self._signature, non_split_inputs, input_split_axes)
-        self._func = func
-        self._non_split = set(non_split_inputs)
-        self._axes = dict(input_split_axes)
+        super().__init__(func, non_split_inputs, input_split_axes)
         self._detach = bool(detach_outputs)
-        functools.update_wrapper(self, func)
-
-    def __get__(self, instance, owner=None):
-        """A decorated method receives its instance first, passed to every microbatch unsplit
-        (unless the instance is itself a tensor, container or smp_slice object)."""
-        return self if instance is None else functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
         config = state().config
-        num_mb = config.microbatches
         bound = self._signature.bind(*args, **kwargs)
-        with step_context.running(num_mb):
-            per_mb = structure.microbatch_arguments(bound, num_mb, self._non_split,
-                                                    functools.partial(self._split, num_mb=num_mb))
-            calls = [functools.partial(self._call, arguments) for arguments in per_mb]
+        with step_context.running(config.microbatches):
+            per_mb = self.microbatch_arguments(bound, config.microbatches)
+            calls = [functools.partial(self.call, arguments) for arguments in per_mb]
             if config.partitions > 1:
                 outputs = pipeline.run_step(calls)
             else:
                 outputs = [call() for call in calls]
         return merge_outputs(outputs, self._detach)
 
-    def _call(self, arguments):
-        call = inspect.BoundArguments(self._signature, arguments)
-        return self._func(*call.args, **call.kwargs)
-
-    def _split(self, name, value, mb, num_mb):
-        """Microbatch `mb` of `num_mb` of an argument value."""
-        axis = self._axes.get(name, 0)
-        return structure.map_leaves(value, functools.partial(_split_leaf, num_mb=num_mb, mb=mb, axis=axis,
-                                                             name=name))
-
-
-def _split_leaf(value, num_mb, mb, axis, name):
-    if isinstance(value, torch.Tensor):
-        return _split_tensor(value, num_mb, mb, axis, name)
-    if hasattr(value, "smp_slice"):
-        return value.smp_slice(num_mb, mb, axis)
-    return value
+    @staticmethod
+    def split_leaf(value, num_mb, mb, axis, name):
+        if isinstance(value, torch.Tensor):
+            return _split_tensor(value, num_mb, mb, axis, name)
+        if hasattr(value, "smp_slice"):
+            return value.smp_slice(num_mb, mb, axis)
+        return value
 
 
 def _split_tensor(tensor, num_mb, mb, axis, name):
