@@ -3,9 +3,8 @@
 import atexit
 from dataclasses import dataclass
 
-from ..common.config import load_config
-from ..common.launch_env import read_launch_env
-from ..common.layout import check_divisible, rank_layout
+from ..common.layout import rank_layout
+from ..common.state import NOT_INITIALIZED, ProcessState, read_job
 from ..common.transport import Transport
 
 TIMEOUT = 30 * 60.0  # as torch.distributed's default: a peer may be busy for long in a large step
@@ -24,14 +23,7 @@ class Group:
 
 
 @dataclass(frozen=True)
-class State:
-    config: object
-    rank: int
-    world_size: int
-    local_rank: int
-    local_size: int
-    mp_rank: int
-    dp_rank: int
+class State(ProcessState):
     world: Group
     mp: Group
     dp: Group
@@ -50,9 +42,7 @@ def init(config=None):
     global _state
     if _state is not None:
         return
-    params = load_config(config)
-    env = read_launch_env()
-    check_divisible(env.world_size, params.partitions)
+    params, env = read_job(config)
     layout = rank_layout(env.rank, env.world_size, params.partitions, params.placement_strategy)
     transport = Transport(env.rank, env.world_size, env.master_addr, _rendezvous_port(env), TIMEOUT)
     atexit.register(transport.close)
@@ -66,7 +56,7 @@ def init(config=None):
 
 def state():
     if _state is None:
-        raise RuntimeError("smp.init() must be called before using the model-parallel library")
+        raise RuntimeError(NOT_INITIALIZED)
     return _state
 
 

@@ -7,9 +7,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from ..common.config import load_config
-from ..common.launch_env import read_launch_env
-from ..common.layout import all_dp_groups, all_mp_groups, check_divisible, rank_layout
+from ..common.layout import all_dp_groups, all_mp_groups, rank_layout
+from ..common.state import NOT_INITIALIZED, ProcessState, read_job
 
 
 @dataclass(frozen=True)
@@ -23,14 +22,7 @@ class Groups:
 
 
 @dataclass(frozen=True)
-class State:
-    config: object
-    rank: int
-    world_size: int
-    local_rank: int
-    local_size: int
-    mp_rank: int
-    dp_rank: int
+class State(ProcessState):
     world: Groups
     mp: Groups
     dp: Groups
@@ -49,9 +41,7 @@ def init(config=None):
     global _state
     if _state is not None:
         return
-    params = load_config(config)
-    env = read_launch_env()
-    check_divisible(env.world_size, params.partitions)
+    params, env = read_job(config)
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     device = torch.device("cuda", env.local_rank) if backend == "nccl" else torch.device("cpu")
     if backend == "nccl":
@@ -63,7 +53,7 @@ def init(config=None):
 
 def state():
     if _state is None:
-        raise RuntimeError("smp.init() must be called before using the model-parallel library")
+        raise RuntimeError(NOT_INITIALIZED)
     return _state
 
 
