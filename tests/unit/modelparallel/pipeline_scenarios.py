@@ -67,13 +67,13 @@ def make_problem():
 def parameters(**changes):
     """Run with some of the job's model-parallel parameters changed (the schedule is read at each
     step, the partitioning parameters at the first): one world then covers both schedules."""
-    module = importlib.import_module("smdistributed.modelparallel.torch.state")
-    saved = module._state
-    module._state = dataclasses.replace(saved, config=dataclasses.replace(saved.config, **changes))
+    current = importlib.import_module("smdistributed.modelparallel.torch.state").current
+    saved = current.value
+    current.value = dataclasses.replace(saved, config=dataclasses.replace(saved.config, **changes))
     try:
         yield
     finally:
-        module._state = saved
+        current.value = saved
 
 
 def pipelined_training(schedule, manual=False):

@@ -7,8 +7,6 @@ from .config import load_config
 from .launch_env import read_launch_env
 from .layout import check_divisible
 
-NOT_INITIALIZED = "smp.init() must be called before using the model-parallel library"
-
 
 @dataclass(frozen=True)
 class ProcessState:
@@ -23,10 +21,28 @@ class ProcessState:
     dp_rank: int
 
 
-def read_job(config):
-    """(the job's parameters, this process's launch environment), checked to fit each other.
-    `config` (a dict) replaces SM_HP_MP_PARAMETERS when given."""
-    params = load_config(config)
-    env = read_launch_env()
-    check_divisible(env.world_size, params.partitions)
-    return params, env
+class CurrentState:
+    """The State smp.init() sets up in this process, once: `build(params, env)` is the variant's
+    (connecting to the job's other processes, its groups); calling init() again changes nothing."""
+
+    def __init__(self, build):
+        self._build = build
+        self.value = None
+
+    def init(self, config=None):
+        """Set up the model-parallel library for this process. `config` (a dict) replaces
+        SM_HP_MP_PARAMETERS when given; calling init() again changes nothing."""
+        if self.value is not None:
+            return
+        params = load_config(config)
+        env = read_launch_env()
+        check_divisible(env.world_size, params.partitions)
+        self.value = self._build(params, env)
+
+    def get(self):
+        if self.value is None:
+            raise RuntimeError("smp.init() must be called before using the model-parallel library")
+        return self.value
+
+    def is_initialized(self):
+        return self.value is not None

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 from ..common.layout import all_dp_groups, all_mp_groups, rank_layout
-from ..common.state import NOT_INITIALIZED, ProcessState, read_job
+from ..common.state import CurrentState, ProcessState
 
 
 @dataclass(frozen=True)
@@ -29,36 +29,19 @@ class State(ProcessState):
     device: torch.device
 
 
-_state = None
-
-
-def init(config=None):
-    """Join the job's process group and create its MP and DP groups.
-
-    `config` (a dict) replaces SM_HP_MP_PARAMETERS when given. Calling init() again changes
-    nothing.
-    """
-    global _state
-    if _state is not None:
-        return
-    params, env = read_job(config)
+def _build(params, env):
+    """Join the job's process group and create its MP and DP groups."""
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     device = torch.device("cuda", env.local_rank) if backend == "nccl" else torch.device("cpu")
     if backend == "nccl":
         torch.cuda.set_device(device)
     if not dist.is_initialized():
         _init_process_group(backend, env)
-    _state = _build_state(params, env, device)
+    return _build_state(params, env, device)
 
 
-def state():
-    if _state is None:
-        raise RuntimeError(NOT_INITIALIZED)
-    return _state
-
-
-def is_initialized():
-    return _state is not None
+current = CurrentState(_build)
+init, state, is_initialized = current.init, current.get, current.is_initialized
 
 
 def _init_process_group(backend, env):
