@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .training import train_on_dp_shard
+
 FEATURES, BATCH, STEPS, LEARNING_RATE = 8, 16, 5, 0.1
 LINEAR_PARAMETERS = FEATURES * FEATURES + FEATURES
 TREE_PARAMETERS = 4 * LINEAR_PARAMETERS
@@ -67,13 +69,13 @@ def make_problem():
 def parameters(**changes):
     """Run with some of the job's model-parallel parameters changed (the schedule is read at each
     step, the partitioning parameters at the first): one world then covers both schedules."""
-    module = importlib.import_module("smdistributed.modelparallel.torch.state")
-    saved = module._state
-    module._state = dataclasses.replace(saved, config=dataclasses.replace(saved.config, **changes))
+    current = importlib.import_module("smdistributed.modelparallel.torch.state").current
+    saved = current.value
+    current.value = dataclasses.replace(saved, config=dataclasses.replace(saved.config, **changes))
     try:
         yield
     finally:
-        module._state = saved
+        current.value = saved
 
 
 def pipelined_training(schedule, manual=False):
@@ -83,22 +85,8 @@ def pipelined_training(schedule, manual=False):
         model = smp.DistributedModel(make_tree(seed, manual=manual))
         optimizer = smp.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=LEARNING_RATE))
         inputs, targets = make_problem()
-        shard = BATCH // smp.dp_size()
-        rows = slice(smp.dp_rank() * shard, (smp.dp_rank() + 1) * shard)
-
-        @smp.step
-        def train_step(x, y):
-            loss = F.mse_loss(model(x), y)
-            model.backward(loss)
-            return loss
-
         assert not model.partitioned
-        losses = []
-        for _ in range(STEPS):
-            optimizer.zero_grad()
-            loss = train_step(inputs[rows], targets[rows]).reduce_mean()
-            optimizer.step()
-            losses.append(sum(smp.allgather(loss.item(), smp.DP_GROUP)) / smp.dp_size())
+        losses = train_on_dp_shard(model, optimizer, inputs, targets, STEPS)
         with pytest.raises(RuntimeError):  # the other stages' weights are not here: only the pipeline
             model.module(inputs)  # computes the model's output
         return {

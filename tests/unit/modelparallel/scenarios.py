@@ -1,6 +1,7 @@
 """What the ranks of a test World run. Each scenario runs on every rank of the world at once and
 returns a picklable value per rank; assertions that need the rank's own view are made here."""
 
+import functools
 import importlib
 import time
 from collections import namedtuple
@@ -11,9 +12,9 @@ import pytest
 import smdistributed.modelparallel.torch as smp
 import torch
 
-from . import pipeline_scenarios
-
-RECEIVER_DELAY = 0.3  # a receiver's pause before it receives, so an unsynchronised sender would win
+from . import pipeline_scenarios, shared_scenarios
+from .shared_scenarios import RECEIVER_DELAY
+from .training import train_on_dp_shard
 
 
 def start(launcher, parameters):
@@ -50,12 +51,7 @@ def payload_from(rank):
 
 # ---- ranks, groups and the communication primitives ----
 
-def layout():
-    return {
-        "rank": smp.rank(), "size": smp.size(), "mp_rank": smp.mp_rank(), "mp_size": smp.mp_size(),
-        "dp_rank": smp.dp_rank(), "dp_size": smp.dp_size(), "local_rank": smp.local_rank(),
-        "local_size": smp.local_size(), "mp_group": smp.get_mp_group(), "dp_group": smp.get_dp_group(),
-    }
+layout = functools.partial(shared_scenarios.layout, smp)
 
 
 def allgather():
@@ -92,17 +88,7 @@ def broadcast(group_name):
     return smp.recv_from(0, rank_type)
 
 
-def send_waits_for_receiver(marker_dir):
-    """World rank 1 writes a marker right before recv_from; rank 0's send must return after it."""
-    marker = Path(marker_dir) / "receiver-called-recv_from"
-    if smp.rank() == 1:
-        time.sleep(RECEIVER_DELAY)
-        marker.touch()
-        return smp.recv_from(0, smp.RankType.WORLD_RANK)
-    if smp.rank() == 0:
-        smp.send("synchronous", 1, smp.RankType.WORLD_RANK)
-        return marker.exists()
-    return None
+send_waits_for_receiver = functools.partial(shared_scenarios.send_waits_for_receiver, smp)
 
 
 class SlowToUnpickle:
@@ -142,8 +128,7 @@ def broadcast_waits_for_receivers(marker_dir):
 def barrier_waits(group_name, marker_dir):
     """The last member writes a marker late, right before the barrier; the others check it after."""
     group = smp.CommGroup[group_name]
-    members = {"WORLD": list(range(smp.size())), "MP_GROUP": smp.get_mp_group(),
-               "DP_GROUP": smp.get_dp_group()}[group_name]
+    members = shared_scenarios.group_members(smp, group_name)
     marker = Path(marker_dir) / f"{group_name}-{members[-1]}"
     if smp.rank() == members[-1]:
         time.sleep(RECEIVER_DELAY)
@@ -368,24 +353,9 @@ def distributed_training():
     model = smp.DistributedModel(make_model(seed=1 if smp.rank() == 0 else 100 + smp.rank()))
     optimizer = smp.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=LEARNING_RATE))
     inputs, targets = make_problem()
-    shard = BATCH // smp.dp_size()
-    rows = slice(smp.dp_rank() * shard, (smp.dp_rank() + 1) * shard)
-
-    @smp.step
-    def train_step(x, y):
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        model.backward(loss)
-        return loss
-
     with pytest.raises(RuntimeError, match="inside an smp.step"):
         model.backward(torch.nn.functional.mse_loss(model(inputs), targets))
-    optimizer.zero_grad()
-    losses = []
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        local = train_step(inputs[rows], targets[rows]).reduce_mean()
-        optimizer.step()
-        losses.append(sum(smp.allgather(local.item(), smp.DP_GROUP)) / smp.dp_size())
+    losses = train_on_dp_shard(model, optimizer, inputs, targets, STEPS)
     return {"losses": losses, "parameters": list(model.state_dict().values())}  # gathered from the partitions
 
 

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from . import training  # noqa: E402
 from .pipeline_scenarios import (  # noqa: E402
     LEARNING_RATE,
     LINEAR_PARAMETERS,
@@ -23,27 +24,8 @@ from .pipeline_scenarios import (  # noqa: E402
 PIPELINE_WORLDS = {"world2_mp": (2, 1), "world4_cluster": (2, 2), "world4_pp": (4, 1), "world8_pp_dp": (4, 2)}
 
 
-def single_process_training():
-    model = make_tree(seed=1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
-    inputs, targets = make_problem()
-    losses = []
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(inputs), targets)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, list(model.state_dict().values())
-
-
 def assert_same_training(results):
-    expected_losses, expected_parameters = single_process_training()
-    assert expected_losses[-1] < expected_losses[0]  # the reference does learn
-    for result in results:
-        assert result["losses"] == pytest.approx(expected_losses, rel=1e-9, abs=1e-12)
-        for got, expected in zip(result["parameters"], expected_parameters, strict=True):
-            assert torch.allclose(got, expected, rtol=1e-9, atol=1e-12)
+    training.assert_same_training(results, make_tree(seed=1), *make_problem(), STEPS, LEARNING_RATE)
 
 
 @pytest.mark.parametrize("schedule", ["interleaved", "simple"])

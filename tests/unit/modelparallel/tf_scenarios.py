@@ -2,6 +2,7 @@
 only). Each scenario runs on every rank at once and returns plain picklable data per rank
 (no TensorFlow objects), so that the test process never imports TensorFlow."""
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -14,7 +15,9 @@ import numpy as np  # noqa: E402
 import smdistributed.modelparallel.tensorflow as smp  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-RECEIVER_DELAY = 0.3  # a receiver's pause before it receives, so an unsynchronised sender would win
+from . import shared_scenarios  # noqa: E402
+from .shared_scenarios import RECEIVER_DELAY  # noqa: E402
+
 BATCH, FEATURES, HIDDEN, STEPS, LEARNING_RATE = 16, 4, 8, 5, 0.1
 
 
@@ -45,12 +48,7 @@ def payload_from(rank):
 
 # ---- ranks, groups and the communication primitives ----
 
-def layout():
-    return {
-        "rank": smp.rank(), "size": smp.size(), "mp_rank": smp.mp_rank(), "mp_size": smp.mp_size(),
-        "dp_rank": smp.dp_rank(), "dp_size": smp.dp_size(), "local_rank": smp.local_rank(),
-        "local_size": smp.local_size(), "mp_group": smp.get_mp_group(), "dp_group": smp.get_dp_group(),
-    }
+layout = functools.partial(shared_scenarios.layout, smp)
 
 
 def allgather():
@@ -82,32 +80,20 @@ def broadcast(group_name):
     """Member 0 of the group broadcasts; every other member receives it with recv_from."""
     rank_type = {"WORLD": smp.RankType.WORLD_RANK, "MP_GROUP": smp.RankType.MP_RANK,
                  "DP_GROUP": smp.RankType.DP_RANK}[group_name]
-    members = {"WORLD": list(range(smp.size())), "MP_GROUP": smp.get_mp_group(),
-               "DP_GROUP": smp.get_dp_group()}[group_name]
+    members = shared_scenarios.group_members(smp, group_name)
     if members[0] == smp.rank():
         smp.broadcast(payload_from(smp.rank()), smp.CommGroup[group_name])
         return None
     return describe(smp.recv_from(0, rank_type))
 
 
-def send_waits_for_receiver(marker_dir):
-    """World rank 1 writes a marker right before recv_from; rank 0's send must return after it."""
-    marker = Path(marker_dir) / "receiver-called-recv_from"
-    if smp.rank() == 1:
-        time.sleep(RECEIVER_DELAY)
-        marker.touch()
-        return smp.recv_from(0, smp.RankType.WORLD_RANK)
-    if smp.rank() == 0:
-        smp.send("synchronous", 1, smp.RankType.WORLD_RANK)
-        return marker.exists()
-    return None
+send_waits_for_receiver = functools.partial(shared_scenarios.send_waits_for_receiver, smp)
 
 
 def barrier_waits(group_name, marker_dir):
     """The last member of the group arrives late, leaving a marker; the others must see it after
     the barrier."""
-    members = {"WORLD": list(range(smp.size())), "MP_GROUP": smp.get_mp_group(),
-               "DP_GROUP": smp.get_dp_group()}[group_name]
+    members = shared_scenarios.group_members(smp, group_name)
     marker = Path(marker_dir) / f"{group_name}-{members[-1]}"
     if smp.rank() == members[-1]:
         time.sleep(RECEIVER_DELAY)

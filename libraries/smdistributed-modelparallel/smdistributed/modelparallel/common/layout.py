@@ -33,20 +33,22 @@ def check_divisible(world_size, partitions):
 
 def all_mp_groups(world_size, partitions, strategy):
     """Every MP group, in the order every rank creates them (by dp_rank)."""
-    check_divisible(world_size, partitions)
-    replicas = world_size // partitions
-    if strategy == "cluster":
-        return [tuple(d * partitions + m for m in range(partitions)) for d in range(replicas)]
-    return [tuple(d + m * replicas for m in range(partitions)) for d in range(replicas)]
+    return [tuple(row) for row in _rank_grid(world_size, partitions, strategy)]
 
 
 def all_dp_groups(world_size, partitions, strategy):
     """Every DP group, in the order every rank creates them (by mp_rank)."""
+    return [tuple(column) for column in zip(*_rank_grid(world_size, partitions, strategy), strict=True)]
+
+
+def _rank_grid(world_size, partitions, strategy):
+    """The global ranks, a row by dp_rank and a column by mp_rank: "cluster" puts an MP group's
+    ranks next to each other, "spread" a DP group's."""
     check_divisible(world_size, partitions)
     replicas = world_size // partitions
     if strategy == "cluster":
-        return [tuple(d * partitions + m for d in range(replicas)) for m in range(partitions)]
-    return [tuple(d + m * replicas for d in range(replicas)) for m in range(partitions)]
+        return [[d * partitions + m for m in range(partitions)] for d in range(replicas)]
+    return [[d + m * replicas for m in range(partitions)] for d in range(replicas)]
 
 
 def rank_layout(rank, world_size, partitions, strategy):

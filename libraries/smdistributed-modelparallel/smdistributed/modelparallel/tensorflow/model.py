@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from . import step_context
+from ..common import step_context
 from .comm import DP_GROUP, WORLD, allgather, allreduce_mean, barrier
 from .state import state
 

@@ -3,9 +3,8 @@
 import atexit
 from dataclasses import dataclass
 
-from ..common.config import load_config
-from ..common.launch_env import read_launch_env
-from ..common.layout import check_divisible, rank_layout
+from ..common.layout import rank_layout
+from ..common.state import CurrentState, ProcessState
 from ..common.transport import Transport
 
 TIMEOUT = 30 * 60.0  # as torch.distributed's default: a peer may be busy for long in a large step
@@ -24,39 +23,19 @@ class Group:
 
 
 @dataclass(frozen=True)
-class State:
-    config: object
-    rank: int
-    world_size: int
-    local_rank: int
-    local_size: int
-    mp_rank: int
-    dp_rank: int
+class State(ProcessState):
     world: Group
     mp: Group
     dp: Group
     transport: Transport
 
 
-_state = None
-
-
-def init(config=None):
-    """Connect to the job's other processes and compute the MP and DP groups.
-
-    `config` (a dict) replaces SM_HP_MP_PARAMETERS when given. Calling init() again changes
-    nothing.
-    """
-    global _state
-    if _state is not None:
-        return
-    params = load_config(config)
-    env = read_launch_env()
-    check_divisible(env.world_size, params.partitions)
+def _build(params, env):
+    """Connect to the job's other processes and compute the MP and DP groups."""
     layout = rank_layout(env.rank, env.world_size, params.partitions, params.placement_strategy)
     transport = Transport(env.rank, env.world_size, env.master_addr, _rendezvous_port(env), TIMEOUT)
     atexit.register(transport.close)
-    _state = State(
+    return State(
         config=params, rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
         local_size=env.local_size, mp_rank=layout.mp_rank, dp_rank=layout.dp_rank,
         world=Group(tuple(range(env.world_size))), mp=Group(layout.mp_group), dp=Group(layout.dp_group),
@@ -64,14 +43,8 @@ def init(config=None):
     )
 
 
-def state():
-    if _state is None:
-        raise RuntimeError("smp.init() must be called before using the model-parallel library")
-    return _state
-
-
-def is_initialized():
-    return _state is not None
+current = CurrentState(_build)
+init, state, is_initialized = current.init, current.get, current.is_initialized
 
 
 def _rendezvous_port(env):

@@ -9,13 +9,11 @@ be called eagerly or from another tf.function (the usual train_step).
 """
 
 import functools
-import inspect
 
 import keras
 import tensorflow as tf
 
-from ..common import structure
-from . import step_context
+from ..common import step_context, structure
 from .state import state
 from .step_output import StepOutput
 
@@ -51,31 +49,21 @@ def step(*args, non_split_inputs=None, input_split_axes=None, **function_kwargs)
     return lambda func: _StepFunction(func, non_split_inputs, input_split_axes, function_kwargs)
 
 
-class _StepFunction:
+class _StepFunction(structure.StepFunctionBase):
     def __init__(self, func, non_split_inputs, input_split_axes, function_kwargs):
-        self._signature = inspect.signature(func)
-        structure.check_step_parameters(self._signature, non_split_inputs, input_split_axes)
-        self._func = func
-        self._non_split = set(non_split_inputs)
-        self._axes = dict(input_split_axes)
+        super().__init__(func, non_split_inputs, input_split_axes)
 
         @functools.wraps(func)
         def microbatched(*args, **kwargs):
             return self._run_microbatches(*args, **kwargs)
 
         self._function = tf.function(microbatched, **function_kwargs)
-        functools.update_wrapper(self, func)
-
-    def __get__(self, instance, owner=None):
-        """A decorated method receives its instance first, passed to every microbatch unsplit
-        (unless the instance is itself a tensor, container or smp_slice object)."""
-        return self if instance is None else functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
         state()  # smp.init() first
         _run_post_partition_hooks()
         per_microbatch = self._function(*args, **kwargs)
-        return structure.merge_microbatches(per_microbatch, tf.is_tensor, self._step_output)
+        return structure.merge_microbatches(per_microbatch, tf.is_tensor, self._step_output, _last_value)
 
     def _step_output(self, versions, path):
         return StepOutput(versions, key=(id(self), path))
@@ -86,31 +74,22 @@ class _StepFunction:
         num_mb = state().config.microbatches
         bound = self._signature.bind(*args, **kwargs)
         with step_context.running(num_mb):
-            per_mb = [{} for _ in range(num_mb)]
-            for name, value in bound.arguments.items():
-                for mb, part in enumerate(self._slices(name, value, num_mb)):
-                    per_mb[mb][name] = part
-            outputs = []
-            for arguments in per_mb:
-                call = inspect.BoundArguments(self._signature, arguments)
-                outputs.append(structure.map_leaves(self._func(*call.args, **call.kwargs), _as_tensor))
+            per_mb = self.microbatch_arguments(bound, num_mb)
+            outputs = [structure.map_leaves(self.call(arguments), _as_tensor) for arguments in per_mb]
         return outputs
 
-    def _slices(self, name, value, num_mb):
-        if name in self._non_split:
-            return [value] * num_mb
-        axis = self._axes.get(name, 0)
-        return [structure.map_leaves(value, functools.partial(_split_leaf, num_mb=num_mb, mb=mb, axis=axis,
-                                                              name=name))
-                for mb in range(num_mb)]
+    @staticmethod
+    def split_leaf(value, num_mb, mb, axis, name):
+        if hasattr(value, "smp_slice"):
+            return value.smp_slice(num_mb, mb, axis)
+        if tf.is_tensor(value):
+            return _split_tensor(value, num_mb, mb, axis, name)
+        return value
 
 
-def _split_leaf(value, num_mb, mb, axis, name):
-    if hasattr(value, "smp_slice"):
-        return value.smp_slice(num_mb, mb, axis)
-    if tf.is_tensor(value):
-        return _split_tensor(value, num_mb, mb, axis, name)
-    return value
+def _last_value(values):
+    """A leaf that is not a tensor: its value in the last microbatch."""
+    return values[-1]
 
 
 def _split_tensor(tensor, num_mb, mb, axis, name):

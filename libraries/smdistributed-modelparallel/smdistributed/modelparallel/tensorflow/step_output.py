@@ -3,24 +3,18 @@ TensorFlow-only merge() and accumulate()."""
 
 import tensorflow as tf
 
+from ..common.step_output import StepOutputBase
+
 ACCUMULATE_METHODS = ("variable", "add_n", "accumulate_n")
 _accumulators = {}  # (StepOutput key, shape, dtype) -> the internal tf.Variable of accumulate()
 
 
-class StepOutput:
+class StepOutput(StepOutputBase):
     def __init__(self, outputs, key=None):
         """`key` names the output (its smp.step function and place in the returned structure), so
         that accumulate() reuses one internal variable across calls and traces."""
-        self._outputs = list(outputs)
+        super().__init__(outputs)
         self._key = key
-
-    @property
-    def outputs(self):
-        """The tensors, indexed by microbatch."""
-        return self._outputs
-
-    def reduce_mean(self):
-        return self.reduce_sum() / len(self._outputs)
 
     def reduce_sum(self):
         return tf.add_n(self._outputs)
@@ -63,6 +57,3 @@ class StepOutput:
                 _accumulators[key] = tf.Variable(tf.zeros(like.shape, like.dtype), trainable=False,
                                                  name="smp_accumulator")
         return _accumulators[key]
-
-    def __repr__(self):
-        return f"StepOutput({self._outputs!r})"

@@ -15,7 +15,8 @@ import torch.distributed as dist
 from torch.nn.modules.module import _IncompatibleKeys
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import pipeline, registry, step_context
+from ..common import step_context
+from . import pipeline, registry
 from .partition import automatic_plan, automatic_units, manual_plan
 from .placement import LocalPartition
 from .state import state

@@ -15,7 +15,8 @@ the MP group and merges them in mp_rank order, a torch state dict of the whole m
 
 import torch
 
-from . import registry, step_context
+from ..common import step_context
+from . import registry
 from .comm import MP_GROUP, allgather
 from .state import state
 

@@ -7,9 +7,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from ..common.config import load_config
-from ..common.launch_env import read_launch_env
-from ..common.layout import all_dp_groups, all_mp_groups, check_divisible, rank_layout
+from ..common.layout import all_dp_groups, all_mp_groups, rank_layout
+from ..common.state import CurrentState, ProcessState
 
 
 @dataclass(frozen=True)
@@ -23,52 +22,26 @@ class Groups:
 
 
 @dataclass(frozen=True)
-class State:
-    config: object
-    rank: int
-    world_size: int
-    local_rank: int
-    local_size: int
-    mp_rank: int
-    dp_rank: int
+class State(ProcessState):
     world: Groups
     mp: Groups
     dp: Groups
     device: torch.device
 
 
-_state = None
-
-
-def init(config=None):
-    """Join the job's process group and create its MP and DP groups.
-
-    `config` (a dict) replaces SM_HP_MP_PARAMETERS when given. Calling init() again changes
-    nothing.
-    """
-    global _state
-    if _state is not None:
-        return
-    params = load_config(config)
-    env = read_launch_env()
-    check_divisible(env.world_size, params.partitions)
+def _build(params, env):
+    """Join the job's process group and create its MP and DP groups."""
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     device = torch.device("cuda", env.local_rank) if backend == "nccl" else torch.device("cpu")
     if backend == "nccl":
         torch.cuda.set_device(device)
     if not dist.is_initialized():
         _init_process_group(backend, env)
-    _state = _build_state(params, env, device)
+    return _build_state(params, env, device)
 
 
-def state():
-    if _state is None:
-        raise RuntimeError("smp.init() must be called before using the model-parallel library")
-    return _state
-
-
-def is_initialized():
-    return _state is not None
+current = CurrentState(_build)
+init, state, is_initialized = current.init, current.get, current.is_initialized
 
 
 def _init_process_group(backend, env):

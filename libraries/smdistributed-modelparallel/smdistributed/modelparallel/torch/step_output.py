@@ -2,19 +2,10 @@
 
 import torch
 
+from ..common.step_output import StepOutputBase
 
-class StepOutput:
-    def __init__(self, outputs):
-        self._outputs = list(outputs)
 
-    @property
-    def outputs(self):
-        """The tensors, indexed by microbatch."""
-        return self._outputs
-
-    def reduce_mean(self):
-        return self.reduce_sum() / len(self._outputs)
-
+class StepOutput(StepOutputBase):
     def reduce_sum(self):
         return torch.stack(self._outputs).sum(dim=0)
 
@@ -24,6 +15,3 @@ class StepOutput:
 
     def stack(self):
         return torch.stack(self._outputs)
-
-    def __repr__(self):
-        return f"StepOutput({self._outputs!r})"

@@ -1,4 +1,6 @@
-"""Whether an smp.step call is running, and which models ran backward inside it."""
+"""Whether an smp.step call is running, with how many microbatches, and which models ran backward
+inside it (the torch variant's DistributedModels record themselves, to finish their step when it
+ends; the TensorFlow variant's DistributedModel averages gradients within its call, so none do)."""
 
 import contextlib
 
