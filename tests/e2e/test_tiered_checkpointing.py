@@ -185,8 +185,15 @@ def test_checkpoints_resume_from_memory_from_the_neighbours_replica_and_from_s3(
     third, _, _ = run_example(sagemaker, s3, bucket, pytorch_tier_image, {**common, "steps": "9"})
     assert third["resumed_from_step"] == 8  # only the neighbour's replica had it
 
-    for node in nodes.values():
-        node.lose_memory(account)
+    def forgotten_everywhere():
+        # the tier's repair sweep copies a shard only one node holds back to its neighbour, so a
+        # node wiped first may get the other's copy back before that one is wiped: wipe both until
+        # neither holds the namespace
+        for node in nodes.values():
+            node.lose_memory(account)
+        return all(node.latest(namespace, account) == [] for node in nodes.values())
+
+    assert wait_until(forgotten_everywhere, timeout=30, what="no node holding the namespace")
     fourth, _, _ = run_example(sagemaker, s3, bucket, pytorch_tier_image, {**common, "steps": "12"})
     assert fourth["resumed_from_step"] == 5  # S3's only step
     straight, _, _ = run_example(
