@@ -144,7 +144,7 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
         if state is not None and state.exited:
             reason = f"Replica {replica.container_name} exited ({_exit(state)}) before the world started."
             return _on_fault(job, spec, [replica], reason)
-        if state is None:
+        if state is None or state.never_started:  # never started: its worker died in between
             container = replicas.container_spec(job, spec, group, replica, job.target_replicas, tier)
             gateway_network.ensure(runtime, container.extra_networks)
             runtime.run(container)

@@ -88,6 +88,12 @@ class ContainerState:
     def exited(self) -> bool:
         return self.status in ("exited", "dead")
 
+    @property
+    def never_started(self) -> bool:
+        """Created but not started: its creator died between the two (a worker killed mid-step).
+        Starting it again (`ContainerRuntime.run`) is what finishes that step."""
+        return self.status == "created"
+
 
 @dataclass(frozen=True)
 class LogLine:

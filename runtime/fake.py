@@ -83,6 +83,12 @@ class FakeRuntime:
             self._tell("oom", container.state)
         self._tell("die", container.state)
 
+    def leave_created(self, name: str) -> None:
+        """The container is created but not started, as when the worker that created it was
+        killed before it started it (Docker's "created" status)."""
+        container = self.containers[name]
+        container.state = replace(container.state, status="created", started_at=None)
+
     def vanish(self, name: str) -> None:
         """The container disappears from the engine (removed behind the platform's back)."""
         del self.containers[name]
@@ -154,6 +160,9 @@ class FakeRuntime:
         self._answer()
         existing = self.containers.get(spec.name)
         if existing is not None:
+            if existing.state.never_started:  # as Docker's run: start what an earlier run created
+                existing.state = replace(existing.state, status="running", started_at=self._stamp())
+                self._tell("start", existing.state)
             return existing.state
         if spec.image not in self.images:
             raise NoSuchImage(f"No such image: {spec.image}")

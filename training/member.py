@@ -102,7 +102,7 @@ def _train(job: TrainingJob, hosts: list[str]) -> None:
     else:
         failure = training_sidecars.ensure_running(job)
         vanished = reconciler.vanished(job, states, hosts)
-        missing = any(state is None for state in states.values())
+        missing = any(reconciler.not_running_yet(state) for state in states.values())
         # The job's overlay network is made (and its subnet recorded) by the job's node first.
         if failure is None and not vanished and missing and spans.network_subnet(job):
             failure = reconciler.start_missing(job, states, hosts)

@@ -200,7 +200,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
         return _after_drain(job, states, t.UPLOADING)
     # Pipe feeders and checkpoint sync, restarted if dead; on other nodes, what their workers met.
     failure = training_sidecars.ensure_running(job) or spans.member_failure(job) or None
-    if failure is None and any(state is None for state in states.values()):
+    if failure is None and any(not_running_yet(state) for state in states.values()):
         failure = start_missing(job, states)
         if failure is None:
             return _poll()  # judge the new containers on the next look, with their output collected
@@ -220,10 +220,11 @@ def _runtime_exceeded(job: TrainingJob) -> bool:
 
 
 def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = None) -> str | None:
-    """Start this node's containers that do not exist yet; a reason when the engine refuses one.
+    """Start this node's containers that do not exist or never started; a reason when the engine
+    refuses one.
     A job spanning nodes gets an overlay network, which the other nodes' containers join too."""
     hosts = local_hosts(job) if hosts is None else hosts
-    missing = [host for host, state in states.items() if state is None and host in hosts]
+    missing = [host for host, state in states.items() if not_running_yet(state) and host in hosts]
     runtime = get_runtime()
     subnet = None
     if containers.needs_network(job):
@@ -255,6 +256,12 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
             return f"ClientError: could not start the container for {host}: {exc}"
         scheduler.mark_started(job, [host])
     return None
+
+
+def not_running_yet(state: ContainerState | None) -> bool:
+    """A host whose container is to be started: never created, or created by a step whose worker
+    died before it started the container (`run` starts it then)."""
+    return state is None or state.never_started
 
 
 def vanished(job: TrainingJob, states: States, hosts: list[str] | None = None) -> list[str]:

@@ -258,6 +258,21 @@ def test_a_vanished_replica_is_replaced_on_spare_capacity(engine, agents, node):
     assert [pod["name"] for pod in job.status["jobPods"]] == [f"{job.name}-pods-0", f"{job.name}-pods-1"]
 
 
+def test_a_replica_container_created_but_never_started_is_started_and_the_world_forms(engine, agents):
+    """A worker killed between creating a replica's container and starting it leaves it "created":
+    the next look starts it instead of waiting for it until the startup deadline."""
+    job = fixed_job(2)
+    while not engine.find({"sageport.role": "elastic"}):
+        job = look(job)
+    assert job.phase == JobPhase.CREATING
+    engine.leave_created(ElasticReplica.objects.get(job=job, index=1).container_name)
+
+    (job,) = settle(job)
+
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 2)
+    assert [body["rank"] for body in last_starts(agents, engine, job)] == [0, 1]
+
+
 def test_without_spare_capacity_a_faulty_job_continues_smaller_then_grows_back(engine, agents):
     job = elastic_job(faultyScaleDownTimeoutInSeconds=3600)
     (job,) = settle(job)

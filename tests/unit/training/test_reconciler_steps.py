@@ -251,6 +251,24 @@ def test_a_vanished_container_restarts_the_job_per_retry_strategy_then_fails_it(
     )
 
 
+def test_a_container_its_killed_worker_created_but_never_started_is_started_and_the_job_completes(
+    engine, store
+):
+    """A worker SIGKILLed between creating the container and starting it leaves it "created"; the
+    next worker starts it rather than waiting for it to exit until MaxRuntimeInSeconds."""
+    job = new_job()
+    name = until_training(job, engine)
+    engine.leave_created(name)
+
+    assert step(job) == 0.5
+    assert engine.containers[name].state.running
+    engine.exit(name, 0)
+    step(job)
+    step(job)
+
+    assert (job.training_job_status, t.state_of(job)) == ("Completed", t.COMPLETED)
+
+
 def test_what_a_container_changed_in_its_input_no_other_instance_and_no_retry_sees(engine, store, node):
     """/opt/ml/input is writable: each instance has its own copy, and a retry stages a fresh one."""
     store.put("s3://bucket/train/part-0.csv", b"1,2\n")
