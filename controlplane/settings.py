@@ -368,6 +368,9 @@ if SAGEPORT_MULTI_NODE_NETWORK not in ("", "off", "overlay"):
         f"SAGEPORT_MULTI_NODE_NETWORK must be overlay or off, got {SAGEPORT_MULTI_NODE_NETWORK!r}"
     )
 SAGEPORT_SPAN_NODES = SAGEPORT_MULTI_NODE_NETWORK == "overlay"
+# Whether those overlay networks are created encrypted (Docker's `--opt encrypted`: IPsec ESP
+# between the engines, which every host's kernel must provide; docs/operations.md).
+SAGEPORT_OVERLAY_ENCRYPTED = _env_bool("SAGEPORT_OVERLAY_ENCRYPTED", False)
 
 # --- The checkpoint tier (clusters/tier_agent.py, the `tier` service) ---------------------------
 # Where a node's tier service keeps checkpoints: memory-backed (tmpfs), never the disk.

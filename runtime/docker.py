@@ -138,8 +138,7 @@ class DockerRuntime:
                 # A worker engine cannot create it; its containers join the one a manager made
                 # (by name, through the swarm), on the subnet that manager's node recorded.
                 return subnets[0] if subnets else ""
-            # Attachable: plain containers (not only swarm services) join an overlay network.
-            driver = {"driver": "overlay", "attachable": True} if overlay else {"driver": "bridge"}
+            driver = _overlay_driver() if overlay else {"driver": "bridge"}
             for subnet in subnets or (None,):
                 try:
                     created = self.client.networks.create(
@@ -440,6 +439,13 @@ def _gateway_of(network) -> str:
     if not gateways:
         raise RuntimeError_(f'Network "{network.name}" has no gateway address')
     return gateways[0]
+
+
+def _overlay_driver() -> dict:
+    """Attachable: plain containers (not only swarm services) join an overlay network. Encrypted
+    when configured: the engines then carry its VXLAN traffic in IPsec ESP."""
+    options = {"encrypted": ""} if settings.SAGEPORT_OVERLAY_ENCRYPTED else {}
+    return {"driver": "overlay", "attachable": True, "options": options}
 
 
 def _ipam(subnet: str | None, overlay: bool = False) -> IPAMConfig | None:

@@ -169,3 +169,19 @@ def test_instances_on_two_engines_reach_each_other_by_name_on_the_jobs_overlay_n
         return "sageport-span-test" not in [network.name for network in two_engines[0].client.networks.list()]
 
     wait_until(removed, timeout=60, what="the job's overlay network to be removed")
+
+
+def test_with_encryption_configured_the_jobs_overlay_network_is_created_encrypted(two_engines, settings):
+    """`SAGEPORT_OVERLAY_ENCRYPTED`: the engine's own network says so. Traffic over it needs IPsec
+    ESP in the kernel (CONFIG_INET_ESP), which this machine's lacks, so only the setting's effect on
+    the engine is checked here (docs/operations.md)."""
+    settings.SAGEPORT_OVERLAY_ENCRYPTED = True
+    manager = DockerRuntime(client=two_engines[0].client)
+    labels = {"sageport.resource": "arn:aws:sagemaker:us-east-1:123456789012:training-job/sealed"}
+
+    manager.ensure_network("sageport-sealed-test", labels, subnets=["10.213.41.0/24"], overlay=True)
+    try:
+        options = two_engines[0].client.networks.get("sageport-sealed-test").attrs["Options"]
+        assert options.get("encrypted") == ""
+    finally:
+        manager.remove_network("sageport-sealed-test")

@@ -69,3 +69,15 @@ def test_a_swarm_worker_engine_joins_the_network_a_manager_made_on_the_subnet_re
 
     assert runtime.ensure_network("job-net", {}, subnets=["10.213.9.0/24"], overlay=True) == "10.213.9.0/24"
     assert engine.networks.created == []
+
+
+@pytest.mark.parametrize(("encrypted", "options"), [(False, {}), (True, {"encrypted": ""})])
+def test_overlay_networks_are_encrypted_when_configured(settings, encrypted, options):
+    """Docker's `docker network create --opt encrypted`: the option is a driver option."""
+    settings.SAGEPORT_OVERLAY_ENCRYPTED = encrypted
+    engine = Engine("active")
+
+    DockerRuntime(client=engine).ensure_network("job-net", {}, subnets=["10.213.7.0/24"], overlay=True)
+
+    ((_, created),) = engine.networks.created
+    assert created["options"] == options
