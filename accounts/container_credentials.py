@@ -146,6 +146,16 @@ def revoke(holder: str) -> None:
         key.delete()
 
 
+def revoke_roles_except(holder: str, kept: set[str]) -> None:
+    """`holder` goes on, but its containers acting as any role not in `kept` ("" the account's
+    own) are gone (an endpoint updated to models with other execution roles): those roles' tokens
+    and keys stop working."""
+    for ended in ContainerGrant.objects.filter(holder=holder).exclude(role_arn__in=kept):
+        for key in AccessKey.objects.filter(issued_for=holder, principal=principal(ended.role_arn)):
+            key.delete()
+        ended.delete()
+
+
 def holders(resource_type: str) -> set[str]:
     """The holders of grants whose ARN names a resource of `resource_type` (`training-job`,
     `endpoint`): what a feature's sweep compares with its live resources."""

@@ -56,6 +56,15 @@ def execution_role(deployment: EndpointDeployment, variant_name: str) -> str | N
     return deployment.snapshot["Models"][model_name].get("ExecutionRoleArn")
 
 
+def execution_roles(endpoint: Endpoint) -> set[str]:
+    """The roles the containers of the endpoint's fleets act as ("" for a model naming none)."""
+    return {
+        execution_role(deployment, variant["VariantName"]) or ""
+        for deployment in endpoint.deployments.all()
+        for variant in deployment.snapshot["EndpointConfig"]["ProductionVariants"]
+    }
+
+
 def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -> float:
     variant = variant_spec(deployment, variant_name)
     return variant.get(

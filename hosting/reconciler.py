@@ -368,6 +368,8 @@ def _retire(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> N
             message = "The fleet's containers were drained and stopped; the fleet is removed."
             _record(endpoint, deployment, DeploymentEventKind.FLEET_REMOVED, message)
             deployment.delete()
+        # The roles only its models named: no container acts as them any more.
+        container_credentials.revoke_roles_except(endpoint.endpoint_arn, containers.execution_roles(endpoint))
 
 
 PHASE_STEPS = {

@@ -7,7 +7,8 @@ import itertools
 import pytest
 from django.utils import timezone
 
-from accounts.models import ContainerGrant
+from accounts import container_credentials
+from accounts.models import AccessKey, ContainerGrant
 from capacity.models import Node
 from gateway.network import SERVICES_NETWORK
 from hosting import containers as hosting_containers
@@ -334,6 +335,26 @@ def test_a_serving_container_gets_its_endpoints_region_and_credentials_on_the_se
     assert spec.environment["AWS_REGION"] == endpoint.region
     token = ContainerGrant.objects.get(holder=endpoint.endpoint_arn).token
     assert spec.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"] == token
+
+
+def test_an_update_to_a_model_with_another_role_revokes_the_old_roles_credentials(engine):
+    endpoint, old_name = in_service_endpoint(engine)
+    old_token = ContainerGrant.objects.get(holder=endpoint.endpoint_arn).token
+    assert container_credentials.credentials_for(old_token) is not None
+    new = start_update(endpoint)
+    new.snapshot["Models"]["model-2"]["ExecutionRoleArn"] = "arn:aws:iam::123456789012:role/Other"
+    new.save()
+
+    step(endpoint)
+    (new_name,) = containers_of(new)
+    engine.set_health(new_name, True)
+    settle(endpoint, lambda: phases(endpoint) == [("config-2", DeploymentPhase.ACTIVE)])
+
+    (kept,) = ContainerGrant.objects.filter(holder=endpoint.endpoint_arn)
+    assert kept.role_arn == "arn:aws:iam::123456789012:role/Other"
+    assert engine.containers[new_name].spec.environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"] == kept.token
+    assert container_credentials.credentials_for(old_token) is None  # the old fleet's keys stop working
+    assert not AccessKey.objects.filter(issued_for=endpoint.endpoint_arn, principal="").exists()
 
 
 def test_deleting_an_endpoint_revokes_its_containers_credentials(engine):
