@@ -1,27 +1,24 @@
 """What a training job's containers look like to the engine, and what their ending means."""
 
-from django.conf import settings
 
 from capacity import gpus
 from clusters import tier_network
 from clusters.tier_network import TierReach
 from gateway.environment import container_reach
-from logs import store
+from jobs import identity, log_streams
+from jobs import network as job_network
 from logs.models import LogStream
 from runtime import labels
 from runtime.base import ContainerSpec, ContainerState, Mount
-from training import addresses, modelparallel, scheduler, workspace
+from training import kind, modelparallel, scheduler, workspace
 from training.models import TrainingJob
 
-TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 FAILURE_REASON_LIMIT = 1024
 ALGORITHM_ERROR = "AlgorithmError: "  # what user code matches on in a FailureReason
 
 
-# Names carry the stack id: installations (and test sessions) sharing one engine number their jobs
-# from 1 each, and a name taken by another one would be mistaken for this job's container.
 def container_name(job: TrainingJob, host: str) -> str:
-    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job.pk}-{host}"
+    return identity.container_name(kind.identity(job), host)
 
 
 def network_name(job: TrainingJob) -> str:
@@ -29,17 +26,15 @@ def network_name(job: TrainingJob) -> str:
 
 
 def network_name_for(job_id: int) -> str:
-    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job_id}"
+    return identity.network_name(kind.TRAINING, job_id)
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:
-    return {labels.RESOURCE: job.training_job_arn, labels.ROLE: labels.TRAINING_ROLE}
+    return identity.job_labels(kind.identity(job))
 
 
 def needs_network(job: TrainingJob) -> bool:
-    """A lone isolated container gets no network at all; otherwise the job has its own network
-    (internal when isolated, so peers still reach each other but nothing else)."""
-    return not (job.request["EnableNetworkIsolation"] and instance_count(job) == 1)
+    return job_network.needs_network(job.request["EnableNetworkIsolation"], instance_count(job))
 
 
 def instance_count(job: TrainingJob) -> int:
@@ -62,7 +57,7 @@ def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
 def spec_for(
     job: TrainingJob, host: str, subnet: str | None = None, tier: TierReach | None = None
 ) -> ContainerSpec:
-    """`subnet`: the job network's (training/addresses.py), None when the job has no network;
+    """`subnet`: the job network's (jobs/network.py), None when the job has no network;
     `tier`: its node's checkpoint tier service, when its cluster enables one (clusters/tier_network.py)."""
     algorithm = job.request["AlgorithmSpecification"]
     entrypoint, command = _command(algorithm)
@@ -125,24 +120,18 @@ def _library_paths(job: TrainingJob) -> tuple[str, ...]:
 
 
 def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
-    if not needs_network(job):
-        return {"network": "none"}
-    return {
-        "network": network_name(job),
-        "network_aliases": (host,),
-        "ipv4_address": host_entries(job, host, subnet).get(host),
-    }
+    isolated = job.request["EnableNetworkIsolation"]
+    return job_network.container_settings(kind.identity(job), host, hosts(job), isolated, subnet)
 
 
 def host_entries(
     job: TrainingJob, host: str, subnet: str | None, tier: TierReach | None = None
 ) -> dict[str, str]:
-    """What the container's /etc/hosts names (training/addresses.py): every algo-N at its fixed
-    address; its own name alone, on the loopback, without a network; nothing without a subnet
-    (then Docker's DNS answers the aliases); and the checkpoint tier's service name, when `tier`."""
+    """What the container's /etc/hosts names (jobs/network.py), and the checkpoint tier's service
+    name when `tier` (a lone isolated instance has no tier: it has no network)."""
+    entries = job_network.host_entries(host, hosts(job), job.request["EnableNetworkIsolation"], subnet)
     if not needs_network(job):
-        return addresses.isolated_hosts(host)
-    entries = addresses.host_addresses(subnet, hosts(job)) if subnet else {}
+        return entries
     return {**entries, **(tier.host_entries() if tier else {})}
 
 
@@ -161,7 +150,7 @@ def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
         )
     else:
         head = f"AlgorithmError: the algorithm on {host} exited with exit code {state.exit_code}."
-    tail = "\n".join(store.tail(training_stream(job, host), settings.SAGEPORT_LOG_TAIL_LINES))
+    tail = "\n".join(log_streams.tail(kind.identity(job), host))
     if not tail:
         return head
     room = FAILURE_REASON_LIMIT - len(head) - len(" Last output:\n")
@@ -170,7 +159,4 @@ def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
 
 def training_stream(job: TrainingJob, host: str) -> LogStream:
     """The log stream of one instance's container (the CloudWatch name SageMaker gives it)."""
-    epoch = int(job.creation_time.timestamp())
-    return store.get_stream(
-        job.account_id, job.region, TRAINING_LOG_GROUP, f"{job.training_job_name}/{host}-{epoch}"
-    )
+    return log_streams.stream(kind.identity(job), host)

@@ -6,6 +6,7 @@ functions return when the job wants its next look (seconds), or None when it nee
 worker killed anywhere in here loses nothing: the next reconcile observes and carries on."""
 import logging
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.utils import timezone
@@ -14,7 +15,8 @@ from accounts import container_credentials
 from capacity import nodes
 from clusters import tier_network
 from gateway import network as gateway_network
-from logs import container_logs
+from jobs import log_streams
+from jobs import network as job_network
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime import labels
@@ -23,9 +25,9 @@ from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
 from training import (
-    addresses,
     artifacts,
     containers,
+    kind,
     metrics,
     phase_deadlines,
     priority,
@@ -227,21 +229,18 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
     missing = [host for host, state in states.items() if not_running_yet(state) and host in hosts]
     runtime = get_runtime()
     subnet = None
+    isolated = job.request["EnableNetworkIsolation"]
     if containers.needs_network(job):
-        isolated, overlay = job.request["EnableNetworkIsolation"], spans.spans_nodes(job)
+        overlay = spans.spans_nodes(job)
         # The other nodes of a job spanning nodes take the subnet the first node's network got.
         recorded = spans.network_subnet(job) if overlay else ""
-        subnets = [recorded] if recorded else addresses.candidate_subnets(
-            job.pk, containers.instance_count(job), overlay
-        )
-        network_subnet = runtime.ensure_network(
-            containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets,
-            overlay=overlay,
+        network = job_network.ensure(
+            runtime, kind.identity(job), containers.instance_count(job), isolated=isolated, overlay=overlay,
+            recorded=recorded,
         )
         if overlay and not recorded:
-            spans.record_network_subnet(job, network_subnet)
-        subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
-    isolated = job.request["EnableNetworkIsolation"]
+            spans.record_network_subnet(job, network.subnet)
+        subnet = network.address_subnet  # a pool too small: no fixed addresses
     tier = tier_network.reach_for(runtime, nodes.local_name(), isolated=isolated) if missing else None
     for host in missing:
         try:
@@ -451,12 +450,7 @@ def observe(job: TrainingJob, hosts: list[str]) -> States:
 
 def collect_logs(job: TrainingJob, states: States) -> None:
     """Copy the new output of these containers of this node's (other nodes collect their own)."""
-    runtime = get_runtime()
-    for host, state in states.items():
-        if state is None:
-            continue
-        stream = containers.training_stream(job, host)
-        container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
+    log_streams.collect(get_runtime(), kind.identity(job), states, partial(metrics.TrainingMetrics, job))
 
 
 def _decide(job: TrainingJob, **fields) -> None:
