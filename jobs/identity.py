@@ -19,6 +19,7 @@ class JobKind:
     role: str  # the `sageport.role` label of its containers and networks
     directory: str  # its workspaces: <data dir>/<directory>/<id>-<job name>
     log_group: str  # its CloudWatch log group, e.g. /aws/sagemaker/TrainingJobs
+    resource_type: str  # in its ARNs: arn:aws:sagemaker:<region>:<account>:<resource_type>/<name>
 
 
 @dataclass(frozen=True)

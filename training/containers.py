@@ -1,14 +1,12 @@
 """What a training job's containers look like to the engine, and what their ending means."""
 
-
 from capacity import gpus
 from clusters import tier_network
 from clusters.tier_network import TierReach
-from gateway.environment import container_reach
+from jobs import containers as job_containers
 from jobs import identity, log_streams
 from jobs import network as job_network
 from logs.models import LogStream
-from runtime import labels
 from runtime.base import ContainerSpec, ContainerState, Mount
 from training import kind, modelparallel, scheduler, workspace
 from training.models import TrainingJob
@@ -22,11 +20,7 @@ def container_name(job: TrainingJob, host: str) -> str:
 
 
 def network_name(job: TrainingJob) -> str:
-    return network_name_for(job.pk)
-
-
-def network_name_for(job_id: int) -> str:
-    return identity.network_name(kind.TRAINING, job_id)
+    return identity.network_name(kind.TRAINING, job.pk)
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:
@@ -45,55 +39,42 @@ def hosts(job: TrainingJob) -> list[str]:
     return workspace.host_names(instance_count(job))
 
 
-def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
-    """`docker run IMAGE train`; ContainerEntrypoint/ContainerArguments override, as in SageMaker."""
-    entrypoint = algorithm.get("ContainerEntrypoint")
-    arguments = algorithm.get("ContainerArguments")
-    if arguments is not None:
-        return entrypoint, arguments
-    return entrypoint, ([] if entrypoint else ["train"])
-
-
 def spec_for(
     job: TrainingJob, host: str, subnet: str | None = None, tier: TierReach | None = None
 ) -> ContainerSpec:
-    """`subnet`: the job network's (jobs/network.py), None when the job has no network;
-    `tier`: its node's checkpoint tier service, when its cluster enables one (clusters/tier_network.py)."""
+    """`docker run IMAGE train` (jobs/containers.py builds it). `subnet`: the job network's
+    (jobs/network.py), None when the job has no network; `tier`: its node's checkpoint tier
+    service, when its cluster enables one (clusters/tier_network.py)."""
     algorithm = job.request["AlgorithmSpecification"]
-    entrypoint, command = _command(algorithm)
-    placement = scheduler.placement_of(job, host)
-    reach = container_reach(
-        isolated=job.request["EnableNetworkIsolation"],
-        holder=job.training_job_arn,
-        account_id=job.account_id,
-        region=job.region,
-        role_arn=job.request.get("RoleArn"),
+    entrypoint, command = job_containers.command(
+        algorithm.get("ContainerEntrypoint"), algorithm.get("ContainerArguments"), default=["train"]
     )
-    # The request's Environment may replace what describes the world the container reaches
-    # (an S3 of its own, a region), and the image's own variables (PATH, LD_PRELOAD: SageMaker
-    # passes them through as given); it cannot rename the job, nor change the topology Sageport's
-    # launcher started, nor widen the GPUs the scheduler gave it: those are set after it.
-    environment = {**reach.environment, **job.request.get("Environment", {})}
-    environment.update(TRAINING_JOB_NAME=job.training_job_name, TRAINING_JOB_ARN=job.training_job_arn)
-    environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
-    environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
-    return ContainerSpec(
-        name=container_name(job, host),
+    placement = scheduler.placement_of(job, host)
+    capacity = job_containers.InstanceCapacity(
+        placement.node.name, placement.nano_cpus, placement.memory_bytes, gpus.gpu_ids(placement)
+    )
+    # Set after the request's Environment: it cannot rename the job, nor change the topology
+    # Sageport's launcher started.
+    job_environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
+    job_environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
+    return job_containers.instance_spec(
+        kind.identity(job),
+        host,
+        hosts(job),
         image=algorithm["TrainingImage"],
-        labels={**job_labels(job), labels.HOST: host, labels.NODE: placement.node.name},
-        command=command,
         entrypoint=entrypoint,
-        environment=environment,
+        command=command,
+        isolated=job.request["EnableNetworkIsolation"],
+        role_arn=job.request.get("RoleArn"),
+        capacity=capacity,
+        subnet=subnet,
+        user_environment=job.request.get("Environment", {}),
+        job_environment=job_environment,
         mounts=_mounts(job, host, tier),
+        extra_networks=(tier.network,) if tier else (),
         python_paths=_library_paths(job),
         ssh_server=modelparallel.runs_sshd(job.request),
-        launcher=modelparallel.launcher(job.request, hosts(job), host, len(gpus.gpu_ids(placement))),
-        hostname=host,
-        **_network_settings(job, host, subnet),
-        extra_networks=reach.networks + ((tier.network,) if tier else ()),
-        nano_cpus=placement.nano_cpus,
-        memory_bytes=placement.memory_bytes,
-        gpu_device_ids=gpu_ids,
+        launcher=modelparallel.launcher(job.request, hosts(job), host, len(capacity.gpu_ids)),
     )
 
 
@@ -117,11 +98,6 @@ def _tier_mount(job: TrainingJob, host: str, tier: TierReach | None) -> tuple[Mo
 def _library_paths(job: TrainingJob) -> tuple[str, ...]:
     enabled = modelparallel.modelparallel_enabled(job.request)
     return (modelparallel.LIBRARY_CONTAINER_PATH,) if enabled else ()
-
-
-def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
-    isolated = job.request["EnableNetworkIsolation"]
-    return job_network.container_settings(kind.identity(job), host, hosts(job), isolated, subnet)
 
 
 def host_entries(

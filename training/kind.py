@@ -7,7 +7,11 @@ from training.models import TrainingJob
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 # "jobs": the folder training's workspaces have always had (<data>/jobs/<id>-<name>).
 TRAINING = JobKind(
-    name_part="train", role=labels.TRAINING_ROLE, directory="jobs", log_group=TRAINING_LOG_GROUP
+    name_part="train",
+    role=labels.TRAINING_ROLE,
+    directory="jobs",
+    log_group=TRAINING_LOG_GROUP,
+    resource_type="training-job",
 )
 
 

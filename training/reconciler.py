@@ -11,11 +11,10 @@ from functools import partial
 from django.conf import settings
 from django.utils import timezone
 
-from accounts import container_credentials
 from capacity import nodes
 from clusters import tier_network
 from gateway import network as gateway_network
-from jobs import log_streams
+from jobs import cleanup, log_streams, stopping
 from jobs import network as job_network
 from reconcile import leases
 from reconcile.loop import reconcile_once
@@ -356,31 +355,21 @@ def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> f
 
 
 def _drained(job: TrainingJob, states: States) -> bool:
-    """SIGTERM every running container once, SIGKILL after the grace period; True when none runs.
-    The other nodes of a job spanning nodes signal theirs once they see `stop_signalled_at`."""
-    runtime = get_runtime()
-    running = [state for state in states.values() if state is not None and state.running]
-    here = _here(job, states).values()
-    for state in here:
-        if state.status == "created":
-            runtime.remove(state.name)  # created but never started: nothing to stop
-    if not running:
-        return True
-    now = timezone.now()
-    if job.stop_signalled_at is None:
-        for state in here:
-            if state.running:
-                runtime.signal(state.name, "SIGTERM")
-        _decide(job, stop_signalled_at=now)
-    elif stop_grace_over(job, now):
-        for state in here:
-            if state.running:
-                runtime.signal(state.name, "SIGKILL")
-    return False
+    """SIGTERM every running container once, SIGKILL after the grace period (jobs/stopping.py);
+    True when none runs. The other nodes of a job spanning nodes signal theirs once they see
+    `stop_signalled_at`."""
+    return stopping.drain(
+        get_runtime(),
+        _here(job, states).values(),
+        any_running=any(state is not None and state.running for state in states.values()),
+        signalled_at=job.stop_signalled_at,
+        grace_seconds=stop_grace_seconds(job),
+        record_signalled=lambda now: _decide(job, stop_signalled_at=now),
+    )
 
 
 def stop_grace_over(job: TrainingJob, now) -> bool:
-    return now - job.stop_signalled_at >= timedelta(seconds=stop_grace_seconds(job))
+    return stopping.grace_over(job.stop_signalled_at, stop_grace_seconds(job), now)
 
 
 def stop_grace_seconds(job: TrainingJob) -> int:
@@ -426,12 +415,7 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
 
 
 def _remove_resources(job: TrainingJob) -> None:
-    runtime = get_runtime()
-    for state in runtime.find(containers.job_labels(job)):
-        runtime.remove(state.name)
-    container_credentials.revoke(job.training_job_arn)  # its containers are gone: so are their keys
-    runtime.remove_network(containers.network_name(job))
-    workspace.remove(job)
+    cleanup.remove_resources(get_runtime(), kind.identity(job))
     scheduler.release(job)
 
 
