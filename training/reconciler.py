@@ -14,7 +14,7 @@ from django.utils import timezone
 from capacity import nodes
 from clusters import tier_network
 from gateway import network as gateway_network
-from jobs import cleanup, log_streams, stopping
+from jobs import cleanup, images, log_streams, stopping
 from jobs import network as job_network
 from reconcile import leases
 from reconcile.loop import reconcile_once
@@ -111,19 +111,7 @@ def local_hosts(job: TrainingJob) -> list[str]:
 
 
 def ensure_image(job: TrainingJob, image: str) -> None:
-    runtime = get_runtime()
-    if runtime.has_image(image):
-        return  # a local image is used as it is, never re-pulled
-    if not settings.SAGEPORT_PULL_MISSING_IMAGES:
-        raise NoSuchImage(
-            f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
-            "(SAGEPORT_PULL_MISSING_IMAGES=false)."
-        )
-    # Said before the pull and then as it goes: a pull can take minutes, and the job's user
-    # should see why and how far it has come.
-    pulling = f"Pulling the training image {image}"
-    t.set_status_message(job, pulling)
-    runtime.pull_image(image, report=lambda progress: t.set_status_message(job, f"{pulling}: {progress}"))
+    images.ensure(get_runtime(), image, "training image", lambda message: t.set_status_message(job, message))
 
 
 def _download(job: TrainingJob, token: str) -> float | None:
