@@ -50,13 +50,14 @@ def object_payloads(
     split_type: str | None,
     batch_strategy: str | None,
     max_payload_in_mb: int | None,
-    prepare: Callable[[Record], Record] = lambda record: record,
+    prepare: Callable[[Record], Record] | None = None,
 ) -> Iterator[Payload | StreamedPayload]:
     """Every request one (decompressed) input object makes, in order. `prepare` turns a record
     as read into the record as sent (DataProcessing.InputFilter); payloads are sized as sent."""
     limit = payload_limit_bytes(max_payload_in_mb)
-    if split_type in (None, "None") and limit is None:
+    if split_type in (None, "None") and limit is None and prepare is None:
         return iter([StreamedPayload(0, _chunks(stream))])
+    prepare = prepare or _as_read
     records = split(stream, split_type, limit)
     if (batch_strategy or DEFAULT_BATCH_STRATEGY) == "SingleRecord" or split_type in (None, "None"):
         return single_record_payloads(records, limit, prepare)
@@ -87,6 +88,10 @@ def multi_record_payloads(
         size += len(framed)
     if batch:
         yield Payload(sequence, tuple(batch), b"".join(parts))
+
+
+def _as_read(record: Record) -> Record:
+    return record
 
 
 def _check_fits(size: int, limit: int | None) -> None:

@@ -16,6 +16,7 @@ several records has one line per record."""
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from transform.batching import Payload
@@ -31,7 +32,12 @@ class CsvFormat:
     format"; "for CSV files, you cannot use embedded newline characters")."""
 
     def parse(self, text: str) -> list[str]:
-        return next(csv.reader([text]), [])
+        if "\n" in text or "\r" in text:
+            raise ObjectFailed("DataProcessing takes one CSV row per record: split CSV with SplitType Line")
+        try:
+            return next(csv.reader([text]), [])
+        except csv.Error as err:
+            raise ObjectFailed(f"Unable to parse a record as CSV: {err}") from err
 
     def dump(self, value) -> str:
         row = io.StringIO()
@@ -92,10 +98,14 @@ class DataProcessing:
             accept=accept,
         )
 
-    def prepare(self, record: Record) -> Record:
-        """The record as sent to the model: InputFilter applied, its line ending kept."""
-        if self.input_filter.is_root:
-            return record
+    @property
+    def record_filter(self) -> Callable[[Record], Record] | None:
+        """What turns a record as read into the record as sent, or None when InputFilter is `$`
+        (batching's `prepare`)."""
+        return None if self.input_filter.is_root else self._filtered
+
+    def _filtered(self, record: Record) -> Record:
+        """The record with InputFilter applied, its line ending kept."""
         text, ending = _text_and_ending(record.framed)
         formatted = data_format(self.content_type)
         sent = (formatted.dump(select(self.input_filter, formatted.parse(text))) + ending).encode()

@@ -27,7 +27,7 @@ def test_the_default_writes_the_answer_untouched():
     outputs only the inference results" - byte for byte, whatever its format."""
     default = DataProcessing.from_request(None, "application/x-image", "application/x-protobuf")
     record = Record(b"\x89PNG", b"\x89PNG")
-    assert default.prepare(record) is record
+    assert default.record_filter is None
     assert default.output(Payload(0, (record,), b"\x89PNG"), b"\x00\xffraw") == b"\x00\xffraw"
     explicit = processing("text/csv", InputFilter="$", JoinSource="None", OutputFilter="$")
     assert explicit.output(payload_of(b"1,2\n", b"3,4\n"), b"0.1\n0.2\n") == b"0.1\n0.2\n"
@@ -45,7 +45,7 @@ def test_csv_id_column_is_kept_out_of_the_model_and_joined_back():
     (CSV)": InputFilter "$[1:]", JoinSource "Input", OutputFilter "$"."""
     dp = processing("text/csv", InputFilter="$[1:]", JoinSource="Input", OutputFilter="$")
     data = b"id1,5.1,3.5\nid2,4.9,3.0\n"
-    [payload] = object_payloads(io.BytesIO(data), "Line", "MultiRecord", 6, dp.prepare)
+    [payload] = object_payloads(io.BytesIO(data), "Line", "MultiRecord", 6, dp.record_filter)
     assert payload.body == b"5.1,3.5\n4.9,3.0\n"
     assert dp.output(payload, b"setosa\nversicolor\n") == b"id1,5.1,3.5,setosa\nid2,4.9,3.0,versicolor"
 
@@ -54,7 +54,7 @@ def test_csv_output_filter_keeps_the_id_and_the_prediction():
     """The filters of aws/sagemaker-xgboost-container issue 410: InputFilter "$[1:]",
     OutputFilter "$[0, -1]"."""
     dp = processing("text/csv", InputFilter="$[1:]", JoinSource="Input", OutputFilter="$[0, -1]")
-    assert dp.prepare(Record(b"7,0.5,0.25\r\n", b"7,0.5,0.25\r\n")).framed == b"0.5,0.25\r\n"
+    assert dp.record_filter(Record(b"7,0.5,0.25\r\n", b"7,0.5,0.25\r\n")).framed == b"0.5,0.25\r\n"
     assert dp.output(payload_of(b"7,0.5,0.25\r\n"), b"0.93") == b"7,0.93"
 
 
@@ -62,7 +62,7 @@ def test_csv_rows_follow_rfc_4180_quoting():
     """"CSV data should also follow RFC format"."""
     dp = processing("text/csv", InputFilter="$[1]", JoinSource="Input", OutputFilter="$[0,-1]")
     record = Record(b'"Smith, J",7\n', b'"Smith, J",7\n')
-    assert dp.prepare(record).framed == b"7\n"
+    assert dp.record_filter(record).framed == b"7\n"
     assert dp.output(payload_of(b'"Smith, J",7\n'), b"yes\n") == b'"Smith, J",yes'
 
 
@@ -92,7 +92,7 @@ def test_json_features_in_id_out():
         OutputFilter="$['id','SageMakerOutput']",
     )
     data = b'{"id":"a","features":[1,2]}\n{"id":"b","features":[3,4]}\n'
-    [payload] = object_payloads(io.BytesIO(data), "Line", "MultiRecord", 6, dp.prepare)
+    [payload] = object_payloads(io.BytesIO(data), "Line", "MultiRecord", 6, dp.record_filter)
     assert payload.body == b"[1,2]\n[3,4]\n"
     written = dp.output(payload, b'{"p":0.1}\n{"p":0.9}\n').split(b"\n")
     assert [json.loads(line) for line in written] == [
@@ -130,13 +130,28 @@ def test_filters_need_csv_or_json_data():
     """"You can use input files in JSON and CSV format only"."""
     dp = processing("application/x-recordio-protobuf", InputFilter="$[1:]")
     with pytest.raises(ObjectFailed, match='needs CSV or JSON data .* not "application/x-recordio-protobuf"'):
-        dp.prepare(Record(b"\x0a\x0b", b"\x0a\x0b"))
+        dp.record_filter(Record(b"\x0a\x0b", b"\x0a\x0b"))
+
+
+def test_an_input_filter_on_an_unsplit_object_is_applied_even_without_a_payload_limit():
+    """MaxPayloadInMB 0 streams an unsplit object only when nothing has to read it first."""
+    dp = processing("application/json", InputFilter="$.features")
+    [payload] = object_payloads(io.BytesIO(b'{"features":[1,2],"id":7}'), "None", None, 0, dp.record_filter)
+    assert payload.body == b"[1,2]"
+
+
+def test_csv_data_processing_needs_one_row_per_record():
+    """"For CSV files, you cannot use embedded newline characters"; rows are records only when
+    SplitType is Line."""
+    dp = processing("text/csv", JoinSource="Input")
+    with pytest.raises(ObjectFailed, match="one CSV row per record"):
+        dp.output(Payload(0, (Record(b"1,2\n3,4\n", b"1,2\n3,4\n"),), b""), b"0\n1\n")
 
 
 def test_a_record_that_is_not_json_fails_the_object():
     dp = processing("application/json", InputFilter="$.features")
     with pytest.raises(ObjectFailed, match="Unable to parse a record as JSON"):
-        dp.prepare(Record(b"not json\n", b"not json\n"))
+        dp.record_filter(Record(b"not json\n", b"not json\n"))
 
 
 def test_an_invalid_path_fails_when_the_job_reads_its_data_processing():
