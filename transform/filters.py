@@ -99,13 +99,20 @@ class DataProcessing:
         )
 
     @property
+    def passes_through(self) -> bool:
+        """All defaults: answers are written as returned and nothing reads the records."""
+        return self.input_filter.is_root and self.output_filter.is_root and not self.join_input
+
+    @property
     def record_filter(self) -> Callable[[Record], Record] | None:
-        """What turns a record as read into the record as sent, or None when InputFilter is `$`
-        (batching's `prepare`)."""
-        return None if self.input_filter.is_root else self._filtered
+        """What turns a record as read into the record as sent (batching's `prepare`); None when
+        the data passes through, so that an unsplit object may be streamed unread."""
+        return None if self.passes_through else self._filtered
 
     def _filtered(self, record: Record) -> Record:
         """The record with InputFilter applied, its line ending kept."""
+        if self.input_filter.is_root:
+            return record
         text, ending = _text_and_ending(record.framed)
         formatted = data_format(self.content_type)
         sent = (formatted.dump(select(self.input_filter, formatted.parse(text))) + ending).encode()

@@ -140,6 +140,12 @@ def test_an_input_filter_on_an_unsplit_object_is_applied_even_without_a_payload_
     assert payload.body == b"[1,2]"
 
 
+def test_a_join_on_an_unsplit_object_reads_it_instead_of_streaming_it():
+    dp = processing("application/json", JoinSource="Input")
+    [payload] = object_payloads(io.BytesIO(b'{"id":7}'), "None", None, 0, dp.record_filter)
+    assert json.loads(dp.output(payload, b"1")) == {"id": 7, "SageMakerOutput": 1}
+
+
 def test_csv_data_processing_needs_one_row_per_record():
     """"For CSV files, you cannot use embedded newline characters"; rows are records only when
     SplitType is Line."""
