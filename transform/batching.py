@@ -53,7 +53,8 @@ def object_payloads(
     prepare: Callable[[Record], Record] | None = None,
 ) -> Iterator[Payload | StreamedPayload]:
     """Every request one (decompressed) input object makes, in order. `prepare` turns a record
-    as read into the record as sent (DataProcessing.InputFilter); payloads are sized as sent."""
+    as read into the record as sent (DataProcessing.InputFilter); payloads are sized as sent,
+    and a record as read is held to the limit too, so that none is buffered past it."""
     limit = payload_limit_bytes(max_payload_in_mb)
     if split_type in (None, "None") and limit is None and prepare is None:
         return iter([StreamedPayload(0, _chunks(stream))])
