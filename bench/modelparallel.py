@@ -13,7 +13,10 @@ optimizer.step), each between two barriers, after --warmup steps. Each line also
 median CPU time of a step (time.process_time: every thread of the process) of the busiest rank
 against the floor's: the ratio that wall time reaches when every rank has a core of its own,
 which a shared machine's wall time does not show (P processes on the 2 cores of a loaded
-machine wait for each other's time slices).
+machine wait for each other's time slices). The floor process also times plain torch's gradient
+accumulation over the same --microbatches microbatches (a backward pass each): on the CPU,
+microbatches of a small model cost more than the whole batch (each backward pass writes and
+accumulates every weight gradient), and the pipeline cannot do with less.
 
 Prints one line per configuration and a summary line, with the issue's goals: parameters per rank
 <= 1.1/P of the model, and the interleaved step at P = 2 <= 1.3x single-process.
@@ -77,14 +80,23 @@ def single_process(options, results):
     model = make_model(options["width"], options["depth"])
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     inputs, targets = make_batch(options["batch"])
+    microbatches = options["microbatches"]
 
-    def one_step():
+    def whole_batch():
         optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(inputs), targets).backward()
         optimizer.step()
 
-    seconds, cpu = timed(one_step, options)
-    results.put({"bytes": parameter_bytes(model.parameters()), "seconds": seconds, "cpu": cpu})
+    def accumulated():
+        optimizer.zero_grad()
+        for x, y in zip(inputs.chunk(microbatches), targets.chunk(microbatches), strict=True):
+            (torch.nn.functional.mse_loss(model(x), y) / microbatches).backward()
+        optimizer.step()
+
+    seconds, cpu = timed(whole_batch, options)
+    accumulated_seconds, accumulated_cpu = timed(accumulated, options)
+    results.put({"bytes": parameter_bytes(model.parameters()), "seconds": seconds, "cpu": cpu,
+                 "accumulated_seconds": accumulated_seconds, "accumulated_cpu": accumulated_cpu})
 
 
 def pipeline_rank(rank, size, port, options, results):
@@ -196,7 +208,10 @@ def report(size, pipeline, measured, floor):
             f"step {step_ratio:.2f}x single-process ({measured['seconds'] * 1000:.1f} ms against "
             f"{floor['seconds'] * 1000:.1f} ms); CPU of the busiest rank "
             f"{measured['cpu'] / floor['cpu']:.2f}x ({measured['cpu'] * 1000:.1f} ms against "
-            f"{floor['cpu'] * 1000:.1f} ms)")
+            f"{floor['cpu'] * 1000:.1f} ms); wall {measured['seconds'] / floor['accumulated_seconds']:.2f}x, "
+            f"CPU {measured['cpu'] / floor['accumulated_cpu']:.2f}x plain gradient accumulation over the "
+            f"microbatches ({floor['accumulated_seconds'] * 1000:.1f} ms, "
+            f"{floor['accumulated_cpu'] * 1000:.1f} ms CPU)")
     if size == 2 and pipeline == "interleaved":
         verdicts.append(step_ratio <= STEP_GOAL)
         line += f" (goal <= {STEP_GOAL}: {_verdict(verdicts[1])})"
