@@ -8,7 +8,10 @@
 # The wheelhouse: the host downloads the control-plane image's Python dependencies as wheels for
 # the image's Python (BASE_PYTHON_VERSION on Linux) into build/wheels, and the Dockerfile installs
 # from there alone, at the versions of the host's .venv (those the tests ran with). It is
-# downloaded again only when the dependencies or those versions change.
+# downloaded again only when the dependencies or the versions of the packages it holds change: the
+# .venv's other packages (the test tools) do not count. What it was downloaded for is kept beside
+# it (build/wheels.request), not in it: the image's build copies build/wheels, and a file in it
+# that changed with every .venv change made Docker install the same wheels again (minutes).
 #
 # The stand-ins: one Debian bookworm root filesystem made with mmdebstrap (Python, PostgreSQL 15,
 # Redis 7: the versions the upstream images carry), `docker import`ed once, and a small image on
@@ -26,6 +29,7 @@ BASE_PYTHON_VERSION=3.11
 ROOTFS_TAG=sageport-compose/bookworm-rootfs:latest
 ROOTFS_PACKAGES=python3,python3-venv,postgresql-15,redis-server
 WHEELHOUSE=build/wheels
+WHEELHOUSE_REQUEST=build/wheels.request  # outside the wheelhouse: not part of the image's build
 PIP=${PIP:-.venv/bin/pip}
 PYTHON=${PYTHON:-.venv/bin/python}
 
@@ -54,31 +58,51 @@ platforms() {
     for minor in $(seq 17 36); do echo "--platform manylinux_2_${minor}_$arch"; done
 }
 
+# The request a wheelhouse answers: the requirements, then the .venv's pins of the packages among
+# the wheels named on stdin (one file name a line). Pins of packages outside it cannot change what
+# it holds: a new dependency comes only with a new version of one inside.
+wheelhouse_request() {
+    "$PYTHON" -c '
+import re, sys
+def name(text):
+    return re.sub(r"[-_.]+", "-", text).lower()
+held = {name(line.split("-")[0]) for line in sys.argv[1].splitlines()}
+print(sys.argv[2])
+print("# pins of the packages held:")
+for pin in sys.argv[3].splitlines():
+    if name(pin.split("==")[0]) in held:
+        print(pin)
+' "$(cat)" "$(requirements)" "$(cat "$1")"
+}
+
+wheel_names() { find "$WHEELHOUSE" -name '*.whl' -printf '%f\n'; }
+
 download_wheels() {
-    local request
-    request=$(mktemp)
+    local constraints
+    constraints=$(mktemp)
     # The versions the tests ran with: those of the host's virtualenv, where it has the package
     # (name==version lines only: a constraint cannot be a link).
     "$PIP" freeze --exclude-editable --disable-pip-version-check | grep -E '^[A-Za-z0-9_.-]+==' \
-        >"$request.constraints"
-    { requirements; echo "# constraints:"; cat "$request.constraints"; } >"$request"
-    if cmp -s "$request" "$WHEELHOUSE/request.txt"; then
-        rm -f "$request" "$request.constraints"
+        >"$constraints"
+    if [ -f "$WHEELHOUSE_REQUEST" ] && [ -d "$WHEELHOUSE" ] \
+            && wheel_names | wheelhouse_request "$constraints" | cmp -s - "$WHEELHOUSE_REQUEST"; then
+        rm -f "$constraints"
         return 0
     fi
     log "downloading the image's wheels into $WHEELHOUSE (Python $BASE_PYTHON_VERSION, $(uname -m))"
-    rm -rf "$WHEELHOUSE"
+    rm -rf "$WHEELHOUSE" "$WHEELHOUSE_REQUEST"
     mkdir -p "$WHEELHOUSE"
     local output  # shown only on failure
     if ! output=$("$PIP" download --quiet --disable-pip-version-check --dest "$WHEELHOUSE" \
             --only-binary=:all: --python-version "$BASE_PYTHON_VERSION" --implementation cp \
-            $(platforms) -c "$request.constraints" -r <(requirements) 2>&1); then
+            $(platforms) -c "$constraints" -r <(requirements) 2>&1); then
         echo "$output" >&2
-        rm -f "$request" "$request.constraints"
+        rm -f "$constraints"
         exit 1
     fi
-    mv "$request" "$WHEELHOUSE/request.txt"  # last: a cut-off download is tried again
-    rm -f "$request.constraints"
+    # Last: a cut-off download is tried again.
+    wheel_names | wheelhouse_request "$constraints" >"$WHEELHOUSE_REQUEST"
+    rm -f "$constraints"
 }
 
 ensure_rootfs() {
