@@ -43,7 +43,9 @@ install_venv() {
     [ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
     if ! cmp -s pyproject.toml "$INSTALLED_STAMP"; then
         log "installing Sageport and its test tools into $VENV"
-        "$VENV/bin/pip" install -q -e '.[test]'
+        # --no-compile: pip would byte-compile all ~16000 modules (torch, TensorFlow...) one at a
+        # time (80 s of CPU); Python compiles those that get imported, on first import, instead.
+        "$VENV/bin/pip" install -q --no-compile -e '.[test]'
         cp pyproject.toml "$INSTALLED_STAMP"
     fi
 }
