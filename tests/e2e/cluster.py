@@ -22,6 +22,7 @@
 One cluster per module; everything is stopped by the supervisor (by pid) and removed afterwards:
 the processes, the engines' containers, networks and swarm, the namespaces, the database."""
 import dataclasses
+import hashlib
 import os
 import shutil
 import socket
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,11 +56,14 @@ from devstack.stack import (
 )
 from tests.conftest import LiveStack, read_env_file
 from tests.e2e import engines
-from tests.e2e.postgres import private_postgres
+from tests.e2e.hosting import wait_until
+from tests.e2e.postgres import Database, private_postgres
 
 CLUSTER_SIZE = 3
 NODE_GPUS = "0"  # one GPU per node: a job of one-GPU instances (ml.p3.2xlarge) spreads one per node
 BROKER_DATABASE = 1  # the session's worker consumes database 0 of the same Redis
+START_SECONDS = 120  # the API, beat and three Celery workers booting at once on two busy cores
+SCHEMA_CACHE_DIR = Path("/var/tmp/sageport-test-postgres")
 
 
 @dataclass
@@ -67,19 +71,31 @@ class ClusterNode:
     name: str
     engine: engines.Engine
     worker: str  # its Celery worker's name
-    specs: list[ServiceSpec] = field(default_factory=list)  # runnode and its forwarder
+    specs: list[ServiceSpec] = field(default_factory=list)  # its forwarder and runnode
 
 
 @dataclass
 class Cluster:
     stack: LiveStack  # the control plane: `.client("sagemaker")`, ...
-    nodes: list[ClusterNode]
     supervisor: Supervisor
     env: dict[str, str]  # the control plane's settings, which every node shares
+    broker: Celery  # a client of the cluster's broker (not the session's)
+    nodes: list[ClusterNode] = field(default_factory=list)
+    readiness: list[Callable[[], bool]] = field(default_factory=list)  # of what was started
     setup_seconds: float = 0.0
 
     def client(self, service_name: str, **kwargs):
         return self.stack.client(service_name, **kwargs)
+
+    def start(self, spec: ServiceSpec) -> None:
+        """Start a server without waiting for it (`wait_ready` waits for all): they boot together."""
+        self.supervisor.start(dataclasses.replace(spec, ready=None))
+        if spec.ready:
+            self.readiness.append(spec.ready)
+
+    def wait_ready(self) -> None:
+        wait_until(lambda: all(ready() for ready in self.readiness), timeout=START_SECONDS,
+                   what="the cluster's servers and nodes to answer")
 
     def node(self, name: str) -> ClusterNode:
         return next(node for node in self.nodes if node.name == name)
@@ -110,57 +126,57 @@ def cluster(cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
         network = stack.enter_context(engines.wire(CLUSTER_SIZE))
         members = stack.enter_context(engines.engines_on(network, cluster_images))
         engines.swarm(members, managers=len(members))
-        database_url = stack.enter_context(private_postgres())
-        cluster = stack.enter_context(_control_plane(database_url, s3_service, redis_service))
+        database = stack.enter_context(private_postgres())
+        cluster = stack.enter_context(_control_plane(database, s3_service.store_url, redis_service.url))
         for index, engine in enumerate(members):
             cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
+        cluster.wait_ready()
         cluster.setup_seconds = time.monotonic() - started
         yield cluster
 
 
 @contextmanager
-def _control_plane(database_url: str, s3_service, redis_service) -> Iterator[Cluster]:
+def _control_plane(database: Database, store_url: str, redis_url: str) -> Iterator[Cluster]:
+    """The API, the data plane, the S3 gateway and beat, on a database prepared as `runstack`
+    prepares it (migrated, the default access key, `<data>/env`); tests create their buckets."""
     data_dir = Path(tempfile.mkdtemp(prefix="sgcl"))
     api_port, runtime_port, s3_port = free_port(), free_port(), free_port()
     env = {
         **_django_env(data_dir),
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": database.url,
         "SAGEPORT_PORT": str(api_port),
         "SAGEPORT_RUNTIME_PORT": str(runtime_port),
         "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{s3_port}",
-        "SAGEPORT_REDIS_URL": redis_service.url.rsplit("/", 1)[0] + f"/{BROKER_DATABASE}",
+        "SAGEPORT_REDIS_URL": redis_url.rsplit("/", 1)[0] + f"/{BROKER_DATABASE}",
         # The session's store: its only identity is the session's platform key.
         "SAGEPORT_S3_ACCESS_KEY_ID": settings.SAGEPORT_S3_ACCESS_KEY_ID,
         "SAGEPORT_S3_SECRET_ACCESS_KEY": settings.SAGEPORT_S3_SECRET_ACCESS_KEY,
         "SAGEPORT_STACK_ID": f"cluster-{uuid.uuid4().hex[:8]}",
         "SAGEPORT_MULTI_NODE_NETWORK": "overlay",
     }
+    supervisor = Supervisor(log_dir=data_dir / "logs")
     try:
-        yield from _serving(data_dir, env, api_port, runtime_port, s3_port, s3_service.store_url)
+        _prepare(database, data_dir, env)
+        cluster = Cluster(stack=_live_stack(data_dir, env, supervisor), supervisor=supervisor, env=env,
+                          broker=Celery(broker=env["SAGEPORT_REDIS_URL"]))
+        servers = (api_spec(data_dir, LOOPBACK, api_port), runtime_spec(data_dir, LOOPBACK, runtime_port),
+                   s3_gateway_spec(data_dir, LOOPBACK, s3_port, store_url), beat_spec(data_dir))
+        with supervisor.watching():
+            try:
+                for spec in servers:
+                    cluster.start(dataclasses.replace(spec, name=f"cluster-{spec.name}",
+                                                      env={**spec.env, **env}))
+                yield cluster
+            finally:
+                supervisor.stop_all()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def _serving(
-    data_dir: Path, env: dict[str, str], api_port: int, runtime_port: int, s3_port: int, store_url: str
-) -> Iterator[Cluster]:
-    """Migrate the database and write the data dir (the default access key, `<data>/env`), as
-    `runstack` does, then start the servers (tests create the buckets they use)."""
-    prepared = subprocess.run(
-        [sys.executable, "manage.py", "runstack", "--prepare-only"],
-        cwd=PROJECT_DIR, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
-    )
-    assert prepared.returncode == 0, prepared.stderr[-3000:]
-    supervisor = Supervisor(log_dir=data_dir / "logs")
-    specs = [
-        api_spec(data_dir, LOOPBACK, api_port),
-        runtime_spec(data_dir, LOOPBACK, runtime_port),
-        s3_gateway_spec(data_dir, LOOPBACK, s3_port, store_url),
-        beat_spec(data_dir),
-    ]
+def _live_stack(data_dir: Path, env: dict[str, str], supervisor: Supervisor) -> LiveStack:
     user_env = read_env_file(data_dir / "env")
-    stack = LiveStack(
-        endpoint_url=f"http://{LOOPBACK}:{api_port}",
+    return LiveStack(
+        endpoint_url=f"http://{LOOPBACK}:{env['SAGEPORT_PORT']}",
         runtime_url=user_env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"],
         s3_endpoint_url=env["SAGEPORT_S3_ENDPOINT_URL"],
         access_key_id=user_env["AWS_ACCESS_KEY_ID"],
@@ -170,13 +186,24 @@ def _serving(
         data_dir=data_dir,
         supervisor=supervisor,
     )
-    with supervisor.watching():
-        try:
-            for spec in specs:
-                supervisor.start(_renamed(spec, env))
-            yield Cluster(stack=stack, nodes=[], supervisor=supervisor, env=env)
-        finally:
-            supervisor.stop_all()
+
+
+def _prepare(database: Database, data_dir: Path, env: dict[str, str]) -> None:
+    """`runstack --prepare-only`, on the dump of a database it prepared before when the
+    migrations are the same (`SCHEMA_CACHE_DIR`), which it then finds migrated."""
+    migrations = sorted(PROJECT_DIR.glob("*/migrations/*.py"))
+    key = hashlib.sha256(b"".join(path.read_bytes() for path in migrations)).hexdigest()[:16]
+    cached = SCHEMA_CACHE_DIR / f"sageport-{key}.sql"
+    if cached.exists():
+        database.restore(cached)
+    prepared = subprocess.run(
+        [sys.executable, "manage.py", "runstack", "--prepare-only"],
+        cwd=PROJECT_DIR, env={**os.environ, **env}, capture_output=True, text=True, timeout=180,
+    )
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    if not cached.exists():
+        SCHEMA_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        database.dump(cached)
 
 
 def _start_node(cluster: Cluster, name: str, engine: engines.Engine) -> ClusterNode:
@@ -195,20 +222,15 @@ def _start_node(cluster: Cluster, name: str, engine: engines.Engine) -> ClusterN
         "SAGEPORT_TIER_PEER_PORT": str(free_port()),
     }
     worker = f"sageport-worker-{name}@{socket.gethostname()}"
-    broker = Celery(broker=env["SAGEPORT_REDIS_URL"])
     node = ClusterNode(name=name, engine=engine, worker=worker, specs=[
         ServiceSpec(name=f"forwarder-{name}", argv=[sys.executable, "-m", "tests.e2e.netns_forwarder",
                                                      engine.netns_path], env=env),
         ServiceSpec(name=f"runnode-{name}", argv=[sys.executable, "manage.py", "runnode"], env=env,
-                    ready=lambda: _answers(broker, worker), stop_timeout=40.0),
+                    ready=lambda: _answers(cluster.broker, worker), stop_timeout=40.0),
     ])
     for spec in node.specs:
-        cluster.supervisor.start(spec)
+        cluster.start(spec)
     return node
-
-
-def _renamed(spec: ServiceSpec, env: dict[str, str]) -> ServiceSpec:
-    return dataclasses.replace(spec, name=f"cluster-{spec.name}", env={**spec.env, **env})
 
 
 def _answers(broker: Celery, worker: str) -> bool:

@@ -46,8 +46,8 @@ def require_namespaces() -> None:
 
 class Engine:
     """A dockerd in the network namespace `namespace` (`nsenter --net`: `ip netns exec` would hide
-    the cgroup mounts from it), with its own data root, exec root and socket; stopped if it does
-    not answer."""
+    the cgroup mounts from it), with its own data root, exec root and socket. Started at once;
+    `wait_ready` waits (bounded) until it answers, so that several start together."""
 
     def __init__(self, namespace: str, address: str, root: Path, data_root: Path):
         self.namespace, self.address, self.root = namespace, address, root
@@ -60,11 +60,9 @@ class Engine:
         )
         # The API version given: the client would otherwise ask the engine at once, not yet listening.
         self.client = docker.DockerClient(base_url=self.socket, version="1.41", timeout=30)
-        try:
-            wait_until(self._answers, timeout=ENGINE_START_SECONDS, what=f"dockerd in {namespace}")
-        except BaseException:
-            self.stop()
-            raise
+
+    def wait_ready(self) -> None:
+        wait_until(self._answers, timeout=ENGINE_START_SECONDS, what=f"dockerd in {self.namespace}")
 
     @property
     def netns_path(self) -> str:
@@ -180,10 +178,11 @@ def engines_on(network: Wire, images: tuple[str, ...] = ()) -> Iterator[list[Eng
             stack.callback(shutil.rmtree, root, ignore_errors=True)
             engine = Engine(namespace, network.address(index), root, stack.enter_context(_cached_slot()))
             stack.callback(engine.stop)
-            stack.callback(engine.clear)
-            engine.clear()  # what a session that died left
             engines.append(engine)
         for engine in engines:
+            engine.wait_ready()
+            stack.callback(engine.clear)
+            engine.clear()  # what a session that died left
             for image in images:
                 engine.ensure_image(image)
         yield engines
