@@ -100,6 +100,15 @@ class Cluster:
     def node(self, name: str) -> ClusterNode:
         return next(node for node in self.nodes if node.name == name)
 
+    def lose(self, name: str) -> None:
+        """The node's host is lost, as one that loses power or its link: its worker dies (SIGKILL:
+        no goodbye, its heartbeats stop) and its engine drops off the private network, its
+        containers running on there unreached. Not undone: a module loses nodes in its last tests."""
+        node = self.node(name)
+        for spec in reversed(node.specs):
+            self.supervisor.kill(spec.name)
+        engines.run("ip", "-n", node.engine.namespace, "link", "set", engines.ENGINE_LINK, "down")
+
     def containers(self, arn: str) -> list:
         """The containers of a resource on every engine, each with `.engine_node` (its node)."""
         found = []

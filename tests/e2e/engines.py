@@ -32,6 +32,7 @@ ENGINE_START_SECONDS = 60
 ENGINE_CACHE_DIR = Path("/var/tmp/sageport-test-engines")
 HOST_SUFFIX = 254  # the host's own address on the wire: <subnet>.254
 SWARM_PORT = 2377
+ENGINE_LINK = "eth0"  # an engine's link to the wire, in its namespace
 
 
 def run(*argv: str) -> None:
@@ -149,7 +150,7 @@ def wire(count: int) -> Iterator[Wire]:
         run("ip", "-n", hub, "link", "add", "br0", "type", "bridge")
         run("ip", "-n", hub, "link", "set", "br0", "up")
         for index, namespace in enumerate(namespaces):
-            _plug(hub, f"p{index}", "eth0", namespace, f"{subnet}.{index + 1}")
+            _plug(hub, f"p{index}", ENGINE_LINK, namespace, f"{subnet}.{index + 1}")
         _plug(hub, "host", host_link, None, f"{subnet}.{HOST_SUFFIX}")
         yield Wire(subnet, namespaces)
     finally:

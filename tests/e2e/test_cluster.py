@@ -1,5 +1,6 @@
-"""Training jobs on the test cluster (tests/e2e/cluster.py): several engines, as on several hosts,
-one Sageport node each, a Docker Swarm of them.
+"""Training jobs and endpoints on the test cluster (tests/e2e/cluster.py): several engines, as on
+several hosts, one Sageport node each, a Docker Swarm of them. One cluster for the module; the
+last test loses a node for good.
 
 A job of two instances whose type has as many GPUs as a node declares (one) cannot be packed on
 one node: its instances run on two engines, joined by the job's overlay network (VXLAN between the
@@ -7,17 +8,27 @@ engines' namespaces), and train one model with PyTorch DDP over gloo. SageMaker 
 model.tar.gz per job: what the instances wrote to /opt/ml/model, together (AWS's distributed
 examples save the model from rank 0 only, so the files do not clash); Sageport's job node merges
 the other nodes' hand-over into that one archive (docs/operations.md, "Multi-instance jobs and
-several hosts")."""
+several hosts").
+
+An endpoint of two instances has one container on each of two engines (a variant's containers are
+spread over the nodes). When the host of one is lost, InvokeEndpoint keeps answering: a request
+routed to the lost container waits the 250 ms connect timeout and goes to the live one, and once
+the node is declared lost its container is replaced on the third engine, as SageMaker replaces an
+instance that stops passing its health checks while the endpoint stays InService (Developer
+Guide, your-algorithms-inference-code.html, "How Your Container Should Respond to Health Check
+(Ping) Requests")."""
 import json
 import uuid
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import BotoCoreError, ClientError
 
 from tests.e2e.conftest import read_tar_gz, training_request, unique_name, wait_for_status
-from tests.e2e.hosting import wait_until
+from tests.e2e.hosting import NO_RETRIES, Hosting, wait_for_endpoint, wait_until
+from tests.e2e.test_two_nodes import hostnames_answering
 
-pytest_plugins = ["tests.e2e.cluster"]
+pytest_plugins = ["tests.e2e.cluster", "tests.e2e.hosting_fixtures"]
 pytestmark = pytest.mark.cluster
 
 DDP_SCRIPT = Path(__file__).parent / "ddp" / "train.py"
@@ -25,8 +36,8 @@ ONE_GPU = "ml.p3.2xlarge"  # each node declares one GPU (tests/e2e/cluster.py)
 
 
 @pytest.fixture(scope="module")
-def cluster_images(pytorch_mpi_image):
-    return (pytorch_mpi_image,)
+def cluster_images(pytorch_mpi_image, probe_image):
+    return (pytorch_mpi_image, probe_image)
 
 
 def test_a_two_instance_ddp_job_runs_on_two_engines_and_uploads_one_merged_model(cluster, pytorch_mpi_image):
@@ -70,3 +81,37 @@ def test_a_two_instance_ddp_job_runs_on_two_engines_and_uploads_one_merged_model
     # Each container reached S3 and the API (its role credentials) through its engine's gateway.
     assert [r["code_objects_seen"] for r in ranks] == [1, 1]
     wait_until(lambda: not cluster.containers(arn), timeout=60, what="the job's containers to be removed")
+
+
+def test_an_endpoint_spread_over_engines_answers_through_the_loss_of_one_and_is_replaced_on_another(
+    cluster, probe_image
+):
+    sagemaker = cluster.client("sagemaker")
+    runtime = cluster.client("sagemaker-runtime", config=NO_RETRIES)
+    endpoint = Hosting(sagemaker).probe_endpoint(probe_image, count=2)
+    arn = sagemaker.describe_endpoint(EndpointName=endpoint)["EndpointArn"]
+    serving = {container.engine_node: container for container in cluster.containers(arn)}
+    assert len(serving) == 2, serving  # one container on each of two engines
+    hostnames = {node: container.attrs["Config"]["Hostname"] for node, container in serving.items()}
+    assert hostnames_answering(runtime, endpoint) == set(hostnames.values())  # both, across engines
+    lost, survivor = sorted(serving)
+    (spare,) = {node.name for node in cluster.nodes} - set(serving)
+
+    cluster.lose(lost)
+
+    failures = []
+
+    def replaced_and_answering() -> bool:
+        """Invoked all along (each request must be answered); true once the replacement on the
+        spare engine answers beside the survivor."""
+        try:
+            seen = hostnames_answering(runtime, endpoint, attempts=10)
+        except (ClientError, BotoCoreError) as error:  # counted, then asserted none
+            failures.append(repr(error))
+            return False
+        on_spare = [c for c in cluster.containers(arn) if c.engine_node == spare and c.status == "running"]
+        return bool(on_spare) and seen == {hostnames[survivor], on_spare[0].attrs["Config"]["Hostname"]}
+
+    wait_until(replaced_and_answering, timeout=120, what="a replacement on the spare engine to answer")
+    assert failures == []  # every request was answered, through the loss
+    assert wait_for_endpoint(sagemaker, endpoint)["EndpointStatus"] == "InService"
