@@ -9,8 +9,9 @@ private network. No traffic leaves the machine and the machine's own engine is n
 - Engines are reached through their unix sockets. Their data roots are kept between sessions in
   numbered slots under `ENGINE_CACHE_DIR` (one session holds a slot by `flock`): an engine's image
   store starts with what an earlier session loaded into it, so a large image is loaded once per
-  slot, not once per session. Each session removes its containers, networks and swarm state from
-  the engines it used before stopping them."""
+  slot, not once per session. Each session removes its containers from the engines it used, and
+  their swarm and network state once they stopped (and again before starting them: a session
+  that died leaves them)."""
 import fcntl
 import os
 import shutil
@@ -51,7 +52,8 @@ class Engine:
     `wait_ready` waits (bounded) until it answers, so that several start together."""
 
     def __init__(self, namespace: str, address: str, root: Path, data_root: Path):
-        self.namespace, self.address, self.root = namespace, address, root
+        self.namespace, self.address, self.root, self.data_root = namespace, address, root, data_root
+        forget_state(data_root)  # what a session that died left
         self.socket = f"unix://{root}/d.sock"
         self.log = (root / "dockerd.log").open("wb")
         self.process = subprocess.Popen(
@@ -98,13 +100,10 @@ class Engine:
         assert saving.returncode == 0, f"docker save {tag} failed"
 
     def clear(self) -> None:
-        """Remove what a session left in the engine (containers, networks, swarm membership); the
-        images stay for the next session of this slot."""
+        """Remove the containers a session left in the engine; the images stay for the next
+        session of this slot, the swarm's and networks' state goes when it stops (`forget_state`)."""
         for container in self.client.containers.list(all=True, ignore_removed=True):
             container.remove(force=True)
-        subprocess.run(["docker", "-H", self.socket, "swarm", "leave", "--force"], capture_output=True,
-                       timeout=60)
-        self.client.networks.prune()
 
     def stop(self) -> None:
         self.client.close()
@@ -116,6 +115,15 @@ class Engine:
                 self.process.kill()
                 self.process.wait(timeout=30)
         self.log.close()
+        forget_state(self.data_root)
+
+
+def forget_state(data_root: Path) -> None:
+    """Forget a stopped engine's swarm and networks (the way to reset a node's swarm state: the
+    next session makes a swarm of its own, and `docker swarm leave` on a swarm that lost a
+    manager can wait for a quorum for long)."""
+    for state in ("swarm", "network"):
+        shutil.rmtree(data_root / state, ignore_errors=True)
 
 
 @dataclass(frozen=True)
