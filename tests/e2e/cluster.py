@@ -84,6 +84,7 @@ class Cluster:
     broker: Celery  # a client of the cluster's broker (not the session's)
     nodes: list[ClusterNode] = field(default_factory=list)
     readiness: list[Callable[[], bool]] = field(default_factory=list)  # of what was started
+    started: list[str] = field(default_factory=list)  # the servers' names
     setup_seconds: float = 0.0
 
     def client(self, service_name: str, **kwargs):
@@ -92,6 +93,7 @@ class Cluster:
     def start(self, spec: ServiceSpec) -> None:
         """Start a server without waiting for it (`wait_ready` waits for all): they boot together."""
         self.supervisor.start(dataclasses.replace(spec, ready=None))
+        self.started.append(spec.name)
         if spec.ready:
             self.readiness.append(spec.ready)
 
@@ -99,9 +101,10 @@ class Cluster:
         wait_until(lambda: all(ready() for ready in self.readiness), timeout=START_SECONDS,
                    what="the cluster's servers and nodes to answer")
 
-    def stop_nodes(self) -> None:
-        """Stop every node's servers at once (each worker's warm shutdown takes seconds)."""
-        names = [spec.name for node in self.nodes if not node.lost for spec in node.specs]
+    def stop(self) -> None:
+        """Stop every server at once (a Celery worker's warm shutdown, gunicorn's, take seconds)."""
+        lost = {spec.name for node in self.nodes if node.lost for spec in node.specs}
+        names = [name for name in self.started if name not in lost]
         with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
             list(pool.map(self.supervisor.stop, names))
 
@@ -148,7 +151,6 @@ def cluster(cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
         cluster = stack.enter_context(_control_plane(database, s3_service.store_url, redis_service.url))
         for index, engine in enumerate(members):
             cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
-        stack.callback(cluster.stop_nodes)
         cluster.wait_ready()
         cluster.setup_seconds = time.monotonic() - started
         yield cluster
@@ -187,7 +189,8 @@ def _control_plane(database: Database, store_url: str, redis_url: str) -> Iterat
                                                       env={**spec.env, **env}))
                 yield cluster
             finally:
-                supervisor.stop_all()
+                cluster.stop()
+                supervisor.stop_all()  # what a failed start left
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 

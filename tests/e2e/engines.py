@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,20 +182,34 @@ def engines_on(network: Wire, images: tuple[str, ...] = ()) -> Iterator[list[Eng
     """An engine in each of the wire's namespaces, each on a cached data root, holding `images`;
     cleared and stopped afterwards."""
     with ExitStack() as stack:
-        engines = []
+        places = []
         for index, namespace in enumerate(network.namespaces):
             root = Path(tempfile.mkdtemp(prefix="sge"))  # short: the socket's path
             stack.callback(shutil.rmtree, root, ignore_errors=True)
-            engine = Engine(namespace, network.address(index), root, stack.enter_context(_cached_slot()))
-            stack.callback(engine.stop)
-            engines.append(engine)
+            places.append((namespace, network.address(index), root, stack.enter_context(_cached_slot())))
+        engines: list[Engine] = []
+        stack.callback(_stop_together, engines)  # before their roots and slots are let go
+        engines.extend(Engine(*place) for place in places)
         for engine in engines:
             engine.wait_ready()
-            stack.callback(engine.clear)
             engine.clear()  # what a session that died left
             for image in images:
                 engine.ensure_image(image)
         yield engines
+
+
+def _stop_together(engines: list[Engine]) -> None:
+    """Clear and stop the engines at once: a dockerd in a swarm takes seconds to shut down."""
+
+    def finish(engine: Engine) -> None:
+        try:
+            if engine.process.poll() is None:
+                engine.clear()
+        finally:
+            engine.stop()
+
+    with ThreadPoolExecutor(max_workers=len(engines) or 1) as pool:
+        list(pool.map(finish, engines))
 
 
 @contextmanager
