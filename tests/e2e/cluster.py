@@ -29,7 +29,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -85,7 +84,6 @@ class Cluster:
     nodes: list[ClusterNode] = field(default_factory=list)
     readiness: list[Callable[[], bool]] = field(default_factory=list)  # of what was started
     started: list[str] = field(default_factory=list)  # the servers' names
-    setup_seconds: float = 0.0
 
     def client(self, service_name: str, **kwargs):
         return self.stack.client(service_name, **kwargs)
@@ -142,7 +140,6 @@ def cluster_images() -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def cluster(cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
     engines.require_namespaces()
-    started = time.monotonic()
     with ExitStack() as stack:
         network = stack.enter_context(engines.wire(CLUSTER_SIZE))
         members = stack.enter_context(engines.engines_on(network, cluster_images))
@@ -152,7 +149,6 @@ def cluster(cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
         for index, engine in enumerate(members):
             cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
         cluster.wait_ready()
-        cluster.setup_seconds = time.monotonic() - started
         yield cluster
 
 
