@@ -138,14 +138,16 @@ def cluster_images() -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def cluster(cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
+def cluster(request, cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
     engines.require_namespaces()
     with ExitStack() as stack:
         network = stack.enter_context(engines.wire(CLUSTER_SIZE))
         members = stack.enter_context(engines.engines_on(network, cluster_images))
         engines.swarm(members, managers=len(members))
         database = stack.enter_context(private_postgres())
-        cluster = stack.enter_context(_control_plane(database, s3_service.store_url, redis_service.url))
+        cluster = stack.enter_context(
+            _control_plane(database, s3_service.store_url, redis_service.url, request.session)
+        )
         for index, engine in enumerate(members):
             cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
         cluster.wait_ready()
@@ -153,9 +155,10 @@ def cluster(cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
 
 
 @contextmanager
-def _control_plane(database: Database, store_url: str, redis_url: str) -> Iterator[Cluster]:
+def _control_plane(database: Database, store_url: str, redis_url: str, session) -> Iterator[Cluster]:
     """The API, the data plane, the S3 gateway and beat, on a database prepared as `runstack`
-    prepares it (migrated, the default access key, `<data>/env`); tests create their buckets."""
+    prepares it (migrated, the default access key, `<data>/env`); tests create their buckets.
+    The servers' and nodes' logs are kept when a test of the session failed, as the session's are."""
     data_dir = Path(tempfile.mkdtemp(prefix="sgcl"))
     api_port, runtime_port, s3_port = free_port(), free_port(), free_port()
     env = {
@@ -188,7 +191,16 @@ def _control_plane(database: Database, store_url: str, redis_url: str) -> Iterat
                 cluster.stop()
                 supervisor.stop_all()  # what a failed start left
     finally:
+        if session.testsfailed:
+            _keep_logs(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _keep_logs(data_dir: Path) -> None:
+    kept = data_dir.with_name(data_dir.name + "-failed-logs")
+    for logs in [data_dir / "logs", *data_dir.glob("nodes/*/logs")]:
+        shutil.copytree(logs, kept / logs.relative_to(data_dir), dirs_exist_ok=True)
+    print(f"\nThe test cluster's logs are kept in {kept}")
 
 
 def _live_stack(data_dir: Path, env: dict[str, str], supervisor: Supervisor) -> LiveStack:

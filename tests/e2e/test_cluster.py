@@ -67,7 +67,9 @@ def test_a_two_instance_ddp_job_runs_on_two_engines_and_uploads_one_merged_model
     for container in both:  # each node started its own instance, on its own engine
         assert container.labels["sageport.node"] == container.engine_node
 
-    job = wait_for_status(sagemaker, name, timeout=240)
+    # Bounded by the script's rendezvous wait (the instances may start a minute apart on two busy
+    # cores) and its training, a few seconds.
+    job = wait_for_status(sagemaker, name, timeout=360)
 
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")

@@ -17,6 +17,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 STEPS = 40
 MODEL_DIR = "/opt/ml/model"
+# How long rank 0 waits for the others: each node starts its own instance, and on two busy cores
+# one may start a minute or more after the other (torch's own default is 30 minutes).
+RENDEZVOUS_SECONDS = 240
 
 config = json.load(open("/opt/ml/input/config/resourceconfig.json"))
 hosts, current = config["hosts"], config["current_host"]
@@ -24,7 +27,7 @@ rank = hosts.index(current)
 seen = boto3.client("s3").list_objects_v2(Bucket=os.environ["CODE_BUCKET"], Prefix="code/")["KeyCount"]
 
 dist.init_process_group("gloo", init_method=f"tcp://{hosts[0]}:29500", rank=rank, world_size=len(hosts),
-                        timeout=timedelta(seconds=60))
+                        timeout=timedelta(seconds=RENDEZVOUS_SECONDS))
 torch.manual_seed(0)  # the same initial parameters on every rank (DDP also broadcasts rank 0's)
 model = DistributedDataParallel(torch.nn.Linear(4, 1))
 torch.manual_seed(1 + rank)  # each rank its own shard of y = x . (1, 2, 3, 4)
