@@ -23,6 +23,8 @@ missing_packages() {
     command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
     command -v docker-compose >/dev/null || echo docker-compose  # the compose stack's test (v1 is enough)
     command -v ip >/dev/null || echo iproute2  # the two-node test gives node B an address of its own
+    # The test cluster's shared database (tests/e2e/postgres.py runs Debian's server binaries).
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || echo postgresql
     "$PYTHON" -c 'import ensurepip' 2>/dev/null || echo python3-venv
     # The console's browser tests: Playwright drives Debian's chromium (no browser download).
     command -v chromium >/dev/null || echo chromium
