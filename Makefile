@@ -32,7 +32,7 @@ clean: down
 images: bootstrap
 	@scripts/build-images.sh >/dev/null
 
-## sdk-v3: the SageMaker SDK v3 in .venv-sdk-v3 (v2, in .venv, has the same package name)
+## sdk-v3: the SageMaker SDK v3 in .venv-sdk-v3, a link to one per machine (v2, in .venv, has the same package name)
 sdk-v3: bootstrap
 	@scripts/sdk-v3-venv.sh >/dev/null
 

@@ -9,7 +9,14 @@ nn.Sequential (--depth Linear+ReLU layers of --width, then a Linear to 1) with p
 whole batch. Every process uses one thread (torch.set_num_threads(1)), the floor too. A rank's
 parameter bytes are those of `model.local_parameters()`; the largest over the ranks is reported.
 The step time is rank 0's median over --steps steps (zero_grad, smp.step forward+backward,
-optimizer.step), each between two barriers, after --warmup steps.
+optimizer.step), each between two barriers, after --warmup steps. Each line also gives the
+median CPU time of a step (time.process_time: every thread of the process) of the busiest rank
+against the floor's: the ratio that wall time reaches when every rank has a core of its own,
+which a shared machine's wall time does not show (P processes on the 2 cores of a loaded
+machine wait for each other's time slices). The floor process also times plain torch's gradient
+accumulation over the same --microbatches microbatches (a backward pass each): on the CPU,
+microbatches of a small model cost more than the whole batch (each backward pass writes and
+accumulates every weight gradient), and the pipeline cannot do with less.
 
 Prints one line per configuration and a summary line, with the issue's goals: parameters per rank
 <= 1.1/P of the model, and the interleaved step at P = 2 <= 1.3x single-process.
@@ -73,13 +80,23 @@ def single_process(options, results):
     model = make_model(options["width"], options["depth"])
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     inputs, targets = make_batch(options["batch"])
+    microbatches = options["microbatches"]
 
-    def one_step():
+    def whole_batch():
         optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(inputs), targets).backward()
         optimizer.step()
 
-    results.put({"bytes": parameter_bytes(model.parameters()), "seconds": timed(one_step, options)})
+    def accumulated():
+        optimizer.zero_grad()
+        for x, y in zip(inputs.chunk(microbatches), targets.chunk(microbatches), strict=True):
+            (torch.nn.functional.mse_loss(model(x), y) / microbatches).backward()
+        optimizer.step()
+
+    seconds, cpu = timed(whole_batch, options)
+    accumulated_seconds, accumulated_cpu = timed(accumulated, options)
+    results.put({"bytes": parameter_bytes(model.parameters()), "seconds": seconds, "cpu": cpu,
+                 "accumulated_seconds": accumulated_seconds, "accumulated_cpu": accumulated_cpu})
 
 
 def pipeline_rank(rank, size, port, options, results):
@@ -108,24 +125,26 @@ def pipeline_rank(rank, size, port, options, results):
         train_step(inputs, targets)
         optimizer.step()
 
-    seconds = timed(one_step, options, smp.barrier)
-    results.put({"rank": rank, "bytes": parameter_bytes(model.local_parameters()), "seconds": seconds})
+    seconds, cpu = timed(one_step, options, smp.barrier)
+    results.put({"rank": rank, "bytes": parameter_bytes(model.local_parameters()), "seconds": seconds,
+                 "cpu": cpu})
     smp.barrier()
 
 
 def timed(one_step, options, barrier=lambda: None):
-    """The median of the steps' wall times (each between two barriers in a world): on a shared
-    machine a burst of other load then moves a few steps, not the result."""
+    """The medians of the steps' wall times (each between two barriers in a world) and of their
+    CPU times: on a shared machine a burst of other load then moves a few steps, not the result."""
     for _ in range(options["warmup"]):
         one_step()
-    seconds = []
+    seconds, cpu = [], []
     for _ in range(options["steps"]):
         barrier()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         one_step()
+        cpu.append(time.process_time() - cpu_started)  # the barrier's wait is no step work
         barrier()
         seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds)
+    return statistics.median(seconds), statistics.median(cpu)
 
 
 def free_port():
@@ -149,7 +168,8 @@ def run_world(size, options):
         codes = [p.exitcode for p in processes]
         raise RuntimeError(f"a rank of the world of {size} failed: exit codes {codes}")
     return {"bytes": max(r["bytes"] for r in reports),
-            "seconds": next(r["seconds"] for r in reports if r["rank"] == 0)}
+            "seconds": next(r["seconds"] for r in reports if r["rank"] == 0),
+            "cpu": max(r["cpu"] for r in reports)}
 
 
 def run_single(options):
@@ -186,7 +206,12 @@ def report(size, pipeline, measured, floor):
             f"{floor['bytes'] / 2**20:.1f} MiB (goal <= {PARAMETER_GOAL / size:.3f}: "
             f"{_verdict(verdicts[0])}), "
             f"step {step_ratio:.2f}x single-process ({measured['seconds'] * 1000:.1f} ms against "
-            f"{floor['seconds'] * 1000:.1f} ms)")
+            f"{floor['seconds'] * 1000:.1f} ms); CPU of the busiest rank "
+            f"{measured['cpu'] / floor['cpu']:.2f}x ({measured['cpu'] * 1000:.1f} ms against "
+            f"{floor['cpu'] * 1000:.1f} ms); wall {measured['seconds'] / floor['accumulated_seconds']:.2f}x, "
+            f"CPU {measured['cpu'] / floor['accumulated_cpu']:.2f}x plain gradient accumulation over the "
+            f"microbatches ({floor['accumulated_seconds'] * 1000:.1f} ms, "
+            f"{floor['accumulated_cpu'] * 1000:.1f} ms CPU)")
     if size == 2 and pipeline == "interleaved":
         verdicts.append(step_ratio <= STEP_GOAL)
         line += f" (goal <= {STEP_GOAL}: {_verdict(verdicts[1])})"

@@ -66,6 +66,12 @@ class HyperPodJob(LeasedRow):
     # GPUs ("node:device") of replicas that faulted: their replacement is placed elsewhere (the
     # way HyperPod replaces a faulty instance); forgotten when the job next restarts its world.
     avoided_gpus = models.JSONField(default=list)
+    # Repeat-offender nodes a full job restart moved the job off (elastic/restarts.py): not
+    # placed on again until its world has started elsewhere.
+    avoided_nodes = models.JSONField(default=list)
+    # The restartPolicy's evaluation window: its counts of process-level and full job restarts
+    # and of faults per node (elastic/restarts.Window).
+    restarts = models.JSONField(default=dict)
     # The newest complete checkpoint every agent agreed on ({prefix: {progressData, progressCount}}).
     progress = models.JSONField(default=dict)
     # The Kubernetes `status` object as the operator last wrote it (conditions, restartCount,

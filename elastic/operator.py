@@ -8,10 +8,13 @@ Phases (elastic/models.JobPhase):
 - Creating: every replica of the target world has a running container; once every agent answers
   `ready`, each is sent `/start` (rank, nnodes, master_addr = rank 0's pod name, faultCount, the
   agreed progress, the log rules) → Running.
-- Running: agents all `completed` → `/shutdown` → Succeeded. A replica that faulted or vanished →
-  its container and GPUs go (the job avoids those GPUs for the replacement), the others are told
-  `/stop` → Stopping, unless `jobMaxRetryCount` is spent → Failed. A new target (preemption) or
-  room to grow (planner.growth_size) → graceful `/stop` to every agent → Stopping.
+- Running: agents all `completed` → `/shutdown` → Succeeded. A replica that faulted, exited or
+  vanished → restarted as runPolicy.restartPolicy says (elastic/restarts.py), or Failed: a
+  process-level restart keeps every pod (an exited container is run again in its pod) and tells
+  every agent `/stop` → Stopping; a full job restart creates every pod again, the faulty ones'
+  GPUs avoided (→ Stopping), or on another node than a repeat offender (→ Pending). A new
+  target (preemption) or room to grow (planner.growth_size) → graceful `/stop` to every agent →
+  Stopping.
 - Stopping: wait until every agent is `ready` again (its workers saw SIGUSR1, checkpointed and
   exited); past `gracefulShutdownTimeoutInSeconds` (plus a margin: the agent SIGKILLs its workers
   at the timeout itself) a replica still stopping is removed. Then replicas beyond the target go,
@@ -36,7 +39,7 @@ from django.utils import timezone
 from accounts import container_credentials
 from clusters import tier_network
 from clusters.tier_network import TierReach
-from elastic import checkpointing, planner, replica_logs, replicas, sizing, status
+from elastic import checkpointing, planner, replica_logs, replicas, restarts, sizing, status
 from elastic.agents import Agent, AgentUnreachable
 from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
@@ -185,7 +188,8 @@ def _start_world(
     condition = (status.RUNNING, "Resized" if resized else "Running", f"Running at {len(world)} replicas.")
     status.move(
         job, spec, JobPhase.RUNNING, condition,
-        world_size=len(world), started_at=job.started_at or timezone.now(), avoided_gpus=[], short_since=None,
+        world_size=len(world), started_at=job.started_at or timezone.now(), avoided_gpus=[], avoided_nodes=[],
+        short_since=None,
     )
     return _poll()
 
@@ -233,19 +237,54 @@ def _begin_stop(
 
 
 def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], reason: str) -> float | None:
-    job.status = {**job.status, "latestFaultyPodInstanceList": {
-        "restartType": "JLR",  # the whole world restarts (job-level), as HyperPod names it
+    """Restart as runPolicy.restartPolicy says (elastic/restarts.py), or fail the job."""
+    states = _states(job)
+    in_place = all(r.container_name in states for r in faulty)
+    window = restarts.Window.load(job.restarts)
+    nodes = [r.node.name for r in faulty]
+    decision = restarts.decide(spec, window, job.fault_count, nodes, in_place, timezone.now())
+    _record_faulty(job, faulty, decision)
+    if isinstance(decision, restarts.GiveUp):
+        failure = (status.FAILED, decision.reason, f"{reason} {decision.summary}")
+        return _finish(job, spec, JobPhase.FAILED, failure)
+    message = f"{decision.summary} {reason}"
+    counts = {"fault_count": job.fault_count + 1, "restarts": decision.window.dump()}
+    if decision.kind == restarts.PROCESS_LEVEL:  # every pod stays; an exited container starts again
+        _remove_containers(job, [r for r in faulty if states[r.container_name].exited], fresh=False)
+        return _begin_stop(job, spec, StopReason.FAULT, message, graceful=False, **counts)
+    faulty_gpus = {f"{r.node.name}:{gpu.device_id}" for r in faulty for gpu in r.gpus.all()}
+    avoided = sorted(set(job.avoided_gpus) | faulty_gpus)
+    _remove_replicas(faulty)
+    if job.node is not None and job.node.name in decision.avoided_nodes:
+        return _move_off(job, spec, message, list(decision.avoided_nodes), avoided_gpus=avoided, **counts)
+    _remove_containers(job, list(job.replicas.all()), fresh=True)  # every pod is created again
+    return _begin_stop(job, spec, StopReason.FAULT, message, graceful=False, avoided_gpus=avoided, **counts)
+
+
+def _record_faulty(job: HyperPodJob, faulty: list[ElasticReplica], decision) -> None:
+    """status.latestFaultyPodInstanceList: the faulty pods, their ranks and nodes (HyperPod's
+    instances), and the kind of restart they caused."""
+    record = {
         "faultyPodList": [_pod(job, r) for r in faulty],
         "faultyRankList": [str(r.rank) for r in faulty if r.rank is not None],
-    }}
-    if job.fault_count >= spec.job_max_retry_count:
-        return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "JobMaxRetryCountReached", reason))
-    avoided = [f"{r.node.name}:{gpu.device_id}" for r in faulty for gpu in r.gpus.all()]
-    _remove_replicas(faulty)
-    return _begin_stop(
-        job, spec, StopReason.FAULT, reason, graceful=False,
-        fault_count=job.fault_count + 1, avoided_gpus=sorted(set(job.avoided_gpus) | set(avoided)),
+        "faultyInstanceIdList": sorted({r.node.name for r in faulty}),
+    }
+    if isinstance(decision, restarts.Restart):
+        record = {"restartType": decision.kind, **record}
+    job.status = {**job.status, "latestFaultyPodInstanceList": record}
+
+
+def _move_off(job: HyperPodJob, spec: JobSpec, message: str, nodes: list[str], **fields) -> float:
+    """A full job restart that avoids the job's node (a repeat offender): every replica goes and
+    the job is placed again, like a new one, on another node."""
+    _release(job, spec, keep=0)
+    get_runtime().remove_network(replicas.network_name(job))
+    status.move(
+        job, spec, JobPhase.PENDING, (status.RESTARTING, StopReason.FAULT, message),
+        node=None, world_size=0, stop_reason=StopReason.NONE, avoided_nodes=nodes,
+        restart_count=job.restart_count + 1, **fields,
     )
+    return _poll()
 
 
 # --- Stopping ----------------------------------------------------------------------------------
@@ -380,14 +419,21 @@ def _release(job: HyperPodJob, spec: JobSpec, keep: int) -> None:
 
 def _remove_replicas(gone: list[ElasticReplica]) -> None:
     """Containers first, then the rows in one statement: their GPUs come back all at once, so a
-    job growing meanwhile never sees half of them (and grows twice). Their last lines are copied
-    to their pods' log streams first."""
+    job growing meanwhile never sees half of them (and grows twice)."""
     if gone:
-        replica_logs.collect(gone[0].job, get_runtime())
+        _remove_containers(gone[0].job, gone, fresh=True)
+    ElasticReplica.objects.filter(pk__in=[replica.pk for replica in gone]).delete()
+
+
+def _remove_containers(job: HyperPodJob, gone: list[ElasticReplica], fresh: bool) -> None:
+    """Remove replicas' containers, their last lines copied to their pods' log streams first;
+    `fresh`: the pod's own files (emptyDir volumes, hosts) go too, as a new pod has none."""
+    if gone:
+        replica_logs.collect(job, get_runtime())
     for replica in gone:
         get_runtime().remove(replica.container_name)
-        safe_files.remove_tree(replicas.replica_directory(replica.job, replica))
-    ElasticReplica.objects.filter(pk__in=[replica.pk for replica in gone]).delete()
+        if fresh:
+            safe_files.remove_tree(replicas.replica_directory(job, replica))
 
 
 def _pod(job: HyperPodJob, replica: ElasticReplica) -> str:

@@ -17,7 +17,9 @@ on one node, whose bridge network joins them. The rules:
   requester's are ever dropped); only when shrinking is not enough is a job all of whose
   replicas weigh less evicted (back to pending, to start again when capacity allows). Training
   jobs with a priority tag ask the same way (capacity/preemption.py, training/priority.py).
-- Never fits: a job whose smallest world needs more GPUs than any registered node has fails."""
+- Never fits: a job whose smallest world needs more GPUs than any registered node has fails.
+- Repeat offenders: a job a full job restart moved off its node (elastic/restarts.py) is placed,
+  and takes capacity back, only on other nodes, until its world has started again."""
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -68,6 +70,8 @@ def plan_start(job: HyperPodJob, spec: JobSpec) -> Start | Wait | NeverFits:
     if ahead is not None:
         return Wait(f"Waiting for {ahead.namespace}/{ahead.name}, ahead in the queue.")
     best = _roomiest_node(job)
+    if best is None and job.avoided_nodes:
+        return Wait(f"Waiting for a node other than the repeat offenders {', '.join(job.avoided_nodes)}.")
     if best is None:
         return Wait("Waiting for a worker node.")
     node, free = best
@@ -123,7 +127,7 @@ def reclaim_for_others(request: preemption.GpuRequest) -> str | None:
 
 
 def _reclaim(needed: int, weight: int, free_on, requester: HyperPodJob | None) -> str | None:
-    for node in _live_nodes():
+    for node in _live_nodes(requester.avoided_nodes if requester else ()):
         coming = sum(_gpus_coming_back(other) for other in _active_on(node))
         shortfall = needed - len(free_on(node)) - coming
         if shortfall <= 0:
@@ -160,15 +164,16 @@ def allocate(job: HyperPodJob, spec: JobSpec, node: Node, size: int) -> bool:
 
 
 def _roomiest_node(job: HyperPodJob) -> tuple[Node, int] | None:
-    room = [(len(usable_gpus(job, node)), node.name, node) for node in _live_nodes()]
+    room = [(len(usable_gpus(job, node)), node.name, node) for node in _live_nodes(job.avoided_nodes)]
     if not room:
         return None
     free, _, node = max(room, key=lambda entry: (entry[0], [-ord(c) for c in entry[1]]))
     return node, free
 
 
-def _live_nodes() -> list[Node]:
-    live = set(capacity_nodes.live_names())
+def _live_nodes(avoided=()) -> list[Node]:
+    """The registered nodes that are alive, less those a job avoids (repeat offenders)."""
+    live = set(capacity_nodes.live_names()) - set(avoided)
     return [node for node in Node.objects.order_by("name") if node.name in live]
 
 

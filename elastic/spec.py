@@ -53,6 +53,10 @@ _RUN_POLICY_FIELDS = (
     "logMonitoringConfiguration", "restartPolicy", "startupDeadlineSeconds", "suspend",
     "ttlSecondsAfterFinished", "workloadMode",
 )
+_RESTART_POLICY_FIELDS = (
+    "evalPeriodSeconds", "maxFullJobRestarts", "numRestartBeforeFullJobRestart",
+    "maxNumRepeatOffendersToAvoid", "scaleUpSnoozeTimeInSeconds",
+)
 _ELASTIC_FIELDS = (
     "minReplicas", "maxReplicas", "replicaIncrementStep", "replicaDiscreteValues",
     "scalingTimeoutInSeconds", "gracefulShutdownTimeoutInSeconds", "faultyScaleDownTimeoutInSeconds",
@@ -125,6 +129,20 @@ class ElasticPolicy:
 
 
 @dataclass(frozen=True)
+class RestartPolicy:  # runPolicy.restartPolicy (elastic/restarts.py acts on it)
+    eval_period_seconds: int  # the window the counts below are kept in
+    restarts_before_full: int  # process-level restarts in a window before a full job restart
+    max_full_job_restarts: int | None  # full job restarts in a window before Failed; None: no cap
+    max_repeat_offenders: int  # nodes a full job restart avoids, at most
+
+
+# No restartPolicy: every restart is a full job restart, bounded only by jobMaxRetryCount.
+NO_RESTART_POLICY = RestartPolicy(
+    eval_period_seconds=0, restarts_before_full=0, max_full_job_restarts=None, max_repeat_offenders=0
+)
+
+
+@dataclass(frozen=True)
 class JobSpec:
     groups: tuple[ReplicaGroup, ...]
     nproc_per_node: str  # "auto" | "cpu" | "gpu" | a number
@@ -136,6 +154,7 @@ class JobSpec:
     queue_name: str  # the job's kueue.x-k8s.io/queue-name label, "" when absent
     priority_class: str  # the job's kueue.x-k8s.io/priority-class label, "" when absent
     scale_up_snooze_seconds: int = 0  # runPolicy.restartPolicy.scaleUpSnoozeTimeInSeconds
+    restart_policy: RestartPolicy | None = None  # runPolicy.restartPolicy, None when absent
     suspend: bool = False  # runPolicy.suspend: no replica runs while True
     active_deadline_seconds: int | None = None  # from startTime, then Failed (DeadlineExceeded)
     startup_deadline_seconds: int | None = None  # replicas ready within it, else Failed
@@ -188,6 +207,8 @@ def defaulted_spec(manifest: dict) -> dict:
         "cleanPodPolicy": job.clean_pod_policy,
         "jobMaxRetryCount": job.job_max_retry_count,
     }
+    if job.restart_policy is not None:
+        run_policy["restartPolicy"] = _known(run_policy["restartPolicy"], _RESTART_POLICY_FIELDS)
     stored = {"nprocPerNode": job.nproc_per_node, "replicaSpecs": groups, "runPolicy": run_policy}
     if job.elastic is not None:
         stored["elasticPolicy"] = {
@@ -209,6 +230,8 @@ def unknown_fields(manifest: dict) -> list[str]:
         found += [f"spec.replicaSpecs[{i}].{key}" for key in entry if key not in _REPLICA_FIELDS]
     for name, fields in (("runPolicy", _RUN_POLICY_FIELDS), ("elasticPolicy", _ELASTIC_FIELDS)):
         found += [f"spec.{name}.{key}" for key in spec.get(name) or {} if key not in fields]
+    restart = (spec.get("runPolicy") or {}).get("restartPolicy") or {}
+    found += [f"spec.runPolicy.restartPolicy.{key}" for key in restart if key not in _RESTART_POLICY_FIELDS]
     return found
 
 
@@ -332,7 +355,10 @@ def _read(reader: _Reader, manifest: dict) -> JobSpec:
         reader.fail("spec.replicaSpecs", "a job without elasticPolicy runs the sum of its groups' "
                     "replicas, which must be at least 1")
     clean_pod_policy = reader.string(run_policy, "cleanPodPolicy", "spec.runPolicy.cleanPodPolicy", "All")
-    if clean_pod_policy not in CLEAN_POD_POLICIES:
+    if clean_pod_policy == "OnlyComplete":  # in AWS's table of values, with no word on its pods
+        reader.fail("spec.runPolicy.cleanPodPolicy", "OnlyComplete is not supported: which pods it "
+                    f"keeps is not documented; use one of {', '.join(CLEAN_POD_POLICIES)}")
+    elif clean_pod_policy not in CLEAN_POD_POLICIES:
         reader.fail("spec.runPolicy.cleanPodPolicy", f"must be one of {', '.join(CLEAN_POD_POLICIES)}")
     _refuse_unsupported(reader, run_policy)
     return JobSpec(
@@ -347,7 +373,8 @@ def _read(reader: _Reader, manifest: dict) -> JobSpec:
         clean_pod_policy=clean_pod_policy,
         queue_name=labels.get(QUEUE_LABEL, "") if isinstance(labels, dict) else "",
         priority_class=labels.get(PRIORITY_LABEL, "") if isinstance(labels, dict) else "",
-        scale_up_snooze_seconds=_read_restart_policy(reader, run_policy),
+        scale_up_snooze_seconds=_read_scale_up_snooze(reader, run_policy),
+        restart_policy=_read_restart_policy(reader, run_policy),
         suspend=_read_suspend(reader, run_policy),
         active_deadline_seconds=_read_deadline(reader, run_policy, "activeDeadlineSeconds"),
         startup_deadline_seconds=_read_deadline(reader, run_policy, "startupDeadlineSeconds"),
@@ -387,18 +414,37 @@ def _refuse_unsupported(reader: _Reader, run_policy: dict) -> None:
             reader.fail(f"spec.runPolicy.{key}", message)
 
 
-def _read_restart_policy(reader: _Reader, run_policy: dict) -> int:
-    """The run policy's restartPolicy, checked; returns the scale-up snooze time."""
-    if "restartPolicy" not in run_policy:
+def _read_scale_up_snooze(reader: _Reader, run_policy: dict) -> int:
+    restart = run_policy.get("restartPolicy")
+    if not isinstance(restart, dict):
         return 0
-    restart = reader.mapping(run_policy["restartPolicy"], "spec.runPolicy.restartPolicy")
+    field = "spec.runPolicy.restartPolicy.scaleUpSnoozeTimeInSeconds"
+    return reader.integer(restart, "scaleUpSnoozeTimeInSeconds", field, 0)
+
+
+def _read_restart_policy(reader: _Reader, run_policy: dict) -> RestartPolicy | None:
+    """The run policy's restartPolicy (evalPeriodSeconds required, as the CRD has it); None
+    without one."""
+    if run_policy.get("restartPolicy") is None:
+        return None
     field = "spec.runPolicy.restartPolicy"
-    if restart and "evalPeriodSeconds" not in restart:
+    restart = reader.mapping(run_policy["restartPolicy"], field)
+    if "evalPeriodSeconds" not in restart:
         reader.fail(f"{field}.evalPeriodSeconds", "is required")
-    for key in ("evalPeriodSeconds", "maxFullJobRestarts", "numRestartBeforeFullJobRestart",
-                "maxNumRepeatOffendersToAvoid"):
-        reader.integer(restart, key, f"{field}.{key}", None)
-    return reader.integer(restart, "scaleUpSnoozeTimeInSeconds", f"{field}.scaleUpSnoozeTimeInSeconds", 0)
+    return RestartPolicy(
+        eval_period_seconds=reader.integer(
+            restart, "evalPeriodSeconds", f"{field}.evalPeriodSeconds", 0, minimum=1
+        ),
+        restarts_before_full=reader.integer(
+            restart, "numRestartBeforeFullJobRestart", f"{field}.numRestartBeforeFullJobRestart", 0
+        ),
+        max_full_job_restarts=reader.integer(
+            restart, "maxFullJobRestarts", f"{field}.maxFullJobRestarts", None
+        ),
+        max_repeat_offenders=reader.integer(
+            restart, "maxNumRepeatOffendersToAvoid", f"{field}.maxNumRepeatOffendersToAvoid", 0
+        ),
+    )
 
 
 def _read_log_monitoring(reader: _Reader, value: Any) -> tuple[dict, ...]:

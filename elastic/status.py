@@ -10,7 +10,7 @@ import logging
 from django.db.models import F
 from django.utils import timezone
 
-from elastic import replicas, sizing
+from elastic import replicas, restarts, sizing
 from elastic.models import HyperPodJob, JobPhase
 from elastic.spec import JobSpec
 
@@ -111,6 +111,7 @@ def compose(job: HyperPodJob, spec: JobSpec, conditions: list[dict]) -> dict:
             "lastUpdated": _iso(timezone.now()),
         },
         "jobPods": _pods(job, spec),
+        "restartStatus": restarts.restart_status(spec, restarts.Window.load(job.restarts)),
     }
     if job.started_at:
         status["startTime"] = _iso(job.started_at)

@@ -14,7 +14,9 @@ received); an `https` upstream is reached over TLS. Each node's worker runs one
   serves the same upstreams) is tried again every `retry_seconds`, so one of them serves it
   and another takes over when it goes.
 - At most `max_connections` connections per port at once: one container cannot exhaust the
-  worker's file descriptors for the others."""
+  worker's file descriptors for the others.
+- `bind` makes a route's listening socket (`bound_socket`): the tests' cluster makes it in an
+  engine's network namespace, whose containers' gateway address is not the worker's."""
 
 import asyncio
 import errno
@@ -22,6 +24,7 @@ import logging
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -48,8 +51,16 @@ class Route:
 
 
 class Forwarder:
-    def __init__(self, routes: list[Route], *, retry_seconds: float = 5.0, max_connections: int = 512):
+    def __init__(
+        self,
+        routes: list[Route],
+        *,
+        retry_seconds: float = 5.0,
+        max_connections: int = 512,
+        bind: Callable[[str, int], socket.socket] | None = None,
+    ):
         self.routes = routes
+        self.bind = bind or bound_socket
         self.retry_seconds = retry_seconds
         self.max_connections = max_connections
         self.bound: dict[str, int] = {}  # route name -> the port it listens on (0 in a route: any)
@@ -83,7 +94,7 @@ class Forwarder:
 
     async def _listen(self, route: Route, reported: set[tuple[str, int]]) -> asyncio.Server | None:
         try:
-            sock = _bound_socket(route.host, route.port)
+            sock = self.bind(route.host, route.port)
         except OSError as error:
             if (route.name, error.errno) not in reported:
                 reported.add((route.name, error.errno))
@@ -140,7 +151,7 @@ async def _relay(source: asyncio.StreamReader, destination: asyncio.StreamWriter
         destination.close()
 
 
-def _bound_socket(host: str, port: int) -> socket.socket:
+def bound_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restarts: no TIME_WAIT wait

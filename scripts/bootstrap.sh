@@ -23,6 +23,8 @@ missing_packages() {
     command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
     command -v docker-compose >/dev/null || echo docker-compose  # the compose stack's test (v1 is enough)
     command -v ip >/dev/null || echo iproute2  # the two-node test gives node B an address of its own
+    # The test cluster's shared database (tests/e2e/postgres.py runs Debian's server binaries).
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || echo postgresql
     "$PYTHON" -c 'import ensurepip' 2>/dev/null || echo python3-venv
     # The console's browser tests: Playwright drives Debian's chromium (no browser download).
     command -v chromium >/dev/null || echo chromium
@@ -43,7 +45,9 @@ install_venv() {
     [ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
     if ! cmp -s pyproject.toml "$INSTALLED_STAMP"; then
         log "installing Sageport and its test tools into $VENV"
-        "$VENV/bin/pip" install -q -e '.[test]'
+        # --no-compile: pip would byte-compile all ~16000 modules (torch, TensorFlow...) one at a
+        # time (80 s of CPU); Python compiles those that get imported, on first import, instead.
+        "$VENV/bin/pip" install -q --no-compile -e '.[test]'
         cp pyproject.toml "$INSTALLED_STAMP"
     fi
 }

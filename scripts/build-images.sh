@@ -17,11 +17,14 @@ PYTHON_TAG=sageport-examples/python:latest
 PYTHON_SERVE_TAG=sageport-examples/python-serve:latest
 TOOLKIT_VERSION=5.1.4  # the sagemaker-training toolkit (script mode), as framework images ship it
 TOOLKIT_TAG=sageport-examples/sagemaker-training:$TOOLKIT_VERSION
-WHEEL_CACHE=.sageport/cache/wheels/sagemaker-training-$TOOLKIT_VERSION
+# The wheelhouses are machine-wide (not in the checkout): a fresh clone on this machine finds them
+# again instead of building the toolkit and copying torch (~200 MB) once more.
+WHEELHOUSES=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels
+WHEEL_CACHE=$WHEELHOUSES/sagemaker-training-$TOOLKIT_VERSION
 MPI_BASE_TAG=sageport-examples/mpi-base:bookworm
 TORCH_VERSION=2.13.0  # the CPU build this machine's package index has
 PYTORCH_MPI_TAG=sageport-examples/pytorch-mpi:$TORCH_VERSION-$TOOLKIT_VERSION
-TORCH_WHEEL_CACHE=.sageport/cache/wheels/torch-$TORCH_VERSION
+TORCH_WHEEL_CACHE=$WHEELHOUSES/torch-$TORCH_VERSION
 # Managed tiered checkpointing: AWS's library with the newest torch the HyperPod libraries accept.
 TIER_TORCH_VERSION=2.11.0
 CHECKPOINTING_VERSION=1.1.3  # amzn-sagemaker-checkpointing
@@ -29,13 +32,12 @@ S3_CONNECTOR_VERSION=1.5.0   # s3torchconnector, the library's S3 tier
 TIER_VERSIONS=$TIER_TORCH_VERSION-$CHECKPOINTING_VERSION-$S3_CONNECTOR_VERSION
 TIER_FRAMEWORK_TAG=sageport-examples/pytorch-tier-framework:$TIER_VERSIONS
 PYTORCH_TIER_TAG=sageport-examples/pytorch-tier:$TIER_VERSIONS
-# Machine-wide (not in the checkout): a fresh clone on this machine finds the ~3 GB again.
-TIER_WHEEL_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/pytorch-tier-$TIER_VERSIONS
+TIER_WHEEL_CACHE=$WHEELHOUSES/pytorch-tier-$TIER_VERSIONS  # ~3 GB
 # Elastic training: AWS's elastic agent (`hyperpodrun`) on the tiered-checkpointing framework's torch.
 ELASTIC_AGENT_VERSION=1.1.3  # hyperpod-elastic-agent
 ELASTIC_VERSIONS=$TIER_TORCH_VERSION-$ELASTIC_AGENT_VERSION
 PYTORCH_ELASTIC_TAG=sageport-examples/pytorch-elastic:$ELASTIC_VERSIONS
-ELASTIC_WHEEL_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/pytorch-elastic-$ELASTIC_VERSIONS
+ELASTIC_WHEEL_CACHE=$WHEELHOUSES/pytorch-elastic-$ELASTIC_VERSIONS
 BUILD_LABEL=sageport.build=build-images  # on the throwaway containers this script makes
 
 log() { echo "build-images: $*" >&2; }

@@ -6,9 +6,13 @@
 #   scripts/compose-images.sh --offline  also local stand-ins for the base images (no registry)
 #
 # The wheelhouse: the host downloads the control-plane image's Python dependencies as wheels for
-# the image's Python (BASE_PYTHON_VERSION on Linux) into build/wheels, and the Dockerfile installs
-# from there alone, at the versions of the host's .venv (those the tests ran with). It is
-# downloaded again only when the dependencies or those versions change.
+# the image's Python (BASE_PYTHON_VERSION on Linux), at the versions of the host's .venv (those the
+# tests ran with), into a machine-wide folder, so that a fresh clone finds them; build/wheels is
+# its copy (hard links) in the build's context, and the Dockerfile installs from there alone. It is
+# downloaded again only when the dependencies or the versions of the packages it holds change: the
+# .venv's other packages (the test tools) do not count. What it was downloaded for is kept beside
+# it (<folder>.request), not in it: the image's build copies build/wheels, and a file in it that
+# changed with every .venv change made Docker install the same wheels again (minutes).
 #
 # The stand-ins: one Debian bookworm root filesystem made with mmdebstrap (Python, PostgreSQL 15,
 # Redis 7: the versions the upstream images carry), `docker import`ed once, and a small image on
@@ -25,7 +29,8 @@ BASE_PYTHON_VERSION=3.11
 
 ROOTFS_TAG=sageport-compose/bookworm-rootfs:latest
 ROOTFS_PACKAGES=python3,python3-venv,postgresql-15,redis-server
-WHEELHOUSE=build/wheels
+SHARED_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/controlplane-$BASE_PYTHON_VERSION-$(uname -m)
+WHEELHOUSE=build/wheels  # the build's copy
 PIP=${PIP:-.venv/bin/pip}
 PYTHON=${PYTHON:-.venv/bin/python}
 
@@ -54,31 +59,64 @@ platforms() {
     for minor in $(seq 17 36); do echo "--platform manylinux_2_${minor}_$arch"; done
 }
 
+# The request a wheelhouse (the folder $1) answers: the requirements, then the .venv's pins (the
+# file $2) of the packages among its wheels. Pins of packages outside it cannot change what it
+# holds: a new dependency comes only with a new version of one inside.
+wheelhouse_request() {
+    "$PYTHON" -c '
+import re, sys
+def name(text):
+    return re.sub(r"[-_.]+", "-", text).lower()
+held = {name(line.split("-")[0]) for line in sys.argv[1].splitlines()}
+print(sys.argv[2])
+print("# pins of the packages held:")
+for pin in sys.argv[3].splitlines():
+    if name(pin.split("==")[0]) in held:
+        print(pin)
+' "$(find "$1" -name '*.whl' -printf '%f\n' 2>/dev/null)" "$(requirements)" "$(cat "$2")"
+}
+
 download_wheels() {
-    local request
-    request=$(mktemp)
+    local constraints=$1
+    [ -d "$SHARED_WHEELHOUSE" ] && wheelhouse_request "$SHARED_WHEELHOUSE" "$constraints" \
+        | cmp -s - "$SHARED_WHEELHOUSE.request" && return 0
+    log "downloading the image's wheels into $SHARED_WHEELHOUSE (Python $BASE_PYTHON_VERSION, $(uname -m))"
+    rm -rf "$SHARED_WHEELHOUSE" "$SHARED_WHEELHOUSE.request"
+    mkdir -p "$SHARED_WHEELHOUSE"
+    local output  # shown only on failure
+    if ! output=$("$PIP" download --quiet --disable-pip-version-check --dest "$SHARED_WHEELHOUSE" \
+            --only-binary=:all: --python-version "$BASE_PYTHON_VERSION" --implementation cp \
+            $(platforms) -c "$constraints" -r <(requirements) 2>&1); then
+        echo "$output" >&2
+        exit 1
+    fi
+    # Last: a cut-off download is tried again.
+    wheelhouse_request "$SHARED_WHEELHOUSE" "$constraints" >"$SHARED_WHEELHOUSE.request"
+}
+
+# build/wheels, the same as the machine-wide wheelhouse: hard links where the file system allows.
+copy_wheels_into_the_build() {
+    cmp -s "$SHARED_WHEELHOUSE.request" "$WHEELHOUSE.request" && return 0
+    rm -rf "$WHEELHOUSE" "$WHEELHOUSE.request"
+    mkdir -p "$(dirname "$WHEELHOUSE")"
+    cp -al "$SHARED_WHEELHOUSE" "$WHEELHOUSE" 2>/dev/null \
+        || { rm -rf "$WHEELHOUSE"; cp -a "$SHARED_WHEELHOUSE" "$WHEELHOUSE"; }
+    cp "$SHARED_WHEELHOUSE.request" "$WHEELHOUSE.request"
+}
+
+prepare_wheels() {
+    local constraints
+    constraints=$(mktemp)
     # The versions the tests ran with: those of the host's virtualenv, where it has the package
     # (name==version lines only: a constraint cannot be a link).
     "$PIP" freeze --exclude-editable --disable-pip-version-check | grep -E '^[A-Za-z0-9_.-]+==' \
-        >"$request.constraints"
-    { requirements; echo "# constraints:"; cat "$request.constraints"; } >"$request"
-    if cmp -s "$request" "$WHEELHOUSE/request.txt"; then
-        rm -f "$request" "$request.constraints"
-        return 0
-    fi
-    log "downloading the image's wheels into $WHEELHOUSE (Python $BASE_PYTHON_VERSION, $(uname -m))"
-    rm -rf "$WHEELHOUSE"
-    mkdir -p "$WHEELHOUSE"
-    local output  # shown only on failure
-    if ! output=$("$PIP" download --quiet --disable-pip-version-check --dest "$WHEELHOUSE" \
-            --only-binary=:all: --python-version "$BASE_PYTHON_VERSION" --implementation cp \
-            $(platforms) -c "$request.constraints" -r <(requirements) 2>&1); then
-        echo "$output" >&2
-        rm -f "$request" "$request.constraints"
-        exit 1
-    fi
-    mv "$request" "$WHEELHOUSE/request.txt"  # last: a cut-off download is tried again
-    rm -f "$request.constraints"
+        >"$constraints"
+    mkdir -p "$(dirname "$SHARED_WHEELHOUSE")"
+    exec 9>"$SHARED_WHEELHOUSE.lock" && flock 9  # two checkouts' test sessions may ask at once
+    download_wheels "$constraints"
+    copy_wheels_into_the_build
+    exec 9>&-
+    rm -f "$constraints"
 }
 
 ensure_rootfs() {
@@ -112,7 +150,7 @@ case "${1:-}" in
     "") offline=false ;;
     *) log "usage: $0 [--offline]"; exit 2 ;;
 esac
-download_wheels
+prepare_wheels
 if $offline; then
     build_stand_in "$PYTHON_IMAGE" python
     build_stand_in "$POSTGRES_IMAGE" postgres

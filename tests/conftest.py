@@ -42,6 +42,7 @@ CRASH_RECOVERY_SECONDS = 90
 @dataclass(frozen=True)
 class S3Service:
     endpoint_url: str
+    store_url: str  # SeaweedFS's own S3 port, behind the gateway: the tests' cluster has a gateway of its own
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,11 @@ def s3_service(supervisor) -> S3Service:
     # process (pytest-django points this process's connection at the test database, while the
     # live stack uses the session's own SQLite file).
     _manage("runstack", "--prepare-only")
-    for spec in s3_specs(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key()):
+    store, gateway = s3_specs(Path(settings.DATA_DIR), settings.SAGEPORT_S3_ENDPOINT_URL, platform_s3_key())
+    for spec in (store, gateway):
         supervisor.start(spec)
-    return S3Service(endpoint_url=settings.SAGEPORT_S3_ENDPOINT_URL)
+    (store_port,) = store.ports
+    return S3Service(endpoint_url=settings.SAGEPORT_S3_ENDPOINT_URL, store_url=f"http://{LOOPBACK}:{store_port}")
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from email.message import Message
 from urllib.parse import parse_qs, unquote
 
 from tier import rules
-from tier.errors import TierError, bad_request, not_found
+from tier.errors import TierError, bad_request, gone, not_found
 from tier.identity import Caller
 from tier.peers import NAMESPACE_HEADER, Peers, checkpoint_path, inventory_steps, namespace_path
 from tier.replication import Replicator
@@ -197,7 +197,8 @@ class LocalApi:
                 raise bad_request(f"{NAMESPACE_HEADER} is not a namespace record: {error}") from error
             if record.name != name:
                 raise bad_request(f"{NAMESPACE_HEADER} names another namespace.")
-            self.store.adopt_namespace(record)
+            if self.store.adopt_namespace(record) is None:
+                raise gone(f"Namespace '{name}' was deleted after this copy of it was made.")
             return record  # the writer's (its last use), though an existing local record wins
         record = self.find_namespace(request.caller, name)
         if record is None:
@@ -286,9 +287,12 @@ class ClusterApi(LocalApi):
         inventories = [self.store.inventory(caller.account, name) or {}]
         for answer in self.peers.inventories(caller.account, name):
             try:
-                record = record or Namespace.from_document(caller.account, answer["namespace"])
+                held = Namespace.from_document(caller.account, answer["namespace"])
+                if self.store.deleted_since_created(held):
+                    continue  # a node that was down during the delete still holds it
+                record = record or held
                 inventories.append(inventory_steps(answer))
-            except (KeyError, TypeError, ValueError, AttributeError) as error:
+            except (KeyError, TypeError, ValueError, AttributeError, TierError) as error:
                 log.warning("tier: a peer's inventory of %s is unreadable: %s", name, error)
         if record is None:
             raise not_found(f"Namespace '{name}' not found.")
@@ -302,6 +306,8 @@ class ClusterApi(LocalApi):
         except TierError as error:
             if error.status != 404:
                 raise
+        if self.find_namespace(caller, name) is None:  # deleted: a stale copy elsewhere is not it
+            raise not_found(f"Namespace '{name}' not found.")
         remote = self.peers.open_shard(caller.account, name, rank, step)
         if remote is None:
             raise not_found(f"Shard {rank} of step {step} of namespace '{name}' not found.")

@@ -22,6 +22,10 @@ def not_found(message: str) -> TierError:
     return TierError(404, "NotFound", message)
 
 
+def gone(message: str) -> TierError:
+    return TierError(410, "Gone", message)
+
+
 def conflict(message: str) -> TierError:
     return TierError(409, "Conflict", message)
 

@@ -1,7 +1,7 @@
 """Deleting namespaces whose job is over: one not used for `grace_seconds` and whose owner job
 (the last job that used it) has no running container left. A retried or restarted job of the
 same account that uses the namespace again within the grace period keeps it (and becomes its
-owner)."""
+owner). Tombstones of deleted namespaces (store.py) are kept as long as that grace."""
 
 import logging
 import threading
@@ -37,6 +37,7 @@ class ExpirySweeper:
         """The namespaces deleted."""
         deleted = []
         moment = self._clock() - self._config().grace_seconds
+        self._store.forget_deletions(before=moment)
         for record in self._store.unused_since(moment):
             if record.owner_job_arn and self._job_running(record.owner_job_arn):
                 continue

@@ -32,6 +32,11 @@ class PeerUnavailable(Exception):
     pass
 
 
+class NamespaceDeleted(Exception):
+    """A peer refused a copy: a client deleted the namespace after the copy's record was made
+    (this node was down during the delete, so it still held the namespace)."""
+
+
 @dataclass
 class RemoteShard:
     """A shard a peer is sending: stream `pieces()`, then (or on any failure) `close()`."""
@@ -160,6 +165,8 @@ class Peers:
         connection, response = self._request(peer, "POST", checkpoint_path(record.name, rank, step),
                                              record.account, headers, handle)
         answer = _finish(connection, response)
+        if response.status == 410:
+            raise NamespaceDeleted(f"peer {peer.node}: {record.name!r} was deleted after this copy was made")
         if response.status != 200:
             raise OSError(f"peer {peer.node} answered {response.status}: {answer[:300]!r}")
 

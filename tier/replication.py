@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tier.peers import Peers, PeerUnavailable
+from tier.peers import NamespaceDeleted, Peers, PeerUnavailable
 from tier.store import Namespace, Store
 
 log = logging.getLogger("sageport.tier")
@@ -92,6 +92,11 @@ class Replicator:
             try:
                 with handle:
                     self._peers.replicate(target, current, rank, step, shard, handle)
+            except NamespaceDeleted as error:  # deleted while this node was away: so here too
+                log.info("tier dropping deleted account=%s namespace=%s: %s",
+                         record.account, record.name, error)
+                self._store.delete_namespace(record.account, record.name)
+                return False
             except PeerUnavailable as error:  # marked down: the next live neighbour is tried
                 log.warning("tier replicate failed account=%s namespace=%s rank=%d step=%d peer=%s: %s",
                             record.account, record.name, rank, step, target.node, error)

@@ -147,6 +147,10 @@ class Store:
         self._free = free_bytes
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], _Entry] = {}
+        # When a client deleted each namespace (its tombstone): a copy created before that, held
+        # by a node that was down during the delete, is the deleted namespace's, never to be
+        # served, adopted or copied again.
+        self._deleted: dict[tuple[str, str], float] = {}
         self._used = 0
         self._reserved = 0
         self._load()
@@ -175,14 +179,36 @@ class Store:
                                "delete some first.")
             now = self._clock()
             record = Namespace(account, name, num_ranks, steps_retained, job_arn, now, now)
+            self._deleted.pop((account, name), None)
             return self._add_entry(record).record, True
 
-    def adopt_namespace(self, record: Namespace) -> Namespace:
+    def adopt_namespace(self, record: Namespace) -> Namespace | None:
         """Keep a copy of a peer's record (replicas, and writes to a namespace created on
-        another node); an existing local record wins."""
+        another node); an existing local record wins. None when the record is a copy of a
+        namespace deleted since it was created (`deleted_since_created`)."""
         with self._lock:
             entry = self._entries.get((record.account, record.name))
-            return entry.record if entry else self._add_entry(record).record
+            if entry is not None:
+                return entry.record
+            if self._deleted_since_created(record):
+                return None
+            self._deleted.pop((record.account, record.name), None)  # a namespace made anew
+            return self._add_entry(record).record
+
+    def deleted_since_created(self, record: Namespace) -> bool:
+        """Whether a client deleted the namespace (through this node) after `record` was made."""
+        with self._lock:
+            return self._deleted_since_created(record)
+
+    def _deleted_since_created(self, record: Namespace) -> bool:
+        deleted_at = self._deleted.get((record.account, record.name))
+        return deleted_at is not None and record.created <= deleted_at
+
+    def forget_deletions(self, before: float) -> None:
+        """Drop the tombstones older than `before` (the namespaces' grace): a copy that old left
+        on a node that was down is unused as long, and expires there by itself (expiry.py)."""
+        with self._lock:
+            self._deleted = {key: moment for key, moment in self._deleted.items() if moment >= before}
 
     def touch(self, account: str, name: str, job_arn: str | None, used_at: float | None = None) -> None:
         """A container used the namespace (now, or at `used_at` when a peer's copy says when):
@@ -200,8 +226,11 @@ class Store:
                     self._persist(entry)
 
     def delete_namespace(self, account: str, name: str, unused_since: float | None = None) -> bool:
-        """Whether it was here (and, with `unused_since`, not used since that moment)."""
+        """Whether it was here (and, with `unused_since`, not used since that moment). A client's
+        delete (no `unused_since`) leaves a tombstone, whether or not it was here."""
         with self._lock:
+            if unused_since is None:
+                self._deleted[(account, name)] = self._clock()
             entry = self._entries.get((account, name))
             if entry is None or (unused_since is not None and entry.record.last_used >= unused_since):
                 return False

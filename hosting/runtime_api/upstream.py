@@ -6,8 +6,17 @@ A kept-alive connection can be closed by the container (its server's idle timeou
 request is sent on it: the request then fails before any answer, through no fault of the
 container. Such a request is sent once more on a new connection: the container never answered,
 so it never acted on it (HTTP/1.1, RFC 9112 section 9.3.1: a client may retry when the connection
-closed before any part of the response). A request that fails on a new connection is not retried."""
+closed before any part of the response). A request that fails on a new connection is not retried.
 
+A container whose host vanishes (its power or its link lost) leaves its kept-alive connections
+open here, and a request sent on one is never acknowledged: it would wait the whole invocation
+timeout. Every connection ends when data it sent stays unacknowledged `UNACKNOWLEDGED_SECONDS`
+(TCP_USER_TIMEOUT: a live container's kernel acknowledges at once, however long its model takes
+to answer), so that such a request counts as unanswered on a reused connection, goes again on a
+new one, which the lost host does not accept within 250 ms, and another container is tried
+(the 250 ms re-route of docs/operations.md, "Adding a node")."""
+
+import socket
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -16,6 +25,7 @@ from multidict import CIMultiDictProxy
 
 # Containers must accept a connection within 250 ms (SageMaker's contract).
 CONNECT_TIMEOUT_SECONDS = 0.25
+UNACKNOWLEDGED_SECONDS = 1.0  # far above a round trip between hosts, far below the invocation timeout
 
 
 class Refused(Exception):
@@ -48,9 +58,12 @@ class Upstream:
     async def open(self) -> None:
         tracing = aiohttp.TraceConfig()
         tracing.on_connection_reuseconn.append(_note_reused)
-        self._pooled = _session(self._timeout, aiohttp.TCPConnector(limit=0), [tracing])
+        pooled = aiohttp.TCPConnector(limit=0, socket_factory=_socket)
+        self._pooled = _session(self._timeout, pooled, [tracing])
         # One connection per request, closed after it: for the retry that must not meet the pool.
-        self._fresh = _session(self._timeout, aiohttp.TCPConnector(limit=0, force_close=True), [])
+        self._fresh = _session(
+            self._timeout, aiohttp.TCPConnector(limit=0, force_close=True, socket_factory=_socket), []
+        )
 
     async def close(self) -> None:
         for session in (self._pooled, self._fresh):
@@ -96,6 +109,13 @@ def _session(
         cookie_jar=aiohttp.DummyCookieJar(),
         raise_for_status=False,
     )
+
+
+def _socket(addr_info) -> socket.socket:
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, round(UNACKNOWLEDGED_SECONDS * 1000))
+    return sock
 
 
 async def _note_reused(session, context, params) -> None:

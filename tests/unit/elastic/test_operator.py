@@ -254,7 +254,8 @@ def test_a_vanished_replica_is_replaced_on_spare_capacity(engine, agents, node):
     replacement = ElasticReplica.objects.get(job=job, index=1)
     assert GpuAllocation.objects.get(replica=replacement).device_id != lost_gpu
     assert job.status["latestFaultyPodInstanceList"] == {
-        "restartType": "JLR", "faultyPodList": [f"{job.name}-pods-1"], "faultyRankList": ["1"]}
+        "restartType": "JLR", "faultyPodList": [f"{job.name}-pods-1"], "faultyRankList": ["1"],
+        "faultyInstanceIdList": [node.name]}
     assert [pod["name"] for pod in job.status["jobPods"]] == [f"{job.name}-pods-0", f"{job.name}-pods-1"]
 
 

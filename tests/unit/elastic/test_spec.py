@@ -62,13 +62,16 @@ def test_unknown_fields_of_the_crds_objects_are_pruned_and_named():
     manifest["spec"]["colour"] = "blue"
     manifest["spec"]["replicaSpecs"][0]["shape"] = "round"
     manifest["spec"]["elasticPolicy"]["speed"] = 3
+    manifest["spec"]["runPolicy"] = {"restartPolicy": {"evalPeriodSeconds": 60, "mood": "calm"}}
 
     stored = spec.defaulted_spec(manifest)
 
     assert "colour" not in stored and "shape" not in stored["replicaSpecs"][0]
     assert "speed" not in stored["elasticPolicy"]
+    assert stored["runPolicy"]["restartPolicy"] == {"evalPeriodSeconds": 60}
     assert spec.unknown_fields(manifest) == [
-        "spec.colour", "spec.replicaSpecs[0].shape", "spec.elasticPolicy.speed"
+        "spec.colour", "spec.replicaSpecs[0].shape", "spec.elasticPolicy.speed",
+        "spec.runPolicy.restartPolicy.mood",
     ]
 
 
@@ -112,6 +115,10 @@ def test_a_job_without_elastic_policy_runs_the_sum_of_its_groups():
     (lambda m: container(m).update(securityContext={"privileged": True}),
      "spec.replicaSpecs[0].template.spec.containers[0].securityContext"),
     (lambda m: m["spec"].update(runPolicy={"cleanPodPolicy": "Sometimes"}), "spec.runPolicy.cleanPodPolicy"),
+    # AWS's operator guide lists OnlyComplete ("Accepted values are All, OnlyComplete, and None")
+    # without saying which pods it keeps: refused, naming the field.
+    (lambda m: m["spec"].update(runPolicy={"cleanPodPolicy": "OnlyComplete"}),
+     "spec.runPolicy.cleanPodPolicy"),
     (lambda m: m["spec"].update(runPolicy={"jobMaxRetryCount": -1}), "spec.runPolicy.jobMaxRetryCount"),
     (lambda m: m["spec"].update(runPolicy={"ttlSecondsAfterFinished": -2}),
      "spec.runPolicy.ttlSecondsAfterFinished"),

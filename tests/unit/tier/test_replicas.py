@@ -148,3 +148,36 @@ def test_a_namespace_idle_past_its_grace_is_left_to_expire_not_copied_around(clu
     assert holders(cluster, 0, 1) == {"a"}
     assert sweep(time.time) == (1, 0)
     assert holders(cluster, 0, 1) == {"a", "b"}
+
+
+def test_a_namespace_deleted_while_a_node_was_down_is_not_brought_back_by_that_node(cluster_of, monkeypatch):
+    """The delete reaches the live nodes only; the node that was down returns still holding the
+    namespace. It must serve it nowhere else and not copy it around: the first peer it offers a
+    copy to refuses (deleted after that copy was made), and it drops the namespace."""
+    monkeypatch.setattr("tier.peers.DOWN_SECONDS", 0.2)
+    cluster = cluster_of(["a", "b", "c"])
+    create(cluster.url("a"), num_ranks=1)
+    assert put(cluster.url("a"), 1, 0, BODIES[0])[0] == 200
+    assert holders(cluster, 0, 1) == {"a", "b"}
+    cluster.stop("b")
+    assert call(cluster.url("a"), "DELETE", "/v1/cp/namespaces/ns")[0] == 200
+
+    cluster.start("b")  # b's memory still holds step 1; its successor c has the tombstone
+    for live in ("a", "c"):
+        assert call(cluster.url(live), "GET", "/v1/cp/namespaces/ns")[0] == 404
+        assert call(cluster.url(live), "GET", "/v1/cp/checkpoints/ns/latest")[0] == 404
+        assert read(cluster, live, 0, 1)[0] == 404
+    wait_for(lambda: cluster.nodes["b"].store.namespace(ACCOUNT, "ns") is None)
+    assert holders(cluster, 0, 1) == set()
+
+
+def test_a_namespace_created_again_after_a_delete_is_copied_as_a_new_one(cluster_of):
+    cluster = cluster_of(["a", "b"])
+    create(cluster.url("a"), num_ranks=1)
+    assert call(cluster.url("a"), "DELETE", "/v1/cp/namespaces/ns")[0] == 200  # b has a tombstone
+
+    create(cluster.url("a"), num_ranks=1)
+    assert put(cluster.url("a"), 1, 0, BODIES[0])[0] == 200
+
+    assert holders(cluster, 0, 1) == {"a", "b"}
+    assert read(cluster, "b", 0, 1) == (200, BODIES[0])

@@ -317,3 +317,29 @@ def test_a_full_memory_filesystem_is_a_507_not_a_dropped_connection(store, monke
     monkeypatch.undo()
     assert refused.value.status == 507
     assert read(store, 1, 0) is None and store.used_bytes() == 0
+
+
+def test_a_copy_of_a_namespace_older_than_its_delete_is_refused_until_it_is_created_anew(tmp_path, budget):
+    clock = iter([100.0, 200.0, 300.0]).__next__  # created, deleted, created again
+    store = Store(tmp_path / "root", budget, clock=clock)
+    old, _ = store.create_namespace(A, "ns", 1, 3, "")
+    store.delete_namespace(A, "ns")
+
+    assert store.adopt_namespace(old) is None and store.deleted_since_created(old)
+    anew, _ = store.create_namespace(A, "ns", 1, 3, "")
+    assert anew.created == 300.0 and not store.deleted_since_created(old)  # made anew: no tombstone
+
+    store.delete_namespace(A, "ns", unused_since=400.0)  # expiry leaves no tombstone
+    assert store.adopt_namespace(old) == old
+
+
+def test_tombstones_older_than_the_grace_are_forgotten(tmp_path, budget):
+    clock = iter([100.0, 200.0]).__next__
+    store = Store(tmp_path / "root", budget, clock=clock)
+    old, _ = store.create_namespace(A, "ns", 1, 3, "")
+    store.delete_namespace(A, "ns")
+
+    store.forget_deletions(before=150.0)
+    assert store.deleted_since_created(old)
+    store.forget_deletions(before=250.0)
+    assert store.adopt_namespace(old) == old

@@ -1,0 +1,270 @@
+"""A test cluster that is several hosts' worth of engines (issue 25): the `cluster` fixture.
+
+- `CLUSTER_SIZE` Docker engines, each in a network namespace of its own on one private network
+  (tests/e2e/engines.py), joined into one Docker Swarm whose engines are all managers (an odd
+  number: the swarm keeps its quorum when one is lost), holding the images the module asks for
+  (its `cluster_images` fixture; loaded once per cached engine slot, not per session).
+- A control plane of its own on the host, on free ports of 127.0.0.1: the API, the data plane,
+  Celery beat and an S3 gateway, on a private PostgreSQL (tests/e2e/postgres.py) as the shared
+  database, the session's Redis (a database index of its own, so that the session's worker never
+  takes the cluster's tasks) as the broker and the session's SeaweedFS as the store. No worker runs
+  on the API host: every node is a `runnode`.
+- One Sageport node per engine (`manage.py runnode`, docs/operations.md "Adding a node"), on the
+  host with DOCKER_HOST at its engine's socket, so its containers run only there; its address is
+  its engine's on the private network (the API host reaches published ports there). Each node
+  declares one GPU, so a job of one-GPU instances spreads one instance per node, with
+  SAGEPORT_MULTI_NODE_NETWORK=overlay.
+- What the engine's containers reach: the services network's gateway 169.254.170.2 is an
+  address inside the engine's namespace, where a real node's worker runs its forwarder. Here the
+  worker runs on the host, so a forwarder per node runs with its listening sockets inside the
+  engine's namespace (tests/e2e/netns_forwarder.py) and its upstream connections on the host.
+
+One cluster per module; everything is stopped by the supervisor (by pid) and removed afterwards:
+the processes, the engines' containers, networks and swarm, the namespaces, the database."""
+import dataclasses
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import kombu.exceptions
+import pytest
+import redis
+from celery import Celery
+from django.conf import settings
+
+from devstack.stack import (
+    LOOPBACK,
+    PROJECT_DIR,
+    ServiceSpec,
+    Supervisor,
+    _django_env,
+    api_spec,
+    beat_spec,
+    free_port,
+    runtime_spec,
+    s3_gateway_spec,
+)
+from tests.conftest import LiveStack, read_env_file
+from tests.e2e import engines
+from tests.e2e.hosting import wait_until
+from tests.e2e.postgres import Database, private_postgres
+
+CLUSTER_SIZE = 3
+NODE_GPUS = "0"  # one GPU per node: a job of one-GPU instances (ml.p3.2xlarge) spreads one per node
+BROKER_DATABASE = 1  # the session's worker consumes database 0 of the same Redis
+START_SECONDS = 120  # the API, beat and three Celery workers booting at once on two busy cores
+SCHEMA_CACHE_DIR = Path("/var/tmp/sageport-test-postgres")
+
+
+@dataclass
+class ClusterNode:
+    name: str
+    engine: engines.Engine
+    worker: str  # its Celery worker's name
+    specs: list[ServiceSpec] = field(default_factory=list)  # its forwarder and runnode
+    lost: bool = False  # `Cluster.lose`: its servers are gone
+
+
+@dataclass
+class Cluster:
+    stack: LiveStack  # the control plane: `.client("sagemaker")`, ...
+    supervisor: Supervisor
+    env: dict[str, str]  # the control plane's settings, which every node shares
+    broker: Celery  # a client of the cluster's broker (not the session's)
+    nodes: list[ClusterNode] = field(default_factory=list)
+    readiness: list[Callable[[], bool]] = field(default_factory=list)  # of what was started
+    started: list[str] = field(default_factory=list)  # the servers' names
+
+    def client(self, service_name: str, **kwargs):
+        return self.stack.client(service_name, **kwargs)
+
+    def start(self, spec: ServiceSpec) -> None:
+        """Start a server without waiting for it (`wait_ready` waits for all): they boot together."""
+        self.supervisor.start(dataclasses.replace(spec, ready=None))
+        self.started.append(spec.name)
+        if spec.ready:
+            self.readiness.append(spec.ready)
+
+    def wait_ready(self) -> None:
+        wait_until(lambda: all(ready() for ready in self.readiness), timeout=START_SECONDS,
+                   what="the cluster's servers and nodes to answer")
+
+    def stop(self) -> None:
+        """Stop every server at once (a Celery worker's warm shutdown, gunicorn's, take seconds)."""
+        lost = {spec.name for node in self.nodes if node.lost for spec in node.specs}
+        names = [name for name in self.started if name not in lost]
+        with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
+            list(pool.map(self.supervisor.stop, names))
+
+    def node(self, name: str) -> ClusterNode:
+        return next(node for node in self.nodes if node.name == name)
+
+    def lose(self, name: str) -> None:
+        """The node's host is lost, as one that loses power or its link: its worker dies (SIGKILL:
+        no goodbye, its heartbeats stop) and its engine drops off the private network, its
+        containers running on there unreached. Not undone: a module loses nodes in its last tests."""
+        node = self.node(name)
+        node.lost = True
+        for spec in reversed(node.specs):
+            self.supervisor.kill(spec.name)
+        engines.run("ip", "-n", node.engine.namespace, "link", "set", engines.ENGINE_LINK, "down")
+
+    def containers(self, arn: str) -> list:
+        """The containers of a resource on every engine, each with `.engine_node` (its node)."""
+        found = []
+        for node in self.nodes:
+            selector = {"label": f"sageport.resource={arn}"}
+            for container in node.engine.client.containers.list(all=True, filters=selector,
+                                                                 ignore_removed=True):
+                container.engine_node = node.name
+                found.append(container)
+        return found
+
+
+@pytest.fixture(scope="module")
+def cluster_images() -> tuple[str, ...]:
+    """The images every engine of the module's cluster holds; a module overrides it."""
+    return ()
+
+
+@pytest.fixture(scope="module")
+def cluster(request, cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
+    engines.require_namespaces()
+    with ExitStack() as stack:
+        network = stack.enter_context(engines.wire(CLUSTER_SIZE))
+        members = stack.enter_context(engines.engines_on(network, cluster_images))
+        engines.swarm(members, managers=len(members))
+        database = stack.enter_context(private_postgres())
+        cluster = stack.enter_context(
+            _control_plane(database, s3_service.store_url, redis_service.url, request.session)
+        )
+        for index, engine in enumerate(members):
+            cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
+        cluster.wait_ready()
+        yield cluster
+
+
+@contextmanager
+def _control_plane(database: Database, store_url: str, redis_url: str, session) -> Iterator[Cluster]:
+    """The API, the data plane, the S3 gateway and beat, on a database prepared as `runstack`
+    prepares it (migrated, the default access key, `<data>/env`); tests create their buckets.
+    The servers' and nodes' logs are kept when a test of the session failed, as the session's are."""
+    data_dir = Path(tempfile.mkdtemp(prefix="sgcl"))
+    api_port, runtime_port, s3_port = free_port(), free_port(), free_port()
+    env = {
+        **_django_env(data_dir),
+        "DATABASE_URL": database.url,
+        "SAGEPORT_PORT": str(api_port),
+        "SAGEPORT_RUNTIME_PORT": str(runtime_port),
+        "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{s3_port}",
+        "SAGEPORT_REDIS_URL": redis_url.rsplit("/", 1)[0] + f"/{BROKER_DATABASE}",
+        # The session's store: its only identity is the session's platform key.
+        "SAGEPORT_S3_ACCESS_KEY_ID": settings.SAGEPORT_S3_ACCESS_KEY_ID,
+        "SAGEPORT_S3_SECRET_ACCESS_KEY": settings.SAGEPORT_S3_SECRET_ACCESS_KEY,
+        "SAGEPORT_STACK_ID": f"cluster-{uuid.uuid4().hex[:8]}",
+        "SAGEPORT_MULTI_NODE_NETWORK": "overlay",
+    }
+    supervisor = Supervisor(log_dir=data_dir / "logs")
+    try:
+        _prepare(database, data_dir, env)
+        cluster = Cluster(stack=_live_stack(data_dir, env, supervisor), supervisor=supervisor, env=env,
+                          broker=Celery(broker=env["SAGEPORT_REDIS_URL"]))
+        servers = (api_spec(data_dir, LOOPBACK, api_port), runtime_spec(data_dir, LOOPBACK, runtime_port),
+                   s3_gateway_spec(data_dir, LOOPBACK, s3_port, store_url), beat_spec(data_dir))
+        with supervisor.watching():
+            try:
+                for spec in servers:
+                    cluster.start(dataclasses.replace(spec, name=f"cluster-{spec.name}",
+                                                      env={**spec.env, **env}))
+                yield cluster
+            finally:
+                cluster.stop()
+                supervisor.stop_all()  # what a failed start left
+    finally:
+        if session.testsfailed:
+            _keep_logs(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _keep_logs(data_dir: Path) -> None:
+    kept = data_dir.with_name(data_dir.name + "-failed-logs")
+    for logs in [data_dir / "logs", *data_dir.glob("nodes/*/logs")]:
+        shutil.copytree(logs, kept / logs.relative_to(data_dir), dirs_exist_ok=True)
+    print(f"\nThe test cluster's logs are kept in {kept}")
+
+
+def _live_stack(data_dir: Path, env: dict[str, str], supervisor: Supervisor) -> LiveStack:
+    user_env = read_env_file(data_dir / "env")
+    return LiveStack(
+        endpoint_url=f"http://{LOOPBACK}:{env['SAGEPORT_PORT']}",
+        runtime_url=user_env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"],
+        s3_endpoint_url=env["SAGEPORT_S3_ENDPOINT_URL"],
+        access_key_id=user_env["AWS_ACCESS_KEY_ID"],
+        secret_access_key=user_env["AWS_SECRET_ACCESS_KEY"],
+        account_id=settings.SAGEPORT_DEFAULT_ACCOUNT_ID,
+        region=user_env["AWS_DEFAULT_REGION"],
+        data_dir=data_dir,
+        supervisor=supervisor,
+    )
+
+
+def _prepare(database: Database, data_dir: Path, env: dict[str, str]) -> None:
+    """`runstack --prepare-only`, on the dump of a database it prepared before when the
+    migrations are the same (`SCHEMA_CACHE_DIR`), which it then finds migrated."""
+    migrations = sorted(PROJECT_DIR.glob("*/migrations/*.py"))
+    key = hashlib.sha256(b"".join(path.read_bytes() for path in migrations)).hexdigest()[:16]
+    cached = SCHEMA_CACHE_DIR / f"sageport-{key}.sql"
+    if cached.exists():
+        database.restore(cached)
+    prepared = subprocess.run(
+        [sys.executable, "manage.py", "runstack", "--prepare-only"],
+        cwd=PROJECT_DIR, env={**os.environ, **env}, capture_output=True, text=True, timeout=180,
+    )
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    if not cached.exists():
+        SCHEMA_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        database.dump(cached)
+
+
+def _start_node(cluster: Cluster, name: str, engine: engines.Engine) -> ClusterNode:
+    """`runnode` for the engine's node, and the forwarder for its containers inside the engine's
+    namespace."""
+    data_dir = cluster.stack.data_dir / "nodes" / name
+    data_dir.mkdir(parents=True)
+    env = {
+        **cluster.env,
+        **_django_env(data_dir),
+        "DOCKER_HOST": engine.socket,
+        "SAGEPORT_API_URL": cluster.stack.endpoint_url,
+        "SAGEPORT_NODE_NAME": name,
+        "SAGEPORT_NODE_ADDRESS": engine.address,
+        "SAGEPORT_NODE_GPUS": NODE_GPUS,
+        "SAGEPORT_TIER_PEER_PORT": str(free_port()),
+    }
+    worker = f"sageport-worker-{name}@{socket.gethostname()}"
+    node = ClusterNode(name=name, engine=engine, worker=worker, specs=[
+        ServiceSpec(name=f"forwarder-{name}", argv=[sys.executable, "-m", "tests.e2e.netns_forwarder",
+                                                     engine.netns_path], env=env),
+        ServiceSpec(name=f"runnode-{name}", argv=[sys.executable, "manage.py", "runnode"], env=env,
+                    ready=lambda: _answers(cluster.broker, worker), stop_timeout=40.0),
+    ])
+    for spec in node.specs:
+        cluster.start(spec)
+    return node
+
+
+def _answers(broker: Celery, worker: str) -> bool:
+    try:
+        return bool(broker.control.ping(destination=[worker], timeout=0.5))
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):
+        return False  # not connected yet: asked again
