@@ -17,7 +17,7 @@ from console.viewer import Viewer, console_view
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
 from training import presenters
 from training import services as training_services
-from training.containers import TRAINING_LOG_GROUP
+from training.kind import TRAINING_LOG_GROUP
 from training.metrics import metric_definitions, series_key
 from training.models import TrainingJob, TrainingJobStatus
 

@@ -1,45 +1,34 @@
 """What a training job's containers look like to the engine, and what their ending means."""
 
-from django.conf import settings
-
 from capacity import gpus
 from clusters import tier_network
 from clusters.tier_network import TierReach
-from gateway.environment import container_reach
-from logs import store
+from jobs import containers as job_containers
+from jobs import identity, log_streams
+from jobs import network as job_network
 from logs.models import LogStream
-from runtime import labels
 from runtime.base import ContainerSpec, ContainerState, Mount
-from training import addresses, modelparallel, scheduler, workspace
+from training import kind, modelparallel, scheduler, workspace
 from training.models import TrainingJob
 
-TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 FAILURE_REASON_LIMIT = 1024
 ALGORITHM_ERROR = "AlgorithmError: "  # what user code matches on in a FailureReason
 
 
-# Names carry the stack id: installations (and test sessions) sharing one engine number their jobs
-# from 1 each, and a name taken by another one would be mistaken for this job's container.
 def container_name(job: TrainingJob, host: str) -> str:
-    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job.pk}-{host}"
+    return identity.container_name(kind.identity(job), host)
 
 
 def network_name(job: TrainingJob) -> str:
-    return network_name_for(job.pk)
-
-
-def network_name_for(job_id: int) -> str:
-    return f"sageport-{settings.SAGEPORT_STACK_ID}-train-{job_id}"
+    return identity.network_name(kind.TRAINING, job.pk)
 
 
 def job_labels(job: TrainingJob) -> dict[str, str]:
-    return {labels.RESOURCE: job.training_job_arn, labels.ROLE: labels.TRAINING_ROLE}
+    return identity.job_labels(kind.identity(job))
 
 
 def needs_network(job: TrainingJob) -> bool:
-    """A lone isolated container gets no network at all; otherwise the job has its own network
-    (internal when isolated, so peers still reach each other but nothing else)."""
-    return not (job.request["EnableNetworkIsolation"] and instance_count(job) == 1)
+    return job_network.needs_network(job.request["EnableNetworkIsolation"], instance_count(job))
 
 
 def instance_count(job: TrainingJob) -> int:
@@ -50,55 +39,42 @@ def hosts(job: TrainingJob) -> list[str]:
     return workspace.host_names(instance_count(job))
 
 
-def _command(algorithm: dict) -> tuple[list[str] | None, list[str]]:
-    """`docker run IMAGE train`; ContainerEntrypoint/ContainerArguments override, as in SageMaker."""
-    entrypoint = algorithm.get("ContainerEntrypoint")
-    arguments = algorithm.get("ContainerArguments")
-    if arguments is not None:
-        return entrypoint, arguments
-    return entrypoint, ([] if entrypoint else ["train"])
-
-
 def spec_for(
     job: TrainingJob, host: str, subnet: str | None = None, tier: TierReach | None = None
 ) -> ContainerSpec:
-    """`subnet`: the job network's (training/addresses.py), None when the job has no network;
-    `tier`: its node's checkpoint tier service, when its cluster enables one (clusters/tier_network.py)."""
+    """`docker run IMAGE train` (jobs/containers.py builds it). `subnet`: the job network's
+    (jobs/network.py), None when the job has no network; `tier`: its node's checkpoint tier
+    service, when its cluster enables one (clusters/tier_network.py)."""
     algorithm = job.request["AlgorithmSpecification"]
-    entrypoint, command = _command(algorithm)
-    placement = scheduler.placement_of(job, host)
-    reach = container_reach(
-        isolated=job.request["EnableNetworkIsolation"],
-        holder=job.training_job_arn,
-        account_id=job.account_id,
-        region=job.region,
-        role_arn=job.request.get("RoleArn"),
+    entrypoint, command = job_containers.command(
+        algorithm.get("ContainerEntrypoint"), algorithm.get("ContainerArguments"), default=["train"]
     )
-    # The request's Environment may replace what describes the world the container reaches
-    # (an S3 of its own, a region), and the image's own variables (PATH, LD_PRELOAD: SageMaker
-    # passes them through as given); it cannot rename the job, nor change the topology Sageport's
-    # launcher started, nor widen the GPUs the scheduler gave it: those are set after it.
-    environment = {**reach.environment, **job.request.get("Environment", {})}
-    environment.update(TRAINING_JOB_NAME=job.training_job_name, TRAINING_JOB_ARN=job.training_job_arn)
-    environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
-    environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(placement))
-    return ContainerSpec(
-        name=container_name(job, host),
+    placement = scheduler.placement_of(job, host)
+    capacity = job_containers.InstanceCapacity(
+        placement.node.name, placement.nano_cpus, placement.memory_bytes, gpus.gpu_ids(placement)
+    )
+    # Set after the request's Environment: it cannot rename the job, nor change the topology
+    # Sageport's launcher started.
+    job_environment = {"TRAINING_JOB_NAME": job.training_job_name, "TRAINING_JOB_ARN": job.training_job_arn}
+    job_environment.update(modelparallel.launch_environment(job.request, hosts(job), host))
+    return job_containers.instance_spec(
+        kind.identity(job),
+        host,
+        hosts(job),
         image=algorithm["TrainingImage"],
-        labels={**job_labels(job), labels.HOST: host, labels.NODE: placement.node.name},
-        command=command,
         entrypoint=entrypoint,
-        environment=environment,
+        command=command,
+        isolated=job.request["EnableNetworkIsolation"],
+        role_arn=job.request.get("RoleArn"),
+        capacity=capacity,
+        subnet=subnet,
+        user_environment=job.request.get("Environment", {}),
+        job_environment=job_environment,
         mounts=_mounts(job, host, tier),
+        extra_networks=(tier.network,) if tier else (),
         python_paths=_library_paths(job),
         ssh_server=modelparallel.runs_sshd(job.request),
-        launcher=modelparallel.launcher(job.request, hosts(job), host, len(gpus.gpu_ids(placement))),
-        hostname=host,
-        **_network_settings(job, host, subnet),
-        extra_networks=reach.networks + ((tier.network,) if tier else ()),
-        nano_cpus=placement.nano_cpus,
-        memory_bytes=placement.memory_bytes,
-        gpu_device_ids=gpu_ids,
+        launcher=modelparallel.launcher(job.request, hosts(job), host, len(capacity.gpu_ids)),
     )
 
 
@@ -124,25 +100,14 @@ def _library_paths(job: TrainingJob) -> tuple[str, ...]:
     return (modelparallel.LIBRARY_CONTAINER_PATH,) if enabled else ()
 
 
-def _network_settings(job: TrainingJob, host: str, subnet: str | None) -> dict:
-    if not needs_network(job):
-        return {"network": "none"}
-    return {
-        "network": network_name(job),
-        "network_aliases": (host,),
-        "ipv4_address": host_entries(job, host, subnet).get(host),
-    }
-
-
 def host_entries(
     job: TrainingJob, host: str, subnet: str | None, tier: TierReach | None = None
 ) -> dict[str, str]:
-    """What the container's /etc/hosts names (training/addresses.py): every algo-N at its fixed
-    address; its own name alone, on the loopback, without a network; nothing without a subnet
-    (then Docker's DNS answers the aliases); and the checkpoint tier's service name, when `tier`."""
+    """What the container's /etc/hosts names (jobs/network.py), and the checkpoint tier's service
+    name when `tier` (a lone isolated instance has no tier: it has no network)."""
+    entries = job_network.host_entries(host, hosts(job), job.request["EnableNetworkIsolation"], subnet)
     if not needs_network(job):
-        return addresses.isolated_hosts(host)
-    entries = addresses.host_addresses(subnet, hosts(job)) if subnet else {}
+        return entries
     return {**entries, **(tier.host_entries() if tier else {})}
 
 
@@ -161,7 +126,7 @@ def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
         )
     else:
         head = f"AlgorithmError: the algorithm on {host} exited with exit code {state.exit_code}."
-    tail = "\n".join(store.tail(training_stream(job, host), settings.SAGEPORT_LOG_TAIL_LINES))
+    tail = "\n".join(log_streams.tail(kind.identity(job), host))
     if not tail:
         return head
     room = FAILURE_REASON_LIMIT - len(head) - len(" Last output:\n")
@@ -170,7 +135,4 @@ def failure_reason(job: TrainingJob, host: str, state: ContainerState) -> str:
 
 def training_stream(job: TrainingJob, host: str) -> LogStream:
     """The log stream of one instance's container (the CloudWatch name SageMaker gives it)."""
-    epoch = int(job.creation_time.timestamp())
-    return store.get_stream(
-        job.account_id, job.region, TRAINING_LOG_GROUP, f"{job.training_job_name}/{host}-{epoch}"
-    )
+    return log_streams.stream(kind.identity(job), host)

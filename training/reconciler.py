@@ -6,15 +6,16 @@ functions return when the job wants its next look (seconds), or None when it nee
 worker killed anywhere in here loses nothing: the next reconcile observes and carries on."""
 import logging
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.utils import timezone
 
-from accounts import container_credentials
 from capacity import nodes
 from clusters import tier_network
 from gateway import network as gateway_network
-from logs import container_logs
+from jobs import cleanup, images, log_streams, stopping
+from jobs import network as job_network
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime import labels
@@ -23,9 +24,9 @@ from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
 from training import (
-    addresses,
     artifacts,
     containers,
+    kind,
     metrics,
     phase_deadlines,
     priority,
@@ -110,19 +111,7 @@ def local_hosts(job: TrainingJob) -> list[str]:
 
 
 def ensure_image(job: TrainingJob, image: str) -> None:
-    runtime = get_runtime()
-    if runtime.has_image(image):
-        return  # a local image is used as it is, never re-pulled
-    if not settings.SAGEPORT_PULL_MISSING_IMAGES:
-        raise NoSuchImage(
-            f'Image "{image}" is not present in the local Docker engine and pulling is disabled '
-            "(SAGEPORT_PULL_MISSING_IMAGES=false)."
-        )
-    # Said before the pull and then as it goes: a pull can take minutes, and the job's user
-    # should see why and how far it has come.
-    pulling = f"Pulling the training image {image}"
-    t.set_status_message(job, pulling)
-    runtime.pull_image(image, report=lambda progress: t.set_status_message(job, f"{pulling}: {progress}"))
+    images.ensure(get_runtime(), image, "training image", lambda message: t.set_status_message(job, message))
 
 
 def _download(job: TrainingJob, token: str) -> float | None:
@@ -227,21 +216,18 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
     missing = [host for host, state in states.items() if not_running_yet(state) and host in hosts]
     runtime = get_runtime()
     subnet = None
+    isolated = job.request["EnableNetworkIsolation"]
     if containers.needs_network(job):
-        isolated, overlay = job.request["EnableNetworkIsolation"], spans.spans_nodes(job)
+        overlay = spans.spans_nodes(job)
         # The other nodes of a job spanning nodes take the subnet the first node's network got.
         recorded = spans.network_subnet(job) if overlay else ""
-        subnets = [recorded] if recorded else addresses.candidate_subnets(
-            job.pk, containers.instance_count(job), overlay
-        )
-        network_subnet = runtime.ensure_network(
-            containers.network_name(job), containers.job_labels(job), internal=isolated, subnets=subnets,
-            overlay=overlay,
+        network = job_network.ensure(
+            runtime, kind.identity(job), containers.instance_count(job), isolated=isolated, overlay=overlay,
+            recorded=recorded,
         )
         if overlay and not recorded:
-            spans.record_network_subnet(job, network_subnet)
-        subnet = network_subnet if subnets else None  # a pool too small: no fixed addresses
-    isolated = job.request["EnableNetworkIsolation"]
+            spans.record_network_subnet(job, network.subnet)
+        subnet = network.address_subnet  # a pool too small: no fixed addresses
     tier = tier_network.reach_for(runtime, nodes.local_name(), isolated=isolated) if missing else None
     for host in missing:
         try:
@@ -357,31 +343,21 @@ def _after_drain(job: TrainingJob, states: States, target: tuple[str, str]) -> f
 
 
 def _drained(job: TrainingJob, states: States) -> bool:
-    """SIGTERM every running container once, SIGKILL after the grace period; True when none runs.
-    The other nodes of a job spanning nodes signal theirs once they see `stop_signalled_at`."""
-    runtime = get_runtime()
-    running = [state for state in states.values() if state is not None and state.running]
-    here = _here(job, states).values()
-    for state in here:
-        if state.status == "created":
-            runtime.remove(state.name)  # created but never started: nothing to stop
-    if not running:
-        return True
-    now = timezone.now()
-    if job.stop_signalled_at is None:
-        for state in here:
-            if state.running:
-                runtime.signal(state.name, "SIGTERM")
-        _decide(job, stop_signalled_at=now)
-    elif stop_grace_over(job, now):
-        for state in here:
-            if state.running:
-                runtime.signal(state.name, "SIGKILL")
-    return False
+    """SIGTERM every running container once, SIGKILL after the grace period (jobs/stopping.py);
+    True when none runs. The other nodes of a job spanning nodes signal theirs once they see
+    `stop_signalled_at`."""
+    return stopping.drain(
+        get_runtime(),
+        _here(job, states).values(),
+        any_running=any(state is not None and state.running for state in states.values()),
+        signalled_at=job.stop_signalled_at,
+        grace_seconds=stop_grace_seconds(job),
+        record_signalled=lambda now: _decide(job, stop_signalled_at=now),
+    )
 
 
 def stop_grace_over(job: TrainingJob, now) -> bool:
-    return now - job.stop_signalled_at >= timedelta(seconds=stop_grace_seconds(job))
+    return stopping.grace_over(job.stop_signalled_at, stop_grace_seconds(job), now)
 
 
 def stop_grace_seconds(job: TrainingJob) -> int:
@@ -427,12 +403,7 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
 
 
 def _remove_resources(job: TrainingJob) -> None:
-    runtime = get_runtime()
-    for state in runtime.find(containers.job_labels(job)):
-        runtime.remove(state.name)
-    container_credentials.revoke(job.training_job_arn)  # its containers are gone: so are their keys
-    runtime.remove_network(containers.network_name(job))
-    workspace.remove(job)
+    cleanup.remove_resources(get_runtime(), kind.identity(job))
     scheduler.release(job)
 
 
@@ -451,12 +422,7 @@ def observe(job: TrainingJob, hosts: list[str]) -> States:
 
 def collect_logs(job: TrainingJob, states: States) -> None:
     """Copy the new output of these containers of this node's (other nodes collect their own)."""
-    runtime = get_runtime()
-    for host, state in states.items():
-        if state is None:
-            continue
-        stream = containers.training_stream(job, host)
-        container_logs.collect(runtime, state.name, stream, metrics.TrainingMetrics(job, host))
+    log_streams.collect(get_runtime(), kind.identity(job), states, partial(metrics.TrainingMetrics, job))
 
 
 def _decide(job: TrainingJob, **fields) -> None:

@@ -1,10 +1,11 @@
-"""The host side of a training container's /opt/ml tree.
+"""The host side of a training container's /opt/ml tree (the per-host workspace every container
+job has, jobs/workspace.py, with training's directories and config files).
 
 Layout: `<data>/jobs/<pk>-<name>/<host>/{input/config,input/data,model,output/data,checkpoints}`,
 bind-mounted read-write at /opt/ml/input, /opt/ml/model, /opt/ml/output and (only when
 configured) CheckpointConfig.LocalPath; the platform writes the config files before the container
 starts, exactly as SageMaker documents them, and `<host>/hosts`, the container's /etc/hosts
-(read-only; training/addresses.py says why it is ours).
+(read-only; jobs/addresses.py says why it is ours).
 
 /opt/ml/input is writable, as on SageMaker (SDK v3's command `chmod +x`es its driver script in a
 channel; toolkits unpack code next to the data). Why that is safe:
@@ -18,14 +19,14 @@ channel; toolkits unpack code next to the data). Why that is safe:
   without following links (`training/data/pipe_feeder`), and nothing of it is ever read back.
 Staging per instance costs no extra copy: each host's share comes straight from S3."""
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
-
+from jobs import identity
+from jobs import workspace as job_workspace
+from jobs.workspace import host_names, is_directory_name
 from runtime.base import Mount
-from storage import safe_files
+from training import kind
 from training.models import TrainingJob
 
 NETWORK_INTERFACE_NAME = "eth0"
@@ -33,16 +34,6 @@ INSTANCE_GROUP_NAME = "homogeneousCluster"
 DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
 FAILURE_FILE = "failure"  # in /opt/ml/output
 _MAX_UTF8_BYTES = 4  # per character
-
-
-def is_directory_name(name: str) -> bool:
-    """Whether `name` is one directory entry of its own: not empty, `.`, `..`, or a path."""
-    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
-
-
-def host_names(instance_count: int) -> list[str]:
-    """SageMaker's host names, sorted as resourceconfig.json lists them."""
-    return sorted(f"algo-{index}" for index in range(1, instance_count + 1))
 
 
 @dataclass(frozen=True)
@@ -96,45 +87,36 @@ class HostWorkspace:
 
     @property
     def hosts_file(self) -> Path:
-        return self.root / "hosts"  # beside the mounted trees, in none the container can write
+        return self.root / job_workspace.HOSTS_FILE  # beside the mounted trees, in none it can write
 
     def mounts(self) -> tuple[Mount, ...]:
         mounts = (
             Mount(str(self.input_dir), "/opt/ml/input"),  # writable: see the module's docstring
             Mount(str(self.model_dir), "/opt/ml/model"),
             Mount(str(self.output_dir), "/opt/ml/output"),
-            Mount(str(self.hosts_file), "/etc/hosts", read_only=True),
+            job_workspace.hosts_mount(self.root),
         )
         if self.checkpoint_path:
             mounts += (Mount(str(self.checkpoint_dir), self.checkpoint_path),)
         return mounts
 
     def write_hosts(self, names: dict[str, str]) -> None:
-        """The container's /etc/hosts: localhost and `names` (name -> address), nothing else.
-        Ours rather than Docker's: Docker lists the container's own name once per network it is
-        on, and the resolver prefers a link-local address (the services network's) over the
-        job network's, where peers reach it."""
-        lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
-        lines += [f"{address}\t{name}" for name, address in names.items()]
-        _write_text(self.hosts_file, "\n".join(lines) + "\n")
+        job_workspace.write_hosts(self.root, names)
 
     def failure_description(self, limit: int = 1024) -> str:
-        """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any.
-        Read without trusting the container: a symlink (even to a host file), a FIFO, a device
-        or a directory there is ignored as if absent, and never opened."""
-        try:
-            head = safe_files.read_bounded(self.output_dir, FAILURE_FILE, limit * _MAX_UTF8_BYTES)
-        except (FileNotFoundError, safe_files.UnsafeFile):
-            return ""
+        """The first `limit` characters the algorithm wrote to /opt/ml/output/failure, if any
+        (read without trusting the container: jobs/workspace.head_of_container_file)."""
+        head = job_workspace.head_of_container_file(self.output_dir, FAILURE_FILE, limit * _MAX_UTF8_BYTES)
         return head.decode("utf-8", errors="replace")[:limit].strip()
 
 
 def job_root(job: TrainingJob) -> Path:
-    return Path(settings.DATA_DIR) / "jobs" / f"{job.pk}-{job.training_job_name}"
+    return identity.job_root(kind.identity(job))
 
 
 def host_workspace(job: TrainingJob, host: str) -> HostWorkspace:
-    return HostWorkspace(job_root(job) / host, checkpoint_local_path(job.request))
+    root = job_workspace.host_root(kind.identity(job), host)
+    return HostWorkspace(root, checkpoint_local_path(job.request))
 
 
 def checkpoint_local_path(request: dict) -> str | None:
@@ -152,16 +134,15 @@ def prepare(job: TrainingJob, only: list[str]) -> None:
     hosts = host_names(job.request["ResourceConfig"]["InstanceCount"])
     for host in only:
         workspace = host_workspace(job, host)
-        safe_files.remove_tree(workspace.root)
         directories = [workspace.config_dir, workspace.data_dir, workspace.model_dir]
         directories.append(workspace.output_data_dir)
         if workspace.checkpoint_path:
             directories.append(workspace.checkpoint_dir)
-        for directory in directories:
-            directory.mkdir(parents=True, exist_ok=True)
-        _write_json(workspace.config_dir / "hyperparameters.json", job.request.get("HyperParameters", {}))
-        _write_json(workspace.config_dir / "inputdataconfig.json", input_data_config(job.request))
-        _write_json(workspace.config_dir / "resourceconfig.json", resource_config(job.request, host, hosts))
+        job_workspace.create_afresh(workspace.root, directories)
+        config = workspace.config_dir
+        job_workspace.write_json(config / "hyperparameters.json", job.request.get("HyperParameters", {}))
+        job_workspace.write_json(config / "inputdataconfig.json", input_data_config(job.request))
+        job_workspace.write_json(config / "resourceconfig.json", resource_config(job.request, host, hosts))
 
 
 def input_data_config(request: dict) -> dict:
@@ -196,14 +177,4 @@ def resource_config(request: dict, current_host: str, hosts: list[str]) -> dict:
 
 
 def remove(job: TrainingJob) -> None:
-    safe_files.remove_tree(job_root(job))
-
-
-def _write_json(path: Path, value) -> None:
-    _write_text(path, json.dumps(value))
-
-
-def _write_text(path: Path, text: str) -> None:
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(text)
-    temporary.replace(path)
+    job_workspace.remove(kind.identity(job))

@@ -10,11 +10,11 @@ as between hosts; what one machine cannot show (MTU, throughput, a real network 
 is listed in docs/operations.md."""
 import pytest
 
+from jobs import addresses
 from runtime.base import ContainerSpec, Mount, RuntimeError_
 from runtime.docker import DockerRuntime
 from tests.e2e import engines
 from tests.e2e.hosting import wait_until
-from training import addresses
 
 # Each instance answers on 7000 and reaches every instance by name, as PEER_PROBE does
 # (tests/e2e/test_training_distributed.py), printing what it reached.

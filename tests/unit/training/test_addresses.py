@@ -5,10 +5,11 @@ import ipaddress
 
 import pytest
 
+from jobs import addresses
 from runtime.base import Mount
 from runtime.fake import FakeRuntime
 from tests.unit.training.test_scheduler import make_job, make_node
-from training import addresses, containers, scheduler, workspace
+from training import containers, scheduler, workspace
 from training import reconciler as training
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Fixed addresses for a training job's instances, so that `algo-1 … algo-N` resolve for the
+"""Fixed addresses for a container job's instances, so that `algo-1 … algo-N` resolve for the
 job's whole life.
 
 Docker's embedded DNS answers a container's alias only while that container runs: when algo-1
@@ -6,7 +6,7 @@ ends long before algo-2, a late lookup of algo-1 fails, and the sagemaker-traini
 (which resolves every host of resourceconfig.json before it runs the script, for up to 15
 minutes) hangs. So each job's network gets a subnet of its own from
 SAGEPORT_TRAINING_SUBNET_POOL, algo-i the address i+1 in it (the gateway is the first), and every
-container's /etc/hosts (a file of the job's: `HostWorkspace.write_hosts`) lists all of them.
+container's /etc/hosts (a file of the job's: `jobs/workspace.write_hosts`) lists all of them.
 Without a network (EnableNetworkIsolation on one instance) the container's own name is the
 loopback address."""
 import ipaddress
