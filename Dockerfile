@@ -31,6 +31,7 @@ COPY training ./training
 COPY hosting ./hosting
 COPY clusters ./clusters
 COPY elastic ./elastic
+COPY jobs ./jobs
 COPY transform ./transform
 COPY gateway ./gateway
 COPY logs ./logs
