@@ -17,6 +17,7 @@ import ipaddress
 import json
 import logging
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -586,6 +587,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
+
+
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_LASTING_PORT = 10000
+
+
+def lasting_port() -> int:
+    """A free loopback port that stays free until a server binds it, however much later.
+
+    `free_port`'s ports come from the kernel's ephemeral range, where every outgoing connection,
+    bind to port 0 and Docker-published port also takes its port: one chosen at a session's start
+    for a server started 15 minutes later was found taken by then. Below that range the kernel
+    hands out nothing; a random choice keeps concurrent sessions apart."""
+    below = _ephemeral_floor()
+    chooser = random.SystemRandom()
+    for _ in range(200):
+        port = chooser.randrange(_LOWEST_LASTING_PORT, below)
+        if _is_free(port):
+            return port
+    raise ServiceFailed(f"no free port between {_LOWEST_LASTING_PORT} and {below}")
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default range starts there
 
 
 # `weed mini`'s maintenance worker dials the admin server at its HTTP port + 10000 whatever

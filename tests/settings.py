@@ -1,7 +1,8 @@
 """Settings for the test session: the production settings, read under a per-session environment.
 
 pytest-django loads the settings module before any conftest.py is imported, so the session's
-environment (free ports, a temporary data dir, short timings) is exported here, just before
+environment (free ports below the ephemeral range, which nothing takes before the servers bind
+them a quarter of an hour later, a temporary data dir, short timings) is exported here, just before
 `controlplane.settings` reads it. The servers the fixtures start inherit this environment,
 import this module again and find it already exported, so everyone agrees on the same values."""
 import os
@@ -9,7 +10,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from devstack.stack import LOOPBACK, free_port
+from devstack.stack import LOOPBACK, lasting_port
 
 SESSION_MARKER = "SAGEPORT_TEST_SESSION"
 
@@ -21,10 +22,10 @@ def export_session_environment() -> None:
         SESSION_MARKER: "1",
         # Created by the first server that needs it; tests/conftest.py removes it at the end.
         "SAGEPORT_DATA_DIR": str(Path(tempfile.gettempdir()) / f"sageport-test-{uuid.uuid4().hex[:12]}"),
-        "SAGEPORT_PORT": str(free_port()),
-        "SAGEPORT_RUNTIME_PORT": str(free_port()),
-        "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{free_port()}",
-        "SAGEPORT_REDIS_URL": f"redis://{LOOPBACK}:{free_port()}/0",
+        "SAGEPORT_PORT": str(lasting_port()),
+        "SAGEPORT_RUNTIME_PORT": str(lasting_port()),
+        "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{lasting_port()}",
+        "SAGEPORT_REDIS_URL": f"redis://{LOOPBACK}:{lasting_port()}/0",
         "SAGEPORT_STOP_GRACE_SECONDS": "3",
         "SAGEPORT_POLL_INTERVAL_SECONDS": "0.5",
         "SAGEPORT_SWEEP_INTERVAL_SECONDS": "2",
@@ -49,7 +50,7 @@ def export_session_environment() -> None:
         # cluster tests can fill an instance group with it.
         "SAGEPORT_NODE_INSTANCE_TYPE": "ml.g5.12xlarge",
         # Its checkpoint tier (when a cluster enables it): a free peer port, and a quick agent.
-        "SAGEPORT_TIER_PEER_PORT": str(free_port()),
+        "SAGEPORT_TIER_PEER_PORT": str(lasting_port()),
         "SAGEPORT_TIER_AGENT_SECONDS": "0.5",
         "SAGEPORT_GPU_DEVICE_MODE": "env-only",
         "SAGEPORT_NODE_HEARTBEAT_SECONDS": "1",

@@ -50,7 +50,7 @@ from devstack.stack import (
     _django_env,
     api_spec,
     beat_spec,
-    free_port,
+    lasting_port,
     runtime_spec,
     s3_gateway_spec,
 )
@@ -160,7 +160,7 @@ def _control_plane(database: Database, store_url: str, redis_url: str, session) 
     prepares it (migrated, the default access key, `<data>/env`); tests create their buckets.
     The servers' and nodes' logs are kept when a test of the session failed, as the session's are."""
     data_dir = Path(tempfile.mkdtemp(prefix="sgcl"))
-    api_port, runtime_port, s3_port = free_port(), free_port(), free_port()
+    api_port, runtime_port, s3_port = lasting_port(), lasting_port(), lasting_port()
     env = {
         **_django_env(data_dir),
         "DATABASE_URL": database.url,
@@ -249,7 +249,7 @@ def _start_node(cluster: Cluster, name: str, engine: engines.Engine) -> ClusterN
         "SAGEPORT_NODE_NAME": name,
         "SAGEPORT_NODE_ADDRESS": engine.address,
         "SAGEPORT_NODE_GPUS": NODE_GPUS,
-        "SAGEPORT_TIER_PEER_PORT": str(free_port()),
+        "SAGEPORT_TIER_PEER_PORT": str(lasting_port()),
     }
     worker = f"sageport-worker-{name}@{socket.gethostname()}"
     node = ClusterNode(name=name, engine=engine, worker=worker, specs=[

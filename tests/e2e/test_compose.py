@@ -24,7 +24,7 @@ import docker
 import pytest
 from botocore.exceptions import ClientError
 
-from devstack.stack import LOOPBACK, PROJECT_DIR, free_port
+from devstack.stack import LOOPBACK, PROJECT_DIR, free_port, lasting_port
 from runtime import labels
 from tests.conftest import read_env_file
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
@@ -209,7 +209,7 @@ def _compose_environment(data_dir: Path) -> dict[str, str]:
     environment["SAGEPORT_S3_SECRET_ACCESS_KEY"] = secrets.token_hex(32)  # compose has no default
     for name in ("SAGEPORT_PORT", "SAGEPORT_RUNTIME_PORT", "SAGEPORT_S3_PORT", "SAGEPORT_REDIS_PORT",
                  "SAGEPORT_POSTGRES_PORT"):
-        environment[name] = str(free_port())
+        environment[name] = str(lasting_port())
     taken = {int(port) for port in environment.values() if port.isdigit()}
     for name in WEED_PORT_VARIABLES:
         port = _free_port_with_grpc_twin(taken)

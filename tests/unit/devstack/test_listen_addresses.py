@@ -2,6 +2,7 @@
 that assumes one host; Redis's password stays off the command line."""
 import socket
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,15 @@ def test_the_data_plane_takes_the_inherited_socket_as_tcp_so_its_connections_get
         inherited.detach()  # the descriptor stays the spec's
     finally:
         spec.listener.close()
+
+
+def test_a_lasting_port_is_free_and_below_the_range_the_kernel_hands_out_for_outgoing_connections():
+    # The session's servers bind their ports long after the ports are chosen (tests/settings.py);
+    # a CI run lost its data plane's port meanwhile to a port the kernel handed out.
+    floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = {stack.lasting_port() for _ in range(20)}
+    assert all(10000 <= port < floor for port in ports)
+    assert len(ports) > 1  # chosen at random: concurrent sessions do not all pick the same one
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind((stack.LOOPBACK, port))
