@@ -28,6 +28,7 @@ COPY controlplane ./controlplane
 COPY devstack ./devstack
 COPY console ./console
 COPY training ./training
+COPY processing ./processing
 COPY hosting ./hosting
 COPY clusters ./clusters
 COPY elastic ./elastic

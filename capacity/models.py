@@ -2,9 +2,10 @@
 
 A `Node` is one worker host (one Docker engine) with its inventory, as its worker registered it,
 and the time of its last heartbeat. A `Placement` says on which node one instance (`algo-N`) of a
-training job runs and with which container limits; a `GpuAllocation` gives that instance, or one
-serving container of an endpoint, one GPU of its node. The unique constraint on (node, device) is
-what makes GPUs exclusive: two schedulers racing for the same device cannot both commit it."""
+training or processing job runs and with which container limits; a `GpuAllocation` gives that
+instance, or one serving container of an endpoint, one GPU of its node. The unique constraint on
+(node, device) is what makes GPUs exclusive: two schedulers racing for the same device cannot
+both commit it."""
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -41,8 +42,17 @@ class Node(models.Model):
 
 
 class Placement(models.Model):
-    # By label ("jobs" is the training app): capacity imports no feature.
-    job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="placements")
+    """One instance of exactly one container job: a training job's (`job`, the column's name from
+    before processing jobs) or a processing job's. By label ("jobs" is the training app): capacity
+    imports no feature. Each feature's scheduler reads its own; the free capacity of a node counts
+    them all (capacity/fitting.py)."""
+
+    job = models.ForeignKey(
+        "jobs.TrainingJob", null=True, on_delete=models.CASCADE, related_name="placements"
+    )
+    processing_job = models.ForeignKey(
+        "processing.ProcessingJob", null=True, on_delete=models.CASCADE, related_name="placements"
+    )
     host = models.CharField(max_length=16)  # algo-N
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="placements")
     # The container limits: the instance type's size, capped at the node's.
@@ -67,10 +77,20 @@ class Placement(models.Model):
     network_subnet = models.CharField(max_length=43, blank=True, default="")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["job", "host"], name="one_placement_per_instance")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "host"], name="one_placement_per_instance"),
+            models.UniqueConstraint(
+                fields=["processing_job", "host"], name="one_placement_per_processing_instance"
+            ),
+            models.CheckConstraint(
+                condition=Q(job__isnull=False, processing_job__isnull=True)
+                | Q(job__isnull=True, processing_job__isnull=False),
+                name="placement_of_exactly_one_job",
+            ),
+        ]
 
     def __str__(self):
-        return f"{self.job_id}/{self.host}@{self.node_id}"
+        return f"{self.job_id or self.processing_job_id}/{self.host}@{self.node_id}"
 
 
 class GpuAllocation(models.Model):

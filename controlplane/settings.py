@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "accounts",
     "identity",
     "training",
+    "processing",
     "hosting",
     "clusters",
     "elastic",

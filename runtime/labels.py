@@ -8,7 +8,7 @@ from django.conf import settings
 
 MANAGED = "sageport.managed"  # "true" on everything the runtime creates
 STACK = "sageport.stack"  # the SAGEPORT_STACK_ID of the stack that created it
-ROLE = "sageport.role"  # TRAINING_ROLE | SERVING_ROLE | ELASTIC_ROLE | SERVICES_ROLE | TIER_ROLE
+ROLE = "sageport.role"  # TRAINING_ROLE | PROCESSING_ROLE | SERVING_ROLE | ELASTIC_ROLE | … (below)
 RESOURCE = "sageport.resource"  # the ARN of the training job or endpoint it serves
 HOST = "sageport.host"  # a training instance: algo-N
 NODE = "sageport.node"  # the node whose worker created the (training or serving) container
@@ -20,6 +20,7 @@ TRAINING_ROLE = "train"
 SERVING_ROLE = "serve"
 SERVICES_ROLE = "services"  # the engine-wide network on which containers reach Sageport (gateway/)
 ELASTIC_ROLE = "elastic"  # a HyperPodPyTorchJob's replica (elastic/replicas.py)
+PROCESSING_ROLE = "processing"  # a processing job's instance (processing/)
 TIER_ROLE = "tier"  # a node's network to its checkpoint tier service (clusters/tier_network.py)
 
 

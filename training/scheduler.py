@@ -23,15 +23,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from capacity import instance_types
-from capacity import nodes as capacity_nodes
-from capacity.gpus import foreign_accelerator_reason, free_gpus
+from capacity import fitting, instance_types
+from capacity.fitting import MIB, Demand, NodeCapacity, empty
+from capacity.gpus import foreign_accelerator_reason
 from capacity.models import GpuAllocation, Node, Placement
 from training import workspace
 from training.models import TERMINAL_STATUSES, SecondaryStatus, TrainingJob, TrainingJobStatus
 
-_NANO_CPUS_PER_CPU = 1_000_000_000
-_MIB = 1024 * 1024
 # Secondary statuses of a job that waits for a placement (Restarting comes back to Starting).
 WAITING_SECONDARY_STATUSES = (SecondaryStatus.STARTING, SecondaryStatus.PENDING, SecondaryStatus.RESTARTING)
 
@@ -54,55 +52,9 @@ class NeverFits:
     reason: str
 
 
-@dataclass(frozen=True)
-class Demand:
-    """What one job asks for: `count` instances of `instance_type`, each with `gpus` GPUs."""
-
-    instance_type: instance_types.InstanceType
-    count: int
-
-    @property
-    def gpus(self) -> int:
-        return self.instance_type.gpus if self.instance_type.accelerator == "nvidia" else 0
-
-    @property
-    def nano_cpus(self) -> int:
-        return self.instance_type.vcpus * _NANO_CPUS_PER_CPU
-
-    @property
-    def memory_bytes(self) -> int:
-        return self.instance_type.memory_mib * _MIB
-
-    def describe(self) -> str:
-        return f"{self.instance_type.name} x {self.count}"
-
-
 def demand_of(job: TrainingJob) -> Demand:
     resources = job.request["ResourceConfig"]
     return Demand(instance_types.lookup(resources["InstanceType"]), resources["InstanceCount"])
-
-
-@dataclass
-class _Capacity:
-    """A node and what is still free on it."""
-
-    node: Node
-    free_gpus: list[str]
-    free_nano_cpus: int
-    free_memory_bytes: int
-
-    def fits(self, demand: Demand) -> bool:
-        return self.instances_held(demand) >= demand.count
-
-    def instances_held(self, demand: Demand) -> int:
-        """How many of the job's instances this node can hold (`demand.count` at most)."""
-        held = demand.count
-        if demand.gpus:
-            held = min(held, len(self.free_gpus) // demand.gpus)
-        if settings.SAGEPORT_STRICT_CPU_MEMORY:
-            by_cpus = self.free_nano_cpus // demand.nano_cpus
-            held = min(held, by_cpus, self.free_memory_bytes // demand.memory_bytes)
-        return max(held, 0)
 
 
 def place(job: TrainingJob) -> Placed | Waiting | NeverFits:
@@ -133,7 +85,7 @@ def _place_locked(job: TrainingJob, demand: Demand, nodes: list[Node]) -> Placed
             f"Waiting for capacity: {ahead} older job{'s are' if ahead > 1 else ' is'} waiting first "
             "(first come, first served)."
         )
-    capacities = _capacities(_live(nodes))
+    capacities = fitting.capacities(fitting.live(nodes))
     shares = _on_one_node(capacities, demand)
     if not shares and settings.SAGEPORT_SPAN_NODES:
         shares = _spread(capacities, demand)
@@ -143,10 +95,10 @@ def _place_locked(job: TrainingJob, demand: Demand, nodes: list[Node]) -> Placed
     return Placed(shares[0][0].node.name)
 
 
-Shares = list[tuple["_Capacity", int]]  # (node, how many instances go there), algo-1's node first
+Shares = list[tuple["NodeCapacity", int]]  # (node, how many instances go there), algo-1's node first
 
 
-def _on_one_node(capacities: list[_Capacity], demand: Demand) -> Shares:
+def _on_one_node(capacities: list[NodeCapacity], demand: Demand) -> Shares:
     """The node that fits the whole job with the fewest free GPUs left (packing)."""
     candidates = [capacity for capacity in capacities if capacity.fits(demand)]
     if not candidates:
@@ -155,7 +107,7 @@ def _on_one_node(capacities: list[_Capacity], demand: Demand) -> Shares:
     return [(best, demand.count)]
 
 
-def _spread(capacities: list[_Capacity], demand: Demand) -> Shares:
+def _spread(capacities: list[NodeCapacity], demand: Demand) -> Shares:
     """The fewest nodes that hold the job together: those holding the most instances first."""
     shares, left = [], demand.count
     for capacity in sorted(capacities, key=lambda c: (-c.instances_held(demand), c.node.name)):
@@ -168,16 +120,12 @@ def _spread(capacities: list[_Capacity], demand: Demand) -> Shares:
     return []
 
 
-def _empty(node: Node) -> _Capacity:
-    return _Capacity(node, node.gpu_ids, node.cpus * _NANO_CPUS_PER_CPU, node.memory_bytes)
-
-
 def _could_ever_hold_all(nodes: list[Node], demand: Demand) -> bool:
     """On empty nodes: one of them, or with SAGEPORT_MULTI_NODE_NETWORK=overlay all together.
     Lost nodes count: they are expected back (delete a node to retire it)."""
-    if any(_empty(node).fits(demand) for node in nodes):
+    if any(empty(node).fits(demand) for node in nodes):
         return True
-    together = sum(_empty(node).instances_held(demand) for node in nodes)
+    together = sum(empty(node).instances_held(demand) for node in nodes)
     return settings.SAGEPORT_SPAN_NODES and together >= demand.count
 
 
@@ -213,26 +161,6 @@ def _holds_the_line(job: TrainingJob, nodes: list[Node]) -> bool:
     )
 
 
-def _live(nodes: list[Node]) -> list[Node]:
-    now = timezone.now()
-    return [node for node in nodes if capacity_nodes.is_live(node, now)]
-
-
-def _capacities(nodes: list[Node]) -> list[_Capacity]:
-    capacities = []
-    for node in nodes:
-        placements = Placement.objects.filter(node=node)
-        used_cpus = sum(placements.values_list("nano_cpus", flat=True))
-        used_memory = sum(placements.values_list("memory_bytes", flat=True))
-        capacities.append(_Capacity(
-            node=node,
-            free_gpus=free_gpus(node),
-            free_nano_cpus=node.cpus * _NANO_CPUS_PER_CPU - used_cpus,
-            free_memory_bytes=node.memory_bytes - used_memory,
-        ))
-    return capacities
-
-
 def _create_placements(job: TrainingJob, demand: Demand, shares: Shares) -> None:
     hosts = iter(workspace.host_names(demand.count))  # in order: algo-1 on the first share's node
     for capacity, count in shares:
@@ -261,15 +189,17 @@ def _never_fits_reason(demand: Demand, nodes: list[Node]) -> str:
     return (
         f"ResourceLimitExceeded: {demand.describe()} needs {wanted} {_where()}, and no node has that "
         f"much (the largest, {largest.name}, has {len(largest.gpus)} GPUs, {largest.cpus} CPUs and "
-        f"{largest.memory_bytes // _MIB} MiB)."
+        f"{largest.memory_bytes // MIB} MiB)."
     )
 
 
 def _waiting_reason(demand: Demand, nodes: list[Node]) -> str:
-    live = _live(nodes)
+    live = fitting.live(nodes)
     if not live:
         return "Waiting for capacity: no worker node is alive (their heartbeats stopped)."
-    free = ", ".join(f"{c.node.name}: {len(c.free_gpus)} of {len(c.node.gpus)}" for c in _capacities(live))
+    free = ", ".join(
+        f"{c.node.name}: {len(c.free_gpus)} of {len(c.node.gpus)}" for c in fitting.capacities(live)
+    )
     also = " with its vCPUs and memory" if settings.SAGEPORT_STRICT_CPU_MEMORY else ""
     return (
         f"Waiting for capacity: {demand.describe()} needs {demand.gpus * demand.count} NVIDIA GPUs "
