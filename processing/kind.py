@@ -7,7 +7,7 @@ from runtime import labels
 
 PROCESSING_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
 PROCESSING = JobKind(
-    name_part="proc",
+    name_part="processing",
     role=labels.PROCESSING_ROLE,
     directory="processing-jobs",
     log_group=PROCESSING_LOG_GROUP,

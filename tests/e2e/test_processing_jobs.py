@@ -309,7 +309,7 @@ def test_network_isolation_leaves_the_container_nothing_to_reach(sagemaker, s3, 
         ),
         (
             lambda r, b: r["ProcessingResources"]["ClusterConfig"].update(InstanceType="ml.nope.large"),
-            "InstanceType 'ml.nope.large' is not a known instance type",
+            "Value 'ml.nope.large' at 'processingResources.clusterConfig.instanceType' failed to satisfy",
         ),
     ],
     ids=["dataset-definition", "local-path", "pipe", "nested-paths", "instance-type"],

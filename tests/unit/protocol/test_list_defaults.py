@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from clusters.models import Cluster, ClusterMember, ClusterPolicy
 from hosting.models import Endpoint, EndpointConfig, SageMakerModel
+from processing.models import ProcessingJob
 from protocol import registry, shapes
 from protocol.listing import default_order, documented_order
 from tests.unit.clusters.helpers import CTX, ROLE, call, group, register_node
@@ -40,6 +41,17 @@ def _training_jobs() -> tuple[dict, str, str]:
         )
     _aged(TrainingJob, "training_job_name")
     return {}, "TrainingJobSummaries", "TrainingJobName"
+
+
+def _processing_jobs() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        ProcessingJob.objects.create(
+            account_id=CTX.account_id, region=CTX.region, processing_job_name=name, request={},
+            creation_time=timezone.now(), last_modified_time=timezone.now(),
+            processing_job_arn=f"arn:aws:sagemaker:{CTX.region}:{CTX.account_id}:processing-job/{name}",
+        )
+    _aged(ProcessingJob, "processing_job_name")
+    return {}, "ProcessingJobSummaries", "ProcessingJobName"
 
 
 def _models() -> tuple[dict, str, str]:
@@ -112,6 +124,7 @@ def _compute_quotas() -> tuple[dict, str, str]:
 # the list member of the answer and the member that names a resource in it.
 MAKERS = {
     "ListTrainingJobs": _training_jobs,
+    "ListProcessingJobs": _processing_jobs,
     "ListModels": _models,
     "ListEndpointConfigs": _endpoint_configs,
     "ListEndpoints": _endpoints,
