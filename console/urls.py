@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from console import views_auth, views_capacity, views_hosting, views_training
+from console import views_auth, views_capacity, views_hosting, views_processing, views_training
 
 app_name = "console"
 
@@ -17,6 +17,11 @@ urlpatterns = [
     path("training-jobs/<int:pk>/metrics", views_training.job_metrics, name="training-job-metrics"),
     path("training-jobs/<int:pk>/stop", views_training.job_stop, name="training-job-stop"),
     path("training-jobs/<int:pk>/clone", views_training.job_clone, name="training-job-clone"),
+    path("processing-jobs/", views_processing.job_list, name="processing-jobs"),
+    path("processing-jobs/<int:pk>/", views_processing.job_detail, name="processing-job"),
+    path("processing-jobs/<int:pk>/live", views_processing.job_live, name="processing-job-live"),
+    path("processing-jobs/<int:pk>/logs", views_processing.job_logs, name="processing-job-logs"),
+    path("processing-jobs/<int:pk>/stop", views_processing.job_stop, name="processing-job-stop"),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
     path("endpoints/<int:pk>/", views_hosting.endpoint_detail, name="endpoint"),
     path("endpoints/<int:pk>/live", views_hosting.endpoint_live, name="endpoint-live"),

@@ -1,0 +1,97 @@
+"""Processing jobs: the list and a job's page (status, configuration, inputs and outputs, its log
+streams); Stop as the API's own operation."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_POST
+
+from console import live
+from console.actions import perform
+from console.viewer import Viewer, console_view
+from processing import services as processing_services
+from processing.kind import PROCESSING_LOG_GROUP
+from processing.models import ProcessingJob, ProcessingJobStatus
+from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+
+PAGE_SIZE = 50
+
+
+@console_view
+def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    """The visible jobs, filtered and ordered with ListProcessingJobs' own semantics."""
+    params = {}
+    status = request.GET.get("status", "")
+    if status in ProcessingJobStatus.values:
+        params["StatusEquals"] = status
+    name = request.GET.get("name", "").strip()[:63]
+    if name:
+        params["NameContains"] = name
+    ordered = filtered_and_sorted(
+        viewer.visible(ProcessingJob.objects.all()),
+        {**NEWEST_FIRST, **params},
+        operation="ListProcessingJobs",
+        name_field="processing_job_name",
+        sort_fields=processing_services.SORT_FIELDS,
+        status_field="processing_job_status",
+    )
+    context = {
+        "page": Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page")),
+        "statuses": ProcessingJobStatus.values,
+        "status": status,
+        "name": request.GET.get("name", ""),
+    }
+    return render(request, "console/processing_jobs.html", context)
+
+
+def _job(viewer: Viewer, pk: int) -> ProcessingJob:
+    return viewer.get(ProcessingJob.objects.all(), pk=pk)
+
+
+@console_view
+def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    context = {
+        "job": job,
+        "cluster": job.request["ProcessingResources"]["ClusterConfig"],
+        "inputs": job.request.get("ProcessingInputs", []),
+        "outputs": job.request.get("ProcessingOutputConfig", {}).get("Outputs", []),
+    }
+    return render(request, "console/processing_job.html", context)
+
+
+@console_view
+def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    """What a job's page refreshes while it runs: its status and its log streams."""
+    job = _job(viewer, pk)
+    return JsonResponse({
+        "terminal": job.is_terminal,
+        "status_html": render_to_string("console/_processing_status.html", {"job": job}, request),
+        "streams": live.streams(viewer.context_for(job), PROCESSING_LOG_GROUP, f"{job.processing_job_name}/"),
+    })
+
+
+@console_view
+def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    return live.log_lines(
+        viewer.context_for(job),
+        PROCESSING_LOG_GROUP,
+        f"{job.processing_job_name}/",
+        request.GET.get("stream", ""),
+        request.GET.get("token", ""),
+    )
+
+
+@console_view
+@require_POST
+def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = _job(viewer, pk)
+    name = job.processing_job_name
+    outcome = perform(viewer.context_for(job), "StopProcessingJob", {"ProcessingJobName": name})
+    if outcome.ok:
+        messages.success(request, f"Stopping {name}: its outputs are uploaded once it ends.")
+    else:
+        messages.error(request, outcome.error)
+    return redirect("console:processing-job", pk=job.pk)

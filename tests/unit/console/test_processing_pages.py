@@ -1,0 +1,46 @@
+"""The console's processing-job pages: the list and a job's page render for its owner with what
+the job holds, and another account sees neither."""
+from processing import services as processing_services
+from processing.models import ProcessingJob
+from tests.unit.console.conftest import ACCOUNT_A, ctx
+
+
+def processing_request(name: str) -> dict:
+    return {
+        "ProcessingJobName": name,
+        "AppSpecification": {"ImageUri": "prep:latest", "ContainerArguments": ["--split", "0.2"]},
+        "RoleArn": f"arn:aws:iam::{ACCOUNT_A}:role/r",
+        "ProcessingResources": {
+            "ClusterConfig": {"InstanceCount": 2, "InstanceType": "ml.m5.large", "VolumeSizeInGB": 1}
+        },
+        "ProcessingInputs": [{
+            "InputName": "raw",
+            "S3Input": {
+                "S3Uri": "s3://bucket/raw", "LocalPath": "/opt/ml/processing/raw", "S3DataType": "S3Prefix"
+            },
+        }],
+        "ProcessingOutputConfig": {"Outputs": [{
+            "OutputName": "clean",
+            "S3Output": {"S3Uri": "s3://bucket/clean", "LocalPath": "/opt/ml/processing/clean",
+                         "S3UploadMode": "Continuous"},
+        }]},
+        "Tags": [{"Key": "team", "Value": "data"}],
+    }
+
+
+def test_the_list_and_the_page_of_a_processing_job_render_for_its_owner(account_a, account_b):
+    job = processing_services.create_processing_job(ctx(ACCOUNT_A), processing_request("prep"))
+    ProcessingJob.objects.filter(pk=job.pk).update(
+        processing_job_status="Failed", phase="Ended", exit_message="bad row 17",
+        failure_reason="AlgorithmError: See job logs for more information",
+    )
+
+    listed = account_a.get("/console/processing-jobs/").content.decode()
+    page = account_a.get(f"/console/processing-jobs/{job.pk}/").content.decode()
+
+    assert "prep" in listed and "ml.m5.large × 2" in listed
+    for shown in ("prep:latest", "--split 0.2", "s3://bucket/raw", "/opt/ml/processing/clean", "Continuous",
+                  "team=data", "bad row 17", "AlgorithmError: See job logs for more information"):
+        assert shown in page, shown
+    assert account_b.get(f"/console/processing-jobs/{job.pk}/").status_code == 404
+    assert "prep" not in account_b.get("/console/processing-jobs/").content.decode()
