@@ -8,9 +8,8 @@ later waits (`Waiting`, the job stays Pending and is looked at again at every po
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from capacity import fitting, instance_types
+from capacity import fitting, instance_types, instances
 from capacity.gpus import foreign_accelerator_reason
 from capacity.models import GpuAllocation, Node, Placement
 from jobs.workspace import host_names
@@ -111,15 +110,11 @@ def gpus_of_ended_jobs_pending(node_name: str) -> bool:
 
 
 def mark_started(job: ProcessingJob, hosts: list[str]) -> None:
-    Placement.objects.filter(processing_job=job, host__in=hosts, container_started_at__isnull=True).update(
-        container_started_at=timezone.now()
-    )
+    instances.mark_started(Placement.objects.filter(processing_job=job), hosts)
 
 
 def started_hosts(job: ProcessingJob) -> set[str]:
-    """Instances whose container was created: a missing one of these has vanished."""
-    started = Placement.objects.filter(processing_job=job, container_started_at__isnull=False)
-    return set(started.values_list("host", flat=True))
+    return instances.started_hosts(Placement.objects.filter(processing_job=job))
 
 
 def placed_at(job: ProcessingJob):

@@ -77,6 +77,17 @@ def _give_up(job: ProcessingJob, reason: str) -> float | None:
     return None
 
 
+def on_node_lost(job: ProcessingJob, node: str) -> None:
+    """The job's node stopped heartbeating (called by the sweeper): what ran there is out of reach,
+    so its placements are freed at once; a job whose containers may have started fails (SageMaker
+    retries no processing job), one not yet started is placed again elsewhere."""
+    placement.release(job)
+    if t.state_of(job) in (t.STARTING, t.PENDING):
+        return
+    reason = f"InternalServerError: the node {node} that ran it stopped sending heartbeats."
+    t.transition(job, t.FAILED, failure_reason=reason)
+
+
 def _poll() -> float:
     return settings.SAGEPORT_POLL_INTERVAL_SECONDS
 

@@ -59,9 +59,20 @@ def sweep_processing() -> None:
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
     )
     nudge(overdue)
+    _handle_lost_nodes()
     placement.release_finished()
     runtime = get_runtime()
     found = cleanup.listed_leftovers(runtime, PROCESSING)  # listed before the live jobs are read
     live = ProcessingJob.objects.exclude(processing_job_status__in=TERMINAL_STATUSES)
     live_arns = set(live.values_list("processing_job_arn", flat=True))
     cleanup.reap(runtime, found, live_arns, set(live.values_list("pk", flat=True)))
+
+
+def _handle_lost_nodes() -> None:
+    """Declare silent nodes lost, then fail (or place again) every job still placed on one."""
+    nodes.declare_lost()
+    live = ProcessingJob.objects.exclude(processing_job_status__in=TERMINAL_STATUSES)
+    for job in live.filter(placements__node__lost_at__isnull=False).distinct():
+        lost = job.placements.filter(node__lost_at__isnull=False).values_list("node__name", flat=True).first()
+        processing.on_node_lost(job, lost)
+        reconcile_processing_job.delay(job.pk)

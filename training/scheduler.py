@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.utils import timezone
 
-from capacity import fitting, instance_types
+from capacity import fitting, instance_types, instances
 from capacity.fitting import MIB, Demand, NodeCapacity, empty
 from capacity.gpus import foreign_accelerator_reason
 from capacity.models import GpuAllocation, Node, Placement
@@ -226,15 +225,11 @@ def placement_of(job: TrainingJob, host: str) -> Placement:
 
 
 def mark_started(job: TrainingJob, hosts: list[str]) -> None:
-    Placement.objects.filter(job=job, host__in=hosts, container_started_at__isnull=True).update(
-        container_started_at=timezone.now()
-    )
+    instances.mark_started(Placement.objects.filter(job=job), hosts)
 
 
 def started_hosts(job: TrainingJob) -> set[str]:
-    """Instances whose container was created: a missing one of these has vanished."""
-    started = Placement.objects.filter(job=job, container_started_at__isnull=False)
-    return set(started.values_list("host", flat=True))
+    return instances.started_hosts(Placement.objects.filter(job=job))
 
 
 def release(job: TrainingJob) -> None:
