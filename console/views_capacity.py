@@ -14,25 +14,30 @@ def _holders(node: Node) -> dict[str, str]:
     """Device id → who holds it, in words."""
     held = {}
     allocations = GpuAllocation.objects.filter(node=node).select_related(
-        "placement__job", "container__deployment__endpoint"
+        "placement__job", "placement__processing_job", "container__deployment__endpoint"
     )
     for allocation in allocations:
         if allocation.placement is not None:
-            job = allocation.placement.job
-            held[allocation.device_id] = (
-                "job",
-                job.pk,
-                f"{job.training_job_name} ({allocation.placement.host})",
-            )
+            page, pk, name, host = _instance(allocation.placement)
+            held[allocation.device_id] = (page, pk, f"{name} ({host})")
         else:
             container = allocation.container
             endpoint = container.deployment.endpoint
             held[allocation.device_id] = (
-                "endpoint",
+                "console:endpoint",
                 endpoint.pk,
                 f"{endpoint.endpoint_name} / {container.variant_name}",
             )
     return held
+
+
+def _instance(placement: Placement) -> tuple[str, int, str, str]:
+    """(its job's page, the job's key, the job's name, the host) of a training or processing
+    instance."""
+    if placement.processing_job is not None:
+        job = placement.processing_job
+        return "console:processing-job", job.pk, job.processing_job_name, placement.host
+    return "console:training-job", placement.job.pk, placement.job.training_job_name, placement.host
 
 
 def _node_row(node: Node, now) -> dict:
@@ -42,7 +47,12 @@ def _node_row(node: Node, now) -> dict:
         "memory_gib": node.memory_bytes / 2**30,
         "heartbeat_age": (now - node.heartbeat_at).total_seconds(),
         "gpus": [{"gpu": gpu, "holder": holders.get(gpu["id"])} for gpu in node.gpus],
-        "placements": Placement.objects.filter(node=node).select_related("job").order_by("job_id", "host"),
+        "instances": [
+            _instance(placement)
+            for placement in Placement.objects.filter(node=node)
+            .select_related("job", "processing_job")
+            .order_by("job_id", "processing_job_id", "host")
+        ],
     }
 
 

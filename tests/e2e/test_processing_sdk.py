@@ -1,13 +1,27 @@
 """The SageMaker Python SDK (v2)'s processors run unchanged against Sageport, pointed at it by the
 stack's environment file alone: `Processor` (an image and its entrypoint) and `ScriptProcessor`
 (the SDK uploads the script to S3 as a `code` input under /opt/ml/processing/input/code and runs
-it with `command`), both with `wait=True, logs=True`, which polls DescribeProcessingJob and
+it with `command`), `SKLearnProcessor` and `FrameworkProcessor` (source_dir and runproc.sh), all
+with `wait=True, logs=True`, which polls DescribeProcessingJob and
 prints the job's CloudWatch stream (/aws/sagemaker/ProcessingJobs) as it goes."""
+import subprocess
 import sys
 
-from sagemaker.processing import ProcessingInput, ProcessingOutput, Processor, ScriptProcessor
+import pytest
+from sagemaker import image_uris
+from sagemaker.processing import (
+    FrameworkProcessor,
+    ProcessingInput,
+    ProcessingOutput,
+    Processor,
+    ScriptProcessor,
+)
+from sagemaker.sklearn.estimator import SKLearn
+from sagemaker.sklearn.processing import SKLearnProcessor
 
 from tests.e2e.sdk import ROLE, WatchedOutput
+
+SKLEARN_VERSION = "1.2-1"
 
 
 def test_processor_runs_its_image_with_inputs_and_outputs_and_prints_its_logs(
@@ -70,3 +84,74 @@ def test_script_processor_uploads_and_runs_its_code_with_the_command(
     assert output.printed.is_set(), output.text
     args = s3.get_object(Bucket=bucket, Key="script-out/args.txt")["Body"].read()
     assert args == b"args: --split 0.2\n"
+
+
+@pytest.fixture
+def sklearn_image(sdk_session, python_image):
+    """The SDK's own scikit-learn image URI for the session's region, standing for the local python
+    image (SKLearnProcessor takes no image_uri: it always names AWS's image)."""
+    uri = image_uris.retrieve("sklearn", sdk_session.boto_region_name, SKLEARN_VERSION)
+    subprocess.run(["docker", "tag", python_image, uri], check=True, capture_output=True)
+    yield uri
+    subprocess.run(["docker", "rmi", uri], check=False, capture_output=True)  # the tag only
+
+
+def test_sklearn_processor_runs_a_python_script_in_its_image(
+    sdk_session, s3, bucket, sklearn_image, tmp_path
+):
+    script = tmp_path / "prep.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        "rows = pathlib.Path('/opt/ml/processing/input/rows.csv').read_text().splitlines()\n"
+        "pathlib.Path('/opt/ml/processing/train/rows.txt').write_text(f'{len(rows)} {sys.argv[1:]}')\n"
+    )
+    s3.put_object(Bucket=bucket, Key="sk/rows.csv", Body=b"1\n2\n3\n")
+    processor = SKLearnProcessor(
+        framework_version=SKLEARN_VERSION, role=ROLE, instance_type="ml.m5.large", instance_count=1,
+        sagemaker_session=sdk_session,
+    )
+
+    processor.run(
+        code=str(script),
+        inputs=[ProcessingInput(source=f"s3://{bucket}/sk", destination="/opt/ml/processing/input")],
+        outputs=[ProcessingOutput(source="/opt/ml/processing/train", destination=f"s3://{bucket}/sk-out")],
+        arguments=["--test-size", "0.2"],
+        wait=True,
+        logs=True,
+    )
+
+    job = processor.latest_job.describe()
+    assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
+    assert job["AppSpecification"]["ImageUri"] == sklearn_image
+    body = s3.get_object(Bucket=bucket, Key="sk-out/rows.txt")["Body"].read()
+    assert body == b"3 ['--test-size', '0.2']"
+
+
+def test_framework_processor_unpacks_its_source_dir_and_runs_the_entry_point(
+    sdk_session, s3, bucket, python_image, tmp_path
+):
+    """FrameworkProcessor uploads source_dir as sourcedir.tar.gz and a runproc.sh (bash) that
+    unpacks it under /opt/ml/processing/input/code and runs `command` with the code."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "helpers.py").write_text("GREETING = 'from the source dir'\n")
+    (source / "main.py").write_text(
+        "import pathlib, helpers\n"
+        "pathlib.Path('/opt/ml/processing/out/greeting.txt').write_text(helpers.GREETING)\n"
+    )
+    processor = FrameworkProcessor(
+        estimator_cls=SKLearn, framework_version=SKLEARN_VERSION, image_uri=python_image, command=["python3"],
+        role=ROLE, instance_type="ml.m5.large", instance_count=1, sagemaker_session=sdk_session,
+    )
+
+    processor.run(
+        code="main.py",
+        source_dir=str(source),
+        outputs=[ProcessingOutput(source="/opt/ml/processing/out", destination=f"s3://{bucket}/fw-out")],
+        wait=True,
+        logs=True,
+    )
+
+    job = processor.latest_job.describe()
+    assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
+    assert s3.get_object(Bucket=bucket, Key="fw-out/greeting.txt")["Body"].read() == b"from the source dir"

@@ -1,8 +1,11 @@
 """The console's processing-job pages: the list and a job's page render for its owner with what
 the job holds, and another account sees neither."""
+from processing import placement
 from processing import services as processing_services
 from processing.models import ProcessingJob
-from tests.unit.console.conftest import ACCOUNT_A, ctx
+from tests.unit.console.conftest import ACCOUNT_A, ctx, make_job, operator
+from tests.unit.training.test_scheduler import make_node
+from training import scheduler
 
 
 def processing_request(name: str) -> dict:
@@ -44,3 +47,23 @@ def test_the_list_and_the_page_of_a_processing_job_render_for_its_owner(account_
         assert shown in page, shown
     assert account_b.get(f"/console/processing-jobs/{job.pk}/").status_code == 404
     assert "prep" not in account_b.get("/console/processing-jobs/").content.decode()
+
+
+def test_the_capacity_page_names_the_processing_and_training_instances_and_their_gpus(db):
+    make_node("node-a", gpus=2)
+    processing = processing_services.create_processing_job(ctx(ACCOUNT_A), processing_request("prep-gpu"))
+    training = make_job(ACCOUNT_A, "train-gpu")
+    training.request["ResourceConfig"]["InstanceType"] = "ml.p3.2xlarge"
+    training.save()
+    processing.request["ProcessingResources"]["ClusterConfig"] = {
+        "InstanceType": "ml.p3.2xlarge", "InstanceCount": 1
+    }
+    processing.save()
+    assert placement.place(processing) == placement.Placed("node-a")
+    assert scheduler.place(training) == scheduler.Placed("node-a")
+
+    page = operator().get("/console/capacity/").content.decode()
+
+    assert f'href="/console/processing-jobs/{processing.pk}/">prep-gpu (algo-1)' in page
+    assert f'href="/console/training-jobs/{training.pk}/">train-gpu (algo-1)' in page
+    assert f'<a href="/console/processing-jobs/{processing.pk}/">prep-gpu</a> algo-1' in page
