@@ -156,7 +156,9 @@ def _process(job: ProcessingJob, token: str) -> float | None:
         return AT_ONCE
     states = _observe(job)
     _collect_logs(job, states)
-    _upload_continuous(job)
+    failure = _upload_continuous(job)
+    if failure:
+        return _decide_failed(job, failure)
     gone = _vanished(job, states)
     if gone:
         reason = (
@@ -227,7 +229,9 @@ def _vanished(job: ProcessingJob, states: States) -> list[str]:
 def _stop(job: ProcessingJob, token: str) -> float | None:
     states = _observe(job)
     _collect_logs(job, states)
-    _upload_continuous(job)
+    failure = _upload_continuous(job)
+    if failure and job.outcome != ProcessingJobStatus.FAILED:
+        _record(job, outcome=ProcessingJobStatus.FAILED, failure_reason=failure[:1024])
     drained = stopping.drain(
         get_runtime(),
         [state for state in states.values() if state is not None],
@@ -308,13 +312,15 @@ def _collect_logs(job: ProcessingJob, states: States) -> None:
     log_streams.collect(get_runtime(), kind.identity(job), states)
 
 
-def _upload_continuous(job: ProcessingJob) -> None:
+def _upload_continuous(job: ProcessingJob) -> str | None:
+    """Upload what the Continuous outputs hold new; the FailureReason when S3 refuses for good."""
     try:
         outputs.upload_continuous(job, containers.hosts(job))
     except StorageError as exc:
         if exc.transient:
-            raise
-        _decide_failed(job, f"ClientError: could not upload the processing outputs: {exc}")
+            raise  # retried with backoff by reconcile_once
+        return f"ClientError: could not upload the processing outputs: {exc}"
+    return None
 
 
 def _record(job: ProcessingJob, **fields) -> None:
