@@ -108,16 +108,14 @@ def _local_path_problems(where: str, local_path: str | None) -> list[str]:
 
 def _local_path_clashes(params: dict) -> list[str]:
     """Every input and output is a directory of its own in the container (a mount): two at one
-    path, or one inside another, would hide each other's files."""
-    paths = sorted(
-        PurePosixPath(path) for path in local_paths(params) if path and PurePosixPath(path).is_absolute()
-    )
+    path would hide each other's files. One inside another is allowed, as SageMaker allows it
+    (the SDK's processors put their code input at /opt/ml/processing/input/code beside a data
+    input at /opt/ml/processing/input): the engine mounts the outer one first."""
+    paths = [str(PurePosixPath(path)) for path in local_paths(params) if path]
+    repeated = sorted({path for path in paths if paths.count(path) > 1})
     return [
-        f"LocalPath '{inner}' is the same as or inside LocalPath '{outer}': every input and output "
-        "needs a directory of its own."
-        for index, outer in enumerate(paths)
-        for inner in paths[index + 1:]
-        if inner == outer or outer in inner.parents
+        f"LocalPath '{path}' is given to more than one input or output: each needs a directory of its own."
+        for path in repeated
     ]
 
 

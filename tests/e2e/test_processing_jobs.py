@@ -303,16 +303,16 @@ def test_network_isolation_leaves_the_container_nothing_to_reach(sagemaker, s3, 
         (
             lambda r, b: r.update(
                 ProcessingInputs=[s3_input("x", f"s3://{b}/x", "/opt/ml/processing/data")],
-                ProcessingOutputConfig=outputs(s3_output("o", f"s3://{b}/o", "/opt/ml/processing/data/o")),
+                ProcessingOutputConfig=outputs(s3_output("o", f"s3://{b}/o", "/opt/ml/processing/data")),
             ),
-            "is the same as or inside LocalPath '/opt/ml/processing/data'",
+            "LocalPath '/opt/ml/processing/data' is given to more than one input or output",
         ),
         (
             lambda r, b: r["ProcessingResources"]["ClusterConfig"].update(InstanceType="ml.nope.large"),
             "Value 'ml.nope.large' at 'processingResources.clusterConfig.instanceType' failed to satisfy",
         ),
     ],
-    ids=["dataset-definition", "local-path", "pipe", "nested-paths", "instance-type"],
+    ids=["dataset-definition", "local-path", "pipe", "same-path", "instance-type"],
 )
 def test_bad_requests_are_refused_before_anything_is_created(
     sagemaker, bucket, shell_algo_image, change, expected

@@ -66,10 +66,15 @@ def test_pipe_mode_and_gzip_are_refused_clearly():
 
 
 def test_inputs_and_outputs_need_directories_of_their_own():
-    clash = request([s3_input(local="/opt/ml/processing/data")], [s3_output(local="/opt/ml/processing/data")])
-    assert "is the same as or inside LocalPath '/opt/ml/processing/data'" in problems_of(clash)
-    nested = request([s3_input(local="/opt/ml/processing/a")], [s3_output(local="/opt/ml/processing/a/b")])
-    assert "'/opt/ml/processing/a/b' is the same as or inside" in problems_of(nested)
+    data = "/opt/ml/processing/data"
+    clash = request([s3_input(local=data)], [s3_output(local=data + "/")])
+    message = problems_of(clash)
+    assert "LocalPath '/opt/ml/processing/data' is given to more than one input or output" in message
+
+
+def test_an_input_inside_another_is_allowed_as_the_sdk_sends_its_code():
+    code = s3_input("code", local="/opt/ml/processing/input/code")
+    check_create_request(request([s3_input(local="/opt/ml/processing/input"), code]))
 
 
 def test_names_are_unique():
