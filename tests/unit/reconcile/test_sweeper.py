@@ -9,6 +9,7 @@ from controlplane.celery import app
 from elastic import tasks as elastic_tasks
 from hosting import tasks as hosting_tasks
 from logs import retention
+from processing import tasks as processing_tasks
 from reconcile import sweeper
 from training import tasks as training_tasks
 
@@ -17,6 +18,7 @@ def test_the_features_register_their_share_in_the_order_of_the_apps():
     assert sweeper._hooks == [
         container_credentials.sweep,
         training_tasks.sweep_training,
+        processing_tasks.sweep_processing,
         hosting_tasks.sweep_hosting,
         membership.settle_all,
         elastic_tasks.sweep_hyperpod_jobs,
