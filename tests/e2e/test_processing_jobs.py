@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 
+import docker
 import pytest
 from botocore.exceptions import ClientError
 
@@ -363,3 +364,20 @@ def test_list_sorts_filters_and_pages(sagemaker, shell_algo_image):
     assert listed == names and "NextToken" not in rest
     for name in names:
         wait_for(sagemaker, name)
+
+
+def test_a_job_stopped_as_soon_as_created_ends_stopped_with_no_container_left(sagemaker, shell_algo_image):
+    """Stop in whatever phase the job is in (Starting, Downloading or Processing): SageMaker's
+    StopProcessingJob ends it Stopped, and nothing of it stays on the engine."""
+    name = unique_name("procstopnow")
+    arn = sagemaker.create_processing_job(
+        **processing_request(name, shell_algo_image, "while true; do sleep 0.2; done")
+    )["ProcessingJobArn"]
+    sagemaker.stop_processing_job(ProcessingJobName=name)
+    assert sagemaker.describe_processing_job(ProcessingJobName=name)["ProcessingJobStatus"] in {
+        "Stopping", "Stopped"
+    }
+
+    assert wait_for(sagemaker, name)["ProcessingJobStatus"] == "Stopped"
+    left = docker.from_env().containers.list(all=True, filters={"label": f"sageport.resource={arn}"})
+    assert left == []
