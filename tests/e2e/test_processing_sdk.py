@@ -4,8 +4,10 @@ stack's environment file alone: `Processor` (an image and its entrypoint) and `S
 it with `command`), `SKLearnProcessor` and `FrameworkProcessor` (source_dir and runproc.sh), all
 with `wait=True, logs=True`, which polls DescribeProcessingJob and
 prints the job's CloudWatch stream (/aws/sagemaker/ProcessingJobs) as it goes."""
+import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 from sagemaker import image_uris
@@ -19,6 +21,7 @@ from sagemaker.processing import (
 from sagemaker.sklearn.estimator import SKLearn
 from sagemaker.sklearn.processing import SKLearnProcessor
 
+from tests.conftest import read_env_file
 from tests.e2e.sdk import ROLE, WatchedOutput
 
 SKLEARN_VERSION = "1.2-1"
@@ -155,3 +158,39 @@ def test_framework_processor_unpacks_its_source_dir_and_runs_the_entry_point(
     job = processor.latest_job.describe()
     assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
     assert s3.get_object(Bucket=bucket, Key="fw-out/greeting.txt")["Body"].read() == b"from the source dir"
+
+
+SDK_V3_SCRIPT = textwrap.dedent("""
+    import sys
+    from sagemaker.core.processing import Processor
+    from sagemaker.core.shapes import ProcessingOutput, ProcessingS3Output
+
+    image, role, destination = sys.argv[1:4]
+    processor = Processor(
+        role=role, image_uri=image, instance_count=1, instance_type="ml.m5.large",
+        env={"ALGO_SCRIPT": "echo v3 > /opt/ml/processing/o/sdk.txt; echo from-sdk-v3"},
+    )
+    output = ProcessingS3Output(
+        s3_uri=destination, local_path="/opt/ml/processing/o", s3_upload_mode="EndOfJob"
+    )
+    processor.run(outputs=[ProcessingOutput(output_name="o", s3_output=output)], wait=True, logs=True)
+    print(processor.latest_job.processing_job_name)
+""")
+
+
+def test_sdk_v3_processor_runs_and_waits_with_logs(
+    stack, sagemaker, s3, bucket, shell_algo_image, sdk_v3_python, tmp_path
+):
+    """SDK v3's `sagemaker.core.processing.Processor`, configured by the stack's env file alone."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **read_env_file(stack.data_dir / "env")}
+
+    result = subprocess.run(
+        [sdk_v3_python, "-c", SDK_V3_SCRIPT, shell_algo_image, ROLE, f"s3://{bucket}/v3"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "from-sdk-v3" in result.stdout  # the job's log, printed by logs=True
+    name = result.stdout.split()[-1]
+    assert sagemaker.describe_processing_job(ProcessingJobName=name)["ProcessingJobStatus"] == "Completed"
+    assert s3.get_object(Bucket=bucket, Key="v3/sdk.txt")["Body"].read() == b"v3\n"
