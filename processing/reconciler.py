@@ -231,14 +231,14 @@ def _stop(job: ProcessingJob, token: str) -> float | None:
     _collect_logs(job, states)
     failure = _upload_continuous(job)
     if failure and job.outcome != ProcessingJobStatus.FAILED:
-        _record(job, outcome=ProcessingJobStatus.FAILED, failure_reason=failure[:1024])
+        t.record_decision(job, outcome=ProcessingJobStatus.FAILED, failure_reason=failure[:1024])
     drained = stopping.drain(
         get_runtime(),
         [state for state in states.values() if state is not None],
         any_running=any(state is not None and state.running for state in states.values()),
         signalled_at=job.stop_signalled_at,
         grace_seconds=_stop_grace_seconds(job),
-        record_signalled=lambda now: _record(job, stop_signalled_at=now),
+        record_signalled=lambda now: t.record_decision(job, stop_signalled_at=now),
     )
     if not drained:
         return _poll()
@@ -321,15 +321,6 @@ def _upload_continuous(job: ProcessingJob) -> str | None:
             raise  # retried with backoff by reconcile_once
         return f"ClientError: could not upload the processing outputs: {exc}"
     return None
-
-
-def _record(job: ProcessingJob, **fields) -> None:
-    """A decision that is not a status change, only if the job is still where we saw it."""
-    ProcessingJob.objects.filter(
-        pk=job.pk, processing_job_status=job.processing_job_status, phase=job.phase
-    ).update(**fields)
-    for name, value in fields.items():
-        setattr(job, name, value)
 
 
 STEPS = {

@@ -67,6 +67,15 @@ def transition(job: ProcessingJob, target: tuple[str, str], message: str = "", *
     return True
 
 
+def record_decision(job: ProcessingJob, **fields) -> None:
+    """Columns that are no status change (the SIGTERM's moment, an outcome decided while
+    stopping), written only if the job is still in the state it was loaded in."""
+    where = {"processing_job_status": job.processing_job_status, "phase": job.phase}
+    ProcessingJob.objects.filter(pk=job.pk, **where).update(**fields)
+    for name, value in fields.items():
+        setattr(job, name, value)
+
+
 def set_status_message(job: ProcessingJob, message: str) -> None:
     """Say what the current phase waits for ("Waiting for S3: ..."), shown by the console."""
     ProcessingJob.objects.filter(pk=job.pk).update(status_message=message[:1024])
