@@ -21,6 +21,10 @@ Phases (elastic/models.JobPhase):
   missing ones are created → Creating; an evicted job (target 0) goes back to Pending. A job
   short of a replica with no spare capacity waits `faultyScaleDownTimeoutInSeconds`, then
   continues at the largest allowed size it holds.
+- A replica whose node was declared lost (Creating, Running, Stopping): a fault of every replica
+  there that cannot restart in place, so a full job restart (or Failed, as the run policy says)
+  that places the job again, like a new one, on live nodes (→ Pending), resuming from the agreed
+  progress; these steps run on any live worker (elastic/tasks.py).
 - `runPolicy.suspend: true` (any phase but a finished one): the replicas and the network go at
   once, startTime is cleared → Suspended (condition `Suspended`, reason `JobSuspended`); back to
   false → Pending (`Suspended` False, reason `JobResumed`), placed again like a new job.
