@@ -56,7 +56,7 @@ def _enqueue_now(pk: int) -> None:
 def sweep_hyperpod_jobs() -> None:
     """The sweeper's share: re-enqueue every job whose next look is overdue and that nobody holds
     (a lost message, a killed worker), finished ones waiting out a TTL included, and at once every
-    job with a replica on a node just declared lost; then remove what no job owns any more."""
+    job with a replica on a node declared lost; then remove what no job owns any more."""
     now = timezone.now()
     slack = timedelta(seconds=max(2.0, 2 * settings.SAGEPORT_POLL_INTERVAL_SECONDS))
     overdue = (
