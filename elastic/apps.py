@@ -10,12 +10,14 @@ class ElasticConfig(AppConfig):
     def ready(self):
         # The operator's sweep (lost messages, TTLs, orphans) runs with the sweeper; training jobs
         # waiting for GPUs may take them back from lower-priority elastic jobs; a replica that
-        # exits has its job looked at at once.
-        from capacity import preemption
-        from elastic import planner, tasks
+        # exits has its job looked at at once; a node that registers (again, after it was lost)
+        # removes the replicas of the jobs moved off it.
+        from capacity import nodes, preemption
+        from elastic import planner, reaper, tasks
         from reconcile import container_events, sweeper
         from runtime import labels
 
         sweeper.register(tasks.sweep_hyperpod_jobs)
         container_events.register(labels.ELASTIC_ROLE, tasks.nudge_for_container, actions=("die",))
         preemption.register_reclaimer(planner.reclaim_for_others)
+        nodes.on_registered(reaper.reap_elastic_orphans)

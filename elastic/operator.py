@@ -21,6 +21,10 @@ Phases (elastic/models.JobPhase):
   missing ones are created → Creating; an evicted job (target 0) goes back to Pending. A job
   short of a replica with no spare capacity waits `faultyScaleDownTimeoutInSeconds`, then
   continues at the largest allowed size it holds.
+- A replica whose node was declared lost (Creating, Running, Stopping): a fault of every replica
+  there that cannot restart in place, so a full job restart (or Failed, as the run policy says)
+  that places the job again, like a new one, on live nodes (→ Pending), resuming from the agreed
+  progress; these steps run on any live worker (elastic/tasks.py).
 - `runPolicy.suspend: true` (any phase but a finished one): the replicas and the network go at
   once, startTime is cleared → Suspended (condition `Suspended`, reason `JobSuspended`); back to
   false → Pending (`Suspended` False, reason `JobResumed`), placed again like a new job.
@@ -76,6 +80,9 @@ def _step(job: HyperPodJob, token: str) -> float | None:
         limit = spec.active_deadline_seconds
         message = f"The job was active longer than its activeDeadlineSeconds ({limit} s)."
         return _finish(job, spec, JobPhase.FAILED, (status.FAILED, "DeadlineExceeded", message))
+    lost = _on_lost_nodes(job)
+    if lost:
+        return _on_node_lost(job, spec, lost)
     after = _STEPS[job.phase](job, spec)
     return after if left is None or after is None else min(after, left)
 
@@ -239,7 +246,7 @@ def _begin_stop(
 def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], reason: str) -> float | None:
     """Restart as runPolicy.restartPolicy says (elastic/restarts.py), or fail the job."""
     states = _states(job)
-    in_place = all(r.container_name in states for r in faulty)
+    in_place = all(r.container_name in states and r.node.lost_at is None for r in faulty)
     window = restarts.Window.load(job.restarts)
     nodes = [r.node.name for r in faulty]
     decision = restarts.decide(spec, window, job.fault_count, nodes, in_place, timezone.now())
@@ -255,7 +262,7 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
     faulty_gpus = {f"{r.node.name}:{gpu.device_id}" for r in faulty for gpu in r.gpus.all()}
     avoided = sorted(set(job.avoided_gpus) | faulty_gpus)
     _remove_replicas(faulty)
-    if job.node is not None and job.node.name in decision.avoided_nodes:
+    if job.node is not None and (job.node.name in decision.avoided_nodes or job.node.lost_at is not None):
         return _move_off(job, spec, message, list(decision.avoided_nodes), avoided_gpus=avoided, **counts)
     _remove_containers(job, list(job.replicas.all()), fresh=True)  # every pod is created again
     return _begin_stop(job, spec, StopReason.FAULT, message, graceful=False, avoided_gpus=avoided, **counts)
@@ -274,9 +281,28 @@ def _record_faulty(job: HyperPodJob, faulty: list[ElasticReplica], decision) -> 
     job.status = {**job.status, "latestFaultyPodInstanceList": record}
 
 
+def _on_lost_nodes(job: HyperPodJob) -> list[ElasticReplica]:
+    """The replicas of a job with a world (Creating, Running, Stopping) whose node was declared
+    lost (capacity/nodes.declare_lost: no heartbeat)."""
+    if job.phase not in planner.ACTIVE_PHASES:
+        return []
+    return list(job.replicas.filter(node__lost_at__isnull=False).select_related("node"))
+
+
+def _on_node_lost(job: HyperPodJob, spec: JobSpec, lost: list[ElasticReplica]) -> float | None:
+    """A fault of every replica on a lost node, as HyperPod counts a node failure: their pods are
+    out of reach, so the restart is a full job restart (runPolicy permitting, or the job fails)
+    and the job is placed again on live nodes, resuming from the progress its agents agreed on.
+    This step runs on any live worker (elastic/tasks.py): the lost node's cannot."""
+    nodes = sorted({replica.node.name for replica in lost})
+    pods = ", ".join(_pod(job, replica) for replica in lost)
+    reason = f"Node {', '.join(nodes)} was lost (no heartbeat) with {pods}."
+    return _on_fault(job, spec, lost, reason)
+
+
 def _move_off(job: HyperPodJob, spec: JobSpec, message: str, nodes: list[str], **fields) -> float:
-    """A full job restart that avoids the job's node (a repeat offender): every replica goes and
-    the job is placed again, like a new one, on another node."""
+    """A full job restart that leaves the job's node (a repeat offender, or a lost node): every
+    replica goes and the job is placed again, like a new one, on another node."""
     _release(job, spec, keep=0)
     get_runtime().remove_network(replicas.network_name(job))
     status.move(

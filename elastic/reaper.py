@@ -2,6 +2,9 @@
 and its clean-up: replica containers no replica row owns (a finished job keeps its containers
 only under cleanPodPolicy None, until it is deleted), job networks of deleted jobs, and the
 credentials of jobs no longer running. Only this installation's resources: they carry its stack.
+A container is owned by its replica row only on the replica's node (its `sageport.node` label):
+a node declared lost that comes back finds the containers of the jobs moved off it disowned, and
+removes them when it registers again (ElasticConfig.ready registers this with capacity/nodes).
 
 The engine is listed BEFORE the database is read: a replica row always exists before its
 container, so a container created meanwhile is never taken for an orphan."""
@@ -22,10 +25,11 @@ def reap_elastic_orphans() -> None:
     credential_holders = container_credentials.holders("hyperpod-pytorch-job")
 
     jobs = {replicas.holder_arn(job): job for job in HyperPodJob.objects.all()}
-    owned = set(ElasticReplica.objects.values_list("container_name", flat=True))
+    owned = set(ElasticReplica.objects.values_list("container_name", "node__name"))
     for state in found_containers:
         job = jobs.get(state.labels.get(labels.RESOURCE, ""))
-        if job is None or (job.phase not in FINISHED_PHASES and state.name not in owned):
+        mine = (state.name, state.labels.get(labels.NODE)) in owned
+        if job is None or (job.phase not in FINISHED_PHASES and not mine):
             runtime.remove(state.name)
     live_networks = {replicas.network_name(job) for job in jobs.values()}
     for network in found_networks:

@@ -1,6 +1,8 @@
 """The operator's Celery side: one reconcile chain per HyperPodPyTorchJob (elastic/operator.py).
 A job's steps run on its node's queue (its containers live on that engine); a message that
-reached another worker is handed on unprocessed."""
+reached another worker is handed on unprocessed. A job whose node was declared lost has no such
+queue any more (nobody consumes it): its steps run on whichever live worker takes the message,
+which moves the job off the lost node (operator._on_node_lost)."""
 import logging
 from datetime import timedelta
 
@@ -12,7 +14,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from capacity import nodes
-from elastic import operator, reaper, replicas
+from elastic import operator, planner, reaper, replicas
 from elastic.models import FINISHED_PHASES, HyperPodJob
 from reconcile import leases
 
@@ -21,13 +23,13 @@ log = logging.getLogger(__name__)
 
 @shared_task(name="elastic.tasks.reconcile_hyperpod_job", acks_late=True, ignore_result=True)
 def reconcile_hyperpod_job(pk: int) -> None:
-    node = _node_of(pk)
+    node = _home_of(pk)
     if node is not None and node != nodes.local_name():
         _enqueue(pk, 0, node)
         return
     delay = operator.reconcile(pk)
     if delay is not None:
-        _enqueue(pk, delay, _node_of(pk))
+        _enqueue(pk, delay, _home_of(pk))
 
 
 def nudge(pk: int) -> None:
@@ -41,7 +43,7 @@ def nudge_for_container(arn: str) -> None:
     """A replica of the job exited (reconcile/container_events.py): the operator looks at it now,
     on the job's node."""
     for pk in leases.due_now(HyperPodJob.objects.filter(uid=replicas.uid_of(arn))):
-        _enqueue(pk, 0, _node_of(pk))
+        _enqueue(pk, 0, _home_of(pk))
 
 
 def _enqueue_now(pk: int) -> None:
@@ -53,8 +55,8 @@ def _enqueue_now(pk: int) -> None:
 
 def sweep_hyperpod_jobs() -> None:
     """The sweeper's share: re-enqueue every job whose next look is overdue and that nobody holds
-    (a lost message, a killed worker), finished ones waiting out a TTL included; then remove what
-    no job owns any more."""
+    (a lost message, a killed worker), finished ones waiting out a TTL included, and at once every
+    job with a replica on a node declared lost; then remove what no job owns any more."""
     now = timezone.now()
     slack = timedelta(seconds=max(2.0, 2 * settings.SAGEPORT_POLL_INTERVAL_SECONDS))
     overdue = (
@@ -67,11 +69,31 @@ def sweep_hyperpod_jobs() -> None:
     )
     for pk in leases.due_now(overdue):
         reconcile_hyperpod_job.delay(pk)
+    _move_off_lost_nodes(now)
     reaper.reap_elastic_orphans()
 
 
-def _node_of(pk: int) -> str | None:
-    return HyperPodJob.objects.filter(pk=pk).values_list("node__name", flat=True).first()
+def _move_off_lost_nodes(now) -> None:
+    """Declare silent nodes lost (the training sweep does too: whichever runs first), then look
+    now at every job with a world on one, unless a step holds it (a worker killed mid-step: the
+    overdue sweep sends it once the claim lapses)."""
+    nodes.declare_lost()
+    stranded = (
+        HyperPodJob.objects.filter(phase__in=planner.ACTIVE_PHASES, replicas__node__lost_at__isnull=False)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .distinct()
+    )
+    for pk in leases.due_now(stranded):
+        reconcile_hyperpod_job.delay(pk)
+
+
+def _home_of(pk: int) -> str | None:
+    """The node whose queue runs the job's steps: its node, unless that was declared lost (then
+    None: any worker)."""
+    home = HyperPodJob.objects.filter(pk=pk).values_list("node__name", "node__lost_at").first()
+    if home is None or home[1] is not None:
+        return None
+    return home[0]
 
 
 def _enqueue(pk: int, countdown: float, node: str | None) -> None:
