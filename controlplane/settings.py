@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "identity",
     "training",
     "hosting",
+    "batchtransform",
     "clusters",
     "elastic",
     "logs",
