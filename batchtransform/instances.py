@@ -17,6 +17,7 @@ from batchtransform import parameters
 from batchtransform.kind import identity
 from batchtransform.models import TransformJob
 from capacity import instance_types
+from gateway import network as gateway_network
 from hosting import model_data
 from hosting.containers import MODEL_DIR, SERVING_PORT
 from hosting.health import ping
@@ -98,6 +99,7 @@ def _run(
         published_port=SERVING_PORT,
         published_address=settings.SAGEPORT_NODE_ADDRESS,
     )
+    gateway_network.ensure(runtime, spec.extra_networks)
     return runtime.run(spec)
 
 

@@ -70,6 +70,17 @@ class ModelClient:
         raise AssertionError("unreachable")
 
     def _request(self, method: str, path: str, body, headers: dict) -> tuple[int, bytes]:
+        reused = getattr(self._local, "connection", None) is not None
+        try:
+            return self._exchange(method, path, body, headers)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # A kept-alive connection the server closed while idle: that is no failure of the
+            # request, which goes again on a new connection (a streamed body cannot).
+            if not reused or not isinstance(body, bytes | None):
+                raise
+            return self._exchange(method, path, body, headers)
+
+    def _exchange(self, method: str, path: str, body, headers: dict) -> tuple[int, bytes]:
         connection = self._connection()
         try:
             connection.request(

@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from console import views_auth, views_capacity, views_hosting, views_training
+from console import views_auth, views_capacity, views_hosting, views_training, views_transform
 
 app_name = "console"
 
@@ -17,6 +17,8 @@ urlpatterns = [
     path("training-jobs/<int:pk>/metrics", views_training.job_metrics, name="training-job-metrics"),
     path("training-jobs/<int:pk>/stop", views_training.job_stop, name="training-job-stop"),
     path("training-jobs/<int:pk>/clone", views_training.job_clone, name="training-job-clone"),
+    path("transform-jobs/", views_transform.job_list, name="transform-jobs"),
+    path("transform-jobs/<int:pk>/", views_transform.job_detail, name="transform-job"),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
     path("endpoints/<int:pk>/", views_hosting.endpoint_detail, name="endpoint"),
     path("endpoints/<int:pk>/live", views_hosting.endpoint_live, name="endpoint-live"),

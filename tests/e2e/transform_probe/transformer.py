@@ -32,7 +32,7 @@ class TransformHandler(InferenceHandler):
         )
         if body.startswith(b"sleep"):
             time.sleep(600)
-        lines = body.decode().splitlines()
+        lines = body.decode(errors="replace").splitlines()
         for line in lines:
             if "reject" in line:
                 raise BadRequest(f"cannot transform: {line}")
