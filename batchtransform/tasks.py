@@ -1,10 +1,15 @@
-"""Celery tasks of transform jobs: ids in, idempotent. A job runs in one long task holding the
-job's lease (batchtransform/runner.py); the sweeper runs again a job whose worker died."""
+"""Celery tasks of transform jobs: ids in, idempotent. A job runs from start to end holding its
+lease (batchtransform/runner.py), in a thread of the worker process that took the message: the task
+returns at once, so a job of hours never holds one of the worker's few processes away from the
+other features' short steps. A worker that dies takes the thread with it; the job's lease then
+expires and the sweeper has it run again."""
 
+import threading
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -18,7 +23,14 @@ from runtime.docker import get_runtime
 
 @shared_task(name="batchtransform.tasks.run_transform_job", acks_late=True, ignore_result=True)
 def run_transform_job(job_id: int) -> None:
-    delay = runner.reconcile(job_id)
+    threading.Thread(target=_run, args=(job_id,), name=f"transform-job-{job_id}", daemon=True).start()
+
+
+def _run(job_id: int) -> None:
+    try:
+        delay = runner.reconcile(job_id)  # a duplicate message finds the job claimed and leaves
+    finally:
+        connection.close()  # this thread's own database connection
     if delay is not None:
         run_transform_job.apply_async((job_id,), countdown=delay)
 

@@ -8,36 +8,17 @@ Prediction Results with Input Records" (JoinSource, InputFilter); botocore's wai
 `transform_job_completed_or_stopped`."""
 
 import gzip
-import subprocess
 import time
-from pathlib import Path
+import uuid
 
 import pytest
 from botocore.exceptions import ClientError, WaiterError
 
 from tests.e2e.conftest import unique_name
 
-pytest_plugins = ["tests.e2e.hosting_fixtures"]  # serve_image
+pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.transform_fixtures"]  # transformer_image
 
-TRANSFORMER_TAG = "sageport-test/transformer:latest"
-TRANSFORMER_DOCKERFILE = """
-FROM {base}
-COPY transformer.py /opt/program/transformer.py
-ENTRYPOINT ["python3", "/opt/program/transformer.py"]
-"""
 WAIT = {"Delay": 1, "MaxAttempts": 120}
-
-
-@pytest.fixture(scope="session")
-def transformer_image(serve_image, tmp_path_factory) -> str:
-    context = tmp_path_factory.mktemp("transformer")
-    (context / "Dockerfile").write_text(TRANSFORMER_DOCKERFILE.format(base=serve_image))
-    source = Path(__file__).parent / "transform_probe" / "transformer.py"
-    (context / "transformer.py").write_bytes(source.read_bytes())
-    subprocess.run(
-        ["docker", "build", "-q", "-t", TRANSFORMER_TAG, str(context)], check=True, capture_output=True
-    )
-    return TRANSFORMER_TAG
 
 
 @pytest.fixture
@@ -212,7 +193,7 @@ def test_stop_ends_a_running_job_stopped(sagemaker, s3, bucket, model):
     assert job["TransformJobStatus"] == "Stopped"
 
 
-def test_bad_requests_are_refused_before_anything_is_created(sagemaker, bucket, model):
+def test_bad_requests_are_refused_before_anything_is_created(sagemaker, bucket, model, stack):
     name = unique_name("transform")
     with pytest.raises(ClientError) as missing:
         sagemaker.create_transform_job(**_job(name, "no-such-model", bucket))
@@ -226,6 +207,50 @@ def test_bad_requests_are_refused_before_anything_is_created(sagemaker, bucket, 
     with pytest.raises(ClientError) as described:
         sagemaker.describe_transform_job(TransformJobName=name)
     assert described.value.response["Error"]["Code"] == "ValidationException"
+    # The tenancy rule: an S3 location of another account is refused before anything is created.
+    other = str(uuid.uuid4().int)[:12]
+    key_id, secret = stack.create_access_key(other)
+    foreign_bucket = f"other-{uuid.uuid4().hex[:10]}"
+    stack.client("s3", aws_access_key_id=key_id, aws_secret_access_key=secret).create_bucket(
+        Bucket=foreign_bucket
+    )
     with pytest.raises(ClientError) as foreign:
-        sagemaker.create_transform_job(**_job(name, model(), "some-bucket-of-nobody-else"))
+        sagemaker.create_transform_job(**_job(name, model(), foreign_bucket))
     assert foreign.value.response["Error"]["Code"] == "ValidationException"
+    with pytest.raises(ClientError):
+        sagemaker.describe_transform_job(TransformJobName=name)
+
+
+def test_instances_share_the_input_objects(sagemaker, s3, bucket, model, stack):
+    """TransformResources.InstanceCount 2: every object is transformed once, and both instances
+    take their share (each instance's container output names the requests it answered)."""
+    for index in range(4):
+        s3.put_object(Bucket=bucket, Key=f"in/part-{index}.csv", Body=f"p{index}\n".encode())
+    name = unique_name("transform")
+    sagemaker.create_transform_job(
+        **_job(name, model(), bucket, TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 2})
+    )
+    job = _wait(sagemaker, name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    assert [_read(s3, bucket, f"out/part-{index}.csv.out") for index in range(4)] == [
+        f"P{index}\n" for index in range(4)
+    ]
+    logs = stack.client("logs")
+    streams = logs.describe_log_streams(
+        logGroupName="/aws/sagemaker/TransformJobs", logStreamNamePrefix=f"{name}/"
+    )["logStreams"]
+    outputs = [s["logStreamName"] for s in streams if not s["logStreamName"].endswith("/data-log")]
+    assert len(outputs) == 2, outputs
+    for stream in outputs:
+        events = logs.get_log_events(logGroupName="/aws/sagemaker/TransformJobs", logStreamName=stream)[
+            "events"
+        ]
+        assert sum("invocation content-type" in event["message"] for event in events) == 2, stream
+
+
+def test_no_input_object_fails_the_job_with_sagemakers_reason(sagemaker, bucket, model):
+    name = unique_name("transform")
+    sagemaker.create_transform_job(**_job(name, model(), bucket, prefix="nothing-here/"))
+    job = _wait(sagemaker, name)
+    assert job["TransformJobStatus"] == "Failed"
+    assert f"no S3 objects found under S3 URL 's3://{bucket}/nothing-here/'" in job["FailureReason"]

@@ -2,12 +2,15 @@
 
 POST /invocations answers each line of the body upper-cased, one line each (a payload of several
 records gets several lines); a line holding "reject" is answered 400 with "cannot transform:
-<line>"; a body starting with "sleep" waits until the job is stopped. GET /execution-parameters
+<line>"; a body starting with "sleep" waits until the job is stopped. Run with `train` it writes
+a model file and exits, so that an Estimator trains with it. GET /execution-parameters
 answers the JSON in TRANSFORM_EXECUTION_PARAMETERS, 404 without it. Every request's
 Content-Type and Accept go to the container's output, where the tests read them in the logs."""
 
 import os
+import sys
 import time
+from pathlib import Path
 
 from serve import BadRequest, InferenceHandler, run
 
@@ -41,4 +44,7 @@ class TransformHandler(InferenceHandler):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["train"]:  # one image that trains and serves, as a BYO image does
+        Path("/opt/ml/model/trained.txt").write_text("upper-casing\n")
+        sys.exit(0)
     run(TransformHandler)
