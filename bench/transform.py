@@ -11,8 +11,9 @@ The linear-regression example server (`sageport-examples/python-serve:latest`) i
   container answered /ping to the job's end (reading S3, splitting, sending, writing `.out`,
   removing the container), not the container's start.
 - Memory: an object of 10 x MaxPayloadInMB (1 MiB payloads, 10 MiB of lines, SplitType Line,
-  MultiRecord) through a job, while the resident memory of the stack's Celery worker (its
-  processes together) is sampled every 20 ms: the peak over the level before the job.
+  MultiRecord; --object-mib for another size) through a job, while the resident memory of the
+  stack's Celery worker (its processes together) is sampled every 20 ms: the peak over the level
+  before the job.
 
 Prints both rates, their ratio (the goal of issue 26: >= 0.8) and the memory, in one run.
 
@@ -25,6 +26,7 @@ Run it as a module from the repository root; the stack is found through the stan
 import argparse
 import io
 import json
+import os
 import sys
 import tarfile
 import tempfile
@@ -38,6 +40,7 @@ import boto3
 import docker
 import psutil
 import urllib3
+from botocore.exceptions import WaiterError
 
 try:
     from bench.common import delete_bucket
@@ -61,7 +64,8 @@ def main() -> int:
         model = _model(sagemaker, s3, name)
         s3.put_object(Bucket=name, Key="rate/records.csv", Body=b"".join(lines))
         job_rate = _job_rate(sagemaker, name, model, options.concurrency, len(lines))
-        peak, baseline = _job_memory(sagemaker, s3, name, model, Path(options.data_dir).resolve())
+        data_dir = Path(options.data_dir).resolve()
+        peak, baseline = _job_memory(sagemaker, s3, name, model, data_dir, options.object_mib)
     finally:
         delete_bucket(s3, name)
     print(f"direct to the container   {direct:10.0f} records/s  ({options.concurrency} in flight)")
@@ -78,7 +82,17 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5000, help="CSV lines to transform (default 5000)")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
-    parser.add_argument("--data-dir", default=".sageport", help="the stack's SAGEPORT_DATA_DIR")
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get("SAGEPORT_DATA_DIR", ".sageport"),
+        help="the stack's data directory",
+    )
+    parser.add_argument(
+        "--object-mib",
+        type=int,
+        default=10,
+        help="the memory phase's object, in MiB (default 10: 10 x 1 MiB)",
+    )
     return parser.parse_args()
 
 
@@ -163,9 +177,12 @@ def _run_job(sagemaker, bucket: str, model: str, prefix: str, **members) -> dict
         TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1},
         **members,
     )
-    sagemaker.get_waiter("transform_job_completed_or_stopped").wait(
-        TransformJobName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 1800}
-    )
+    try:
+        sagemaker.get_waiter("transform_job_completed_or_stopped").wait(
+            TransformJobName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 1800}
+        )
+    except WaiterError:
+        pass  # a failed job: its reason is raised below
     job = sagemaker.describe_transform_job(TransformJobName=name)
     if job["TransformJobStatus"] != "Completed":
         raise RuntimeError(f"{name}: {job['TransformJobStatus']}: {job.get('FailureReason')}")
@@ -187,10 +204,10 @@ def _job_rate(sagemaker, bucket: str, model: str, concurrency: int, records: int
     return records / seconds
 
 
-def _job_memory(sagemaker, s3, bucket: str, model: str, data_dir: Path) -> tuple[int, int]:
+def _job_memory(sagemaker, s3, bucket: str, model: str, data_dir: Path, object_mib: int) -> tuple[int, int]:
     """(peak resident bytes over the level before the job, that level) of the stack's worker."""
-    line = b"1.5,-2.25,0.125,3.0625\n"
-    s3.put_object(Bucket=bucket, Key="memory/big.csv", Body=line * (10 * MEBIBYTE // len(line)))
+    line = b"1.5,-2.25\n"
+    s3.put_object(Bucket=bucket, Key="memory/big.csv", Body=line * (object_mib * MEBIBYTE // len(line)))
     workers = _worker_processes(data_dir)
     baseline = _resident(workers)
     peak, done = baseline, threading.Event()

@@ -254,3 +254,17 @@ def test_no_input_object_fails_the_job_with_sagemakers_reason(sagemaker, bucket,
     job = _wait(sagemaker, name)
     assert job["TransformJobStatus"] == "Failed"
     assert f"no S3 objects found under S3 URL 's3://{bucket}/nothing-here/'" in job["FailureReason"]
+
+
+def test_invocations_timeout_fails_the_job_after_its_retries(sagemaker, s3, bucket, model):
+    """ModelClientConfig: a request unanswered within InvocationsTimeoutInSeconds, sent again
+    InvocationsMaxRetries times, fails the job naming the object."""
+    s3.put_object(Bucket=bucket, Key="in/hangs.csv", Body=b"sleep\n")
+    name = unique_name("transform")
+    client_config = {"InvocationsTimeoutInSeconds": 1, "InvocationsMaxRetries": 1}
+    sagemaker.create_transform_job(**_job(name, model(), bucket, ModelClientConfig=client_config))
+    job = _wait(sagemaker, name)
+    assert job["TransformJobStatus"] == "Failed"
+    assert f"{bucket}/in/hangs.csv" in job["FailureReason"]
+    assert "did not answer within 1 seconds" in job["FailureReason"]
+    assert job["ModelClientConfig"] == client_config
