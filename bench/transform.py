@@ -72,8 +72,8 @@ def main() -> int:
     print(f"through a transform job    {job_rate:10.0f} records/s  ({options.concurrency} in flight)")
     print(f"ratio job / direct         {job_rate / direct:10.2f}")
     print(
-        f"worker memory, 10 MiB object at MaxPayloadInMB 1: peak {peak / MEBIBYTE:.1f} MiB over "
-        f"{baseline / MEBIBYTE:.1f} MiB before the job"
+        f"worker memory, {options.object_mib} MiB object at MaxPayloadInMB 1: "
+        f"peak {peak / MEBIBYTE:.1f} MiB over {baseline / MEBIBYTE:.1f} MiB before the job"
     )
     return 0
 
