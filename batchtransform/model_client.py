@@ -16,6 +16,10 @@ from django.conf import settings
 from hosting.health import PLATFORM_USER_AGENT
 
 EXCERPT_BYTES = 1024
+# The most one answer may hold: answers are held whole until written in order, so a container that
+# floods its answer fails the object instead of exhausting the worker's memory. SageMaker documents
+# no limit for batch transform; this is 2.5x the largest payload a request may carry (100 MB).
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 
 
 class ModelError(Exception):
@@ -25,6 +29,10 @@ class ModelError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class AnswerTooLarge(http.client.HTTPException):
+    """An answer over MAX_ANSWER_BYTES; the connection is dropped unread."""
 
 
 class ModelClient:
@@ -55,6 +63,8 @@ class ModelClient:
                 status, answer = self._request("POST", "/invocations", body, self._headers)
             except TimeoutError:
                 error = ModelError(None, f"the model did not answer within {self._timeout:g} seconds")
+            except AnswerTooLarge as failure:
+                raise ModelError(None, str(failure)) from None  # the same request would flood again
             except (OSError, http.client.HTTPException) as failure:
                 error = ModelError(
                     None, f"the request to the model failed: {failure or type(failure).__name__}"
@@ -87,7 +97,10 @@ class ModelClient:
                 method, path, body=body, headers=headers, encode_chunked=not isinstance(body, bytes | None)
             )
             response = connection.getresponse()
-            return response.status, response.read()
+            answer = response.read(MAX_ANSWER_BYTES + 1)
+            if len(answer) > MAX_ANSWER_BYTES:
+                raise AnswerTooLarge(f"the model's answer to one request is over {MAX_ANSWER_BYTES} bytes")
+            return response.status, answer
         except BaseException:
             connection.close()  # a half-read answer must not be read as the next request's
             self._local.connection = None
