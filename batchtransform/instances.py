@@ -22,8 +22,8 @@ from hosting import model_data
 from hosting.containers import MODEL_DIR, SERVING_PORT
 from hosting.health import ping
 from hosting.requests import model_container
+from jobs import cleanup, images, log_streams, network, workspace
 from jobs import containers as job_containers
-from jobs import images, log_streams, network, workspace
 from jobs.identity import job_labels, job_root
 from runtime import labels
 from runtime.base import ContainerRuntime, ContainerState, Mount
@@ -50,6 +50,8 @@ def start(job: TransformJob, halt: threading.Event) -> list[Instance]:
     """Stage the model, start every instance's container and wait until each answers /ping."""
     runtime = get_runtime()
     job_id = identity(job)
+    # A run starts afresh: what an earlier run left (a dead worker's containers) is removed.
+    cleanup.remove_resources(runtime, job_id)
     definition = model_container(job.model)
     model_dir = job_root(job_id) / "model"
     try:

@@ -2,9 +2,9 @@
 
 POST /invocations answers each line of the body upper-cased, one line each (a payload of several
 records gets several lines); a line holding "reject" is answered 400 with "cannot transform:
-<line>"; a body starting with "sleep" waits until the job is stopped. Run with `train` it writes
-a model file and exits, so that an Estimator trains with it. GET /execution-parameters
-answers the JSON in TRANSFORM_EXECUTION_PARAMETERS, 404 without it. Every request's
+<line>"; a body starting with "sleep" waits until the job is stopped, one starting with "nap"
+2 s. Run with `train` it writes a model file and exits, so that an Estimator trains with it.
+GET /execution-parameters answers the JSON in TRANSFORM_EXECUTION_PARAMETERS, 404 without it. Every request's
 Content-Type and Accept go to the container's output, where the tests read them in the logs."""
 
 import os
@@ -35,6 +35,8 @@ class TransformHandler(InferenceHandler):
         )
         if body.startswith(b"sleep"):
             time.sleep(600)
+        if body.startswith(b"nap"):
+            time.sleep(2)
         lines = body.decode(errors="replace").splitlines()
         for line in lines:
             if "reject" in line:
