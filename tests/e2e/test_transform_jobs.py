@@ -86,6 +86,7 @@ def test_lines_are_transformed_in_order_into_object_out_files(sagemaker, s3, buc
             MaxPayloadInMB=1,
             BatchStrategy="SingleRecord",
             TransformInput={"CompressionType": "None"},
+            Tags=[{"Key": "team", "Value": "vision"}],
         )
     )["TransformJobArn"]
     assert arn == f"arn:aws:sagemaker:us-east-1:{stack.account_id}:transform-job/{name.lower()}"
@@ -99,6 +100,7 @@ def test_lines_are_transformed_in_order_into_object_out_files(sagemaker, s3, buc
     # of what the model got; its path below the prefix is kept.
     assert s3.head_object(Bucket=bucket, Key="out/sub/b.csv.gz.out")["ContentLength"] > 0
 
+    assert sagemaker.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "team", "Value": "vision"}]
     listed = sagemaker.list_transform_jobs(NameContains=name[-8:], StatusEquals="Completed")
     assert [summary["TransformJobName"] for summary in listed["TransformJobSummaries"]] == [name]
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from batchtransform.models import TransformJob
 from clusters.models import Cluster, ClusterMember, ClusterPolicy
 from hosting.models import Endpoint, EndpointConfig, SageMakerModel
 from protocol import registry, shapes
@@ -40,6 +41,17 @@ def _training_jobs() -> tuple[dict, str, str]:
         )
     _aged(TrainingJob, "training_job_name")
     return {}, "TrainingJobSummaries", "TrainingJobName"
+
+
+def _transform_jobs() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        TransformJob.objects.create(
+            account_id=CTX.account_id, region=CTX.region, transform_job_name=name, request={}, model={},
+            creation_time=timezone.now(), last_modified_time=timezone.now(),
+            transform_job_arn=f"arn:aws:sagemaker:{CTX.region}:{CTX.account_id}:transform-job/{name}",
+        )
+    _aged(TransformJob, "transform_job_name")
+    return {}, "TransformJobSummaries", "TransformJobName"
 
 
 def _models() -> tuple[dict, str, str]:
@@ -112,6 +124,7 @@ def _compute_quotas() -> tuple[dict, str, str]:
 # the list member of the answer and the member that names a resource in it.
 MAKERS = {
     "ListTrainingJobs": _training_jobs,
+    "ListTransformJobs": _transform_jobs,
     "ListModels": _models,
     "ListEndpointConfigs": _endpoint_configs,
     "ListEndpoints": _endpoints,
