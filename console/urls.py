@@ -19,6 +19,7 @@ urlpatterns = [
     path("training-jobs/<int:pk>/clone", views_training.job_clone, name="training-job-clone"),
     path("transform-jobs/", views_transform.job_list, name="transform-jobs"),
     path("transform-jobs/<int:pk>/", views_transform.job_detail, name="transform-job"),
+    path("transform-jobs/<int:pk>/stop", views_transform.job_stop, name="transform-job-stop"),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
     path("endpoints/<int:pk>/", views_hosting.endpoint_detail, name="endpoint"),
     path("endpoints/<int:pk>/live", views_hosting.endpoint_live, name="endpoint-live"),

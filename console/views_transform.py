@@ -1,13 +1,17 @@
-"""Transform jobs: the list, filtered and paged as ListTransformJobs does, and a job's page (what
-DescribeTransformJob answers, and its instances' log streams and data logs)."""
+"""Transform jobs: the list, filtered and paged as ListTransformJobs does, a job's page (what
+DescribeTransformJob answers, and its instances' log streams and data logs), and Stop (the API's
+StopTransformJob)."""
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from batchtransform import presenters
 from batchtransform.kind import TRANSFORM_LOG_GROUP
 from batchtransform.models import TransformJob, TransformJobStatus
+from console.actions import perform
 from console.viewer import Viewer, console_view
 from logs.models import LogStream
 from logs.store import read
@@ -58,3 +62,17 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     ]
     context = {"job": job, "described": presenters.describe_transform_job(job), "logs": logs}
     return render(request, "console/transform_job.html", context)
+
+
+@console_view
+@require_POST
+def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = viewer.get(TransformJob.objects.all(), pk=pk)
+    outcome = perform(
+        viewer.context_for(job), "StopTransformJob", {"TransformJobName": job.transform_job_name}
+    )
+    if outcome.ok:
+        messages.success(request, f"Stopping {job.transform_job_name}: no more records are sent.")
+    else:
+        messages.error(request, outcome.error)
+    return redirect("console:transform-job", pk=job.pk)

@@ -105,3 +105,6 @@ def test_transform_job_pages_render_for_their_account_only(account_a):
     page = account_a.get(f"/console/transform-jobs/{job.pk}/").content.decode()
     assert "s3://b/out/" in page and "InProgress" in page
     assert signed_in(ACCOUNT_B).get(f"/console/transform-jobs/{job.pk}/").status_code == 404
+    account_a.post(f"/console/transform-jobs/{job.pk}/stop")
+    job.refresh_from_db()
+    assert job.transform_job_status == "Stopping"
