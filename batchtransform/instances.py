@@ -22,7 +22,7 @@ from hosting import model_data
 from hosting.containers import MODEL_DIR, SERVING_PORT
 from hosting.health import ping
 from hosting.requests import model_container
-from jobs import cleanup, images, log_streams, network, workspace
+from jobs import cleanup, images, log_streams, network, stopping, workspace
 from jobs import containers as job_containers
 from jobs.identity import job_labels, job_root
 from runtime import labels
@@ -30,6 +30,7 @@ from runtime.base import ContainerRuntime, ContainerState, Mount
 from runtime.docker import get_runtime
 
 PING_INTERVAL_SECONDS = 0.25
+STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
 
 
 class InstanceFailed(Exception):
@@ -140,3 +141,14 @@ def _state(runtime: ContainerRuntime, job: TransformJob, host: str) -> Container
 def states(job: TransformJob) -> dict[str, ContainerState | None]:
     """Each instance's container on this engine (None: none), by host."""
     return {host: _state(get_runtime(), job, host) for host in hosts(job)}
+
+
+def stop(job: TransformJob) -> None:
+    """SIGTERM every instance's container and wait (at most STOP_WAIT_SECONDS) until they exited,
+    so that their output is all in the engine's log when it is copied: a running container's
+    last lines may not have reached it yet. The job's clean-up removes them after."""
+    runtime = get_runtime()
+    stopping.signal_running(runtime, [state for state in states(job).values() if state], "SIGTERM")
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    while time.monotonic() < deadline and any(state and state.running for state in states(job).values()):
+        threading.Event().wait(PING_INTERVAL_SECONDS)

@@ -113,14 +113,17 @@ class _ObjectRun:
                 sent += 1
         finally:
             with self._changed:
-                self._changed.wait_for(lambda: self._pending == 0)
+                # A halted job does not wait for answers: its containers are about to be removed.
+                self._wait_until(lambda: self._pending == 0 or self._sender.halt.is_set())
         if self._error is not None:
             raise self._error
+        if self._pending:
+            raise Stopped()
         return sent
 
     def _send(self, payload: Payload | StreamedPayload) -> None:
         with self._changed:
-            self._changed.wait_for(self._may_send(payload.sequence))
+            self._wait_until(self._may_send(payload.sequence))
             self._raise_if_halted()
             self._pending += 1
         while not self._sender.slots.acquire(timeout=SLOT_WAIT_SECONDS):
@@ -131,6 +134,12 @@ class _ObjectRun:
         body = payload.chunks if isinstance(payload, StreamedPayload) else payload.body
         future = self._sender.pool.submit(self._sender.client.invoke, body)
         future.add_done_callback(lambda done: self._answered(payload, done))
+
+    def _wait_until(self, ready) -> None:
+        """Wait (holding `_changed`) until `ready()`; the job's halt is looked at every
+        SLOT_WAIT_SECONDS, since whoever sets it does not notify this condition."""
+        while not ready():
+            self._changed.wait(SLOT_WAIT_SECONDS)
 
     def _may_send(self, sequence: int):
         return lambda: self._error is not None or self._sender.halt.is_set() or self._ordered.admits(sequence)

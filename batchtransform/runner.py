@@ -83,6 +83,7 @@ def _run(job: TransformJob) -> tuple[str, str]:
     finally:
         halt.set()
         watcher.join()
+        instances.stop(job)
         log_streams.collect(get_runtime(), identity(job), instances.states(job))
     if reason:
         return TransformJobStatus.FAILED, reason
@@ -125,27 +126,24 @@ def _run_instance(
     if not share:
         return ""
     concurrency = plan.concurrency
+    requests_pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"transform-{host}")
+    objects_pool = ThreadPoolExecutor(min(concurrency, len(share)), thread_name_prefix=f"objects-{host}")
     try:
-        with (
-            ThreadPoolExecutor(concurrency, thread_name_prefix=f"transform-{host}") as requests_pool,
-            ThreadPoolExecutor(
-                min(concurrency, len(share)), thread_name_prefix=f"objects-{host}"
-            ) as objects_pool,
-        ):
-            sender = Sender(client, requests_pool, threading.Semaphore(concurrency), halt)
-            futures = {objects_pool.submit(transform, plan, sender, *item): item for item in share}
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = [
-                future
-                for future in done
-                if future.exception() and not isinstance(future.exception(), Stopped)
-            ]
-            if failed:
-                halt.set()
-                bucket, key, _ = futures[failed[0]]
-                return _failure(job, host, f"{bucket}/{key}", failed[0].exception())
-            wait(futures)
+        sender = Sender(client, requests_pool, threading.Semaphore(concurrency), halt)
+        futures = {objects_pool.submit(transform, plan, sender, *item): item for item in share}
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [
+            future for future in done if future.exception() and not isinstance(future.exception(), Stopped)
+        ]
+        if failed:
+            halt.set()
+            bucket, key, _ = futures[failed[0]]
+            return _failure(job, host, f"{bucket}/{key}", failed[0].exception())
+        wait(futures)
     finally:
+        # A halted job leaves its requests in flight: they end when its containers are removed.
+        objects_pool.shutdown(wait=not halt.is_set(), cancel_futures=True)
+        requests_pool.shutdown(wait=not halt.is_set(), cancel_futures=True)
         connection.close()
     return ""
 

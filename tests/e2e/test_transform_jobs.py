@@ -178,12 +178,14 @@ def test_a_record_the_model_rejects_fails_the_job_naming_the_object(sagemaker, s
     assert any("cannot transform: reject me" in message for message in messages), messages
 
 
-def test_stop_ends_a_running_job_stopped(sagemaker, s3, bucket, model):
+def test_stop_ends_a_running_job_stopped(sagemaker, s3, bucket, model, stack):
+    """StopTransformJob while a request hangs in the model: the job does not wait for its answer."""
     s3.put_object(Bucket=bucket, Key="in/slow.csv", Body=b"sleep\n")
     name = unique_name("transform")
     sagemaker.create_transform_job(**_job(name, model(), bucket))
+    logs = stack.client("logs")
     deadline = time.monotonic() + 60
-    while sagemaker.describe_transform_job(TransformJobName=name).get("TransformStartTime") is None:
+    while not _sending(logs, name):  # the data log's first line: the container is up, sending starts
         assert time.monotonic() < deadline
         time.sleep(0.2)
     sagemaker.stop_transform_job(TransformJobName=name)
@@ -193,6 +195,15 @@ def test_stop_ends_a_running_job_stopped(sagemaker, s3, bucket, model):
     )
     job = _wait(sagemaker, name)
     assert job["TransformJobStatus"] == "Stopped"
+    with pytest.raises(ClientError):  # nothing written for the object that was not transformed
+        s3.head_object(Bucket=bucket, Key="out/slow.csv.out")
+
+
+def _sending(logs, name: str) -> bool:
+    streams = logs.describe_log_streams(
+        logGroupName="/aws/sagemaker/TransformJobs", logStreamNamePrefix=f"{name}/"
+    )
+    return any(stream["logStreamName"].endswith("/data-log") for stream in streams["logStreams"])
 
 
 def test_bad_requests_are_refused_before_anything_is_created(sagemaker, bucket, model, stack):

@@ -84,3 +84,28 @@ def test_a_halted_job_stops_sending():
 def test_chunk_reader_reads_across_chunks():
     reader = ChunkReader(iter([b"ab", b"", b"cde", b"f"]))
     assert [reader.read(3), reader.read(2), reader.read(), reader.read(1)] == [b"abc", b"de", b"f", b""]
+
+
+def test_a_job_halted_while_a_request_hangs_does_not_wait_for_its_answer():
+    halt = threading.Event()
+    client = FakeClient(delay_of=lambda body: 5.0)
+    timer = threading.Timer(0.2, halt.set)
+    timer.start()
+    started = time.monotonic()
+
+    with pytest.raises(Stopped):
+        _run_without_waiting(b"slow\n", client, halt)
+
+    assert time.monotonic() - started < 2
+
+
+def _run_without_waiting(data: bytes, client: FakeClient, halt: threading.Event) -> None:
+    pool = ThreadPoolExecutor(1)
+    try:
+        sender = Sender(client, pool, threading.Semaphore(1), halt)
+        run = _ObjectRun(
+            OrderedOutput(io.BytesIO().write, None, 1), DataProcessing.from_request(None, None, None), sender
+        )
+        run.send_all(object_payloads(io.BytesIO(data), "Line", "SingleRecord", 6))
+    finally:
+        pool.shutdown(wait=False)
