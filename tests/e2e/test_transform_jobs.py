@@ -8,6 +8,7 @@ Prediction Results with Input Records" (JoinSource, InputFilter); botocore's wai
 `transform_job_completed_or_stopped`."""
 
 import gzip
+import struct
 import time
 import uuid
 
@@ -281,3 +282,52 @@ def test_invocations_timeout_fails_the_job_after_its_retries(sagemaker, s3, buck
     assert f"{bucket}/in/hangs.csv" in job["FailureReason"]
     assert "did not answer within 1 seconds" in job["FailureReason"]
     assert job["ModelClientConfig"] == client_config
+
+
+def test_json_lines_joined_with_their_input(sagemaker, s3, bucket, model):
+    """JSON Lines with JoinSource Input: "SageMaker adds the transformed data to the input JSON
+    object in an attribute called SageMakerOutput" (API reference, DataProcessing.JoinSource)."""
+    s3.put_object(Bucket=bucket, Key="in/e.jsonl", Body=b'{"word":"hi"}\n{"word":"yo"}\n')
+    name = unique_name("transform")
+    json_lines = "application/jsonlines"
+    sagemaker.create_transform_job(
+        **_job(
+            name,
+            model(),
+            bucket,
+            TransformInput={"ContentType": json_lines},
+            TransformOutput={"Accept": json_lines},
+            DataProcessing={"JoinSource": "Input"},
+        )
+    )
+    job = _wait(sagemaker, name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    written = _read(s3, bucket, "out/e.jsonl.out")
+    assert (
+        written
+        == '{"word":"hi","SageMakerOutput":{"WORD":"HI"}}\n{"word":"yo","SageMakerOutput":{"WORD":"YO"}}\n'
+    )
+
+
+def test_recordio_records_are_sent_without_their_framing(sagemaker, s3, bucket, model):
+    """SplitType RecordIO with SingleRecord: "padding is removed if the value of BatchStrategy is
+    set to SingleRecord" (API reference, TransformInput.SplitType); MXNet's framing is
+    `magic, length` then the data padded to 4 bytes."""
+
+    def record(data: bytes) -> bytes:
+        return struct.pack("<II", 0xCED7230A, len(data)) + data + b"\0" * (-len(data) % 4)
+
+    s3.put_object(Bucket=bucket, Key="in/f.rec", Body=record(b"abc") + record(b"defgh"))
+    name = unique_name("transform")
+    sagemaker.create_transform_job(
+        **_job(
+            name,
+            model(),
+            bucket,
+            BatchStrategy="SingleRecord",
+            TransformInput={"SplitType": "RecordIO", "ContentType": "application/x-recordio"},
+        )
+    )
+    job = _wait(sagemaker, name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    assert _read(s3, bucket, "out/f.rec.out") == "ABC\nDEFGH\n"
