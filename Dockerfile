@@ -34,6 +34,7 @@ COPY clusters ./clusters
 COPY elastic ./elastic
 COPY jobs ./jobs
 COPY transform ./transform
+COPY batchtransform ./batchtransform
 COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity

@@ -1,7 +1,14 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from console import views_auth, views_capacity, views_hosting, views_processing, views_training
+from console import (
+    views_auth,
+    views_capacity,
+    views_hosting,
+    views_processing,
+    views_training,
+    views_transform,
+)
 
 app_name = "console"
 
@@ -22,6 +29,9 @@ urlpatterns = [
     path("processing-jobs/<int:pk>/live", views_processing.job_live, name="processing-job-live"),
     path("processing-jobs/<int:pk>/logs", views_processing.job_logs, name="processing-job-logs"),
     path("processing-jobs/<int:pk>/stop", views_processing.job_stop, name="processing-job-stop"),
+    path("transform-jobs/", views_transform.job_list, name="transform-jobs"),
+    path("transform-jobs/<int:pk>/", views_transform.job_detail, name="transform-job"),
+    path("transform-jobs/<int:pk>/stop", views_transform.job_stop, name="transform-job-stop"),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
     path("endpoints/<int:pk>/", views_hosting.endpoint_detail, name="endpoint"),
     path("endpoints/<int:pk>/live", views_hosting.endpoint_live, name="endpoint-live"),

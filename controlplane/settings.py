@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "training",
     "processing",
     "hosting",
+    "batchtransform",
     "clusters",
     "elastic",
     "logs",

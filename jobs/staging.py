@@ -79,6 +79,19 @@ def host_objects(account_id: str, source: S3Input, host_index: int, host_count: 
     return sorted((obj.bucket, obj.key) for obj in objects)
 
 
+def host_paths(
+    account_id: str, source: S3Input, host_index: int, host_count: int
+) -> list[tuple[str, str, str]]:
+    """This host's share of `source` as (bucket, key, path relative to the input), in key order:
+    what batch transform reads, writing each answer at that relative path under its output."""
+    objects = _host_share(source, _objects(account_id, source), host_index, host_count)
+    targets = [(obj, contained(obj.relative_path)) for obj in objects]
+    for obj, relative in targets:
+        if relative is None:
+            raise InputError(f"Refusing S3 key '{obj.key}' of {source.label}: its path leaves the input")
+    return sorted((obj.bucket, obj.key, relative.as_posix()) for obj, relative in targets)
+
+
 def _objects(account_id: str, source: S3Input) -> list[_Object]:
     if source.data_type not in DATA_TYPES:
         raise InputError(

@@ -8,7 +8,7 @@ from django.conf import settings
 
 MANAGED = "sageport.managed"  # "true" on everything the runtime creates
 STACK = "sageport.stack"  # the SAGEPORT_STACK_ID of the stack that created it
-ROLE = "sageport.role"  # TRAINING_ROLE | PROCESSING_ROLE | SERVING_ROLE | ELASTIC_ROLE | … (below)
+ROLE = "sageport.role"  # TRAINING_ROLE | PROCESSING_ROLE | SERVING_ROLE | TRANSFORM_ROLE | … (below)
 RESOURCE = "sageport.resource"  # the ARN of the training job or endpoint it serves
 HOST = "sageport.host"  # a training instance: algo-N
 NODE = "sageport.node"  # the node whose worker created the (training or serving) container
@@ -18,6 +18,7 @@ CPUSET = "sageport.cpuset"  # the CPUs a container is pinned to (runtime/cpusets
 
 TRAINING_ROLE = "train"
 SERVING_ROLE = "serve"
+TRANSFORM_ROLE = "transform"  # a transform job's serving container (batchtransform/)
 SERVICES_ROLE = "services"  # the engine-wide network on which containers reach Sageport (gateway/)
 ELASTIC_ROLE = "elastic"  # a HyperPodPyTorchJob's replica (elastic/replicas.py)
 PROCESSING_ROLE = "processing"  # a processing job's instance (processing/)

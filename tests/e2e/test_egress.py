@@ -147,10 +147,15 @@ def test_the_bring_your_own_container_notebook_runs_without_leaving_the_machine(
     described = sagemaker.describe_training_job(TrainingJobName=job["TrainingJobName"])
     assert described["AlgorithmSpecification"]["TrainingImage"] == byo_image
     # Cell 26 prints one prediction a line, after deploy's progress marks ("-" ... "!").
-    printed = run.completed.stdout.strip().splitlines()[-5:]
+    lines = run.completed.stdout.splitlines()
+    deployed = next(index for index, line in enumerate(lines) if "!" in line)
+    printed = lines[deployed : deployed + 5]
     predictions = [float(line.rpartition("!")[2]) for line in printed]
     rows = [[float(value) for value in line.split(",")] for line in TRAIN_CSV.read_text().splitlines()]
     assert predictions == pytest.approx([rows[i][-1] for i in (0, 1, 3, 4, 6)]), printed  # the cells' rows
+    # Cell 31 prints the batch transform's output: a prediction for every training row, in order.
+    transformed = run.completed.stdout.split("Transform results: \n", 1)[1].split()
+    assert [float(value) for value in transformed] == pytest.approx([row[-1] for row in rows]), transformed
     assert run.attempts == [], run.report()
 
 

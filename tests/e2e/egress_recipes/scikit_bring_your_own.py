@@ -8,7 +8,9 @@ Changed, and why: cell 11's `role = get_execution_role()` is the role ARN, as AW
 do outside SageMaker (get_execution_role is measured on its own: egress_recipes/
 get_execution_role.py); cell 20's `sagemaker.predictor.csv_serializer` no longer exists in the
 SDK v2 (`CSVSerializer()` is its replacement); the data is the linear-regression example's,
-whose target is the last column (iris's label is the first), so the prediction cells drop that."""
+whose target is the last column (iris's label is the first), so the prediction cells drop that,
+and the batch transform's InputFilter keeps the two feature columns (`$[0,1]`) where the notebook
+drops iris's label (`$[1:]`); its output is `train.csv.out` (the notebook's `iris.csv.out`)."""
 # ruff: noqa: UP032 (the notebook's code as it is written)
 import itertools
 
@@ -68,3 +70,25 @@ print(predictor.predict(test_data.values).decode("utf-8"))
 
 # Cell 28: cleanup
 sess.delete_endpoint(predictor.endpoint)
+
+# Cells 30-31: batch transform of the training data, its results read back from S3
+transform_output_folder = "batch-transform-output"
+output_path = "s3://{}/{}".format(sess.default_bucket(), transform_output_folder)
+
+transformer = tree.transformer(
+    instance_count=1,
+    instance_type="ml.m4.xlarge",
+    output_path=output_path,
+    assemble_with="Line",
+    accept="text/csv",
+)
+transformer.transform(data_location, content_type="text/csv", split_type="Line", input_filter="$[0,1]")
+transformer.wait()
+
+s3_client = sess.boto_session.client("s3")
+s3_client.download_file(
+    sess.default_bucket(), "{}/{}".format(transform_output_folder, "train.csv.out"), "/tmp/train.csv.out"
+)
+with open("/tmp/train.csv.out") as f:
+    results = f.readlines()
+print("Transform results: \n{}".format("".join(results)))

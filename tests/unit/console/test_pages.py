@@ -1,9 +1,18 @@
 """Every page renders for its owner, with what the resource holds (tags, deployment config)."""
 
+from batchtransform import services as transform_services
 from hosting import history
 from hosting import services as hosting_services
 from hosting.models import DeploymentEventKind, Endpoint
-from tests.unit.console.conftest import ACCOUNT_A, ctx, in_service_endpoint, job_request, operator
+from tests.unit.console.conftest import (
+    ACCOUNT_A,
+    ACCOUNT_B,
+    ctx,
+    in_service_endpoint,
+    job_request,
+    operator,
+    signed_in,
+)
 from training import services as training_services
 
 
@@ -74,3 +83,28 @@ def test_the_endpoint_page_shows_its_deployment_history_newest_first(account_a):
     for shown in (page, live):
         assert shown.index('data-kind="RolledBack"') < shown.index('data-kind="FleetCreated"')
         assert "rolled back: &lt;exit 3&gt;" in shown  # escaped, as every message is
+
+
+def test_transform_job_pages_render_for_their_account_only(account_a):
+    hosting_services.create_model(
+        ctx(ACCOUNT_A), {"ModelName": "m1", "PrimaryContainer": {"Image": "serve:latest"}}
+    )
+    job = transform_services.create_transform_job(
+        ctx(ACCOUNT_A),
+        {
+            "TransformJobName": "batch-1",
+            "ModelName": "m1",
+            "TransformInput": {
+                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/in/"}}
+            },
+            "TransformOutput": {"S3OutputPath": "s3://b/out/"},
+            "TransformResources": {"InstanceType": "ml.m5.large", "InstanceCount": 1},
+        },
+    )
+    assert "batch-1" in account_a.get("/console/transform-jobs/").content.decode()
+    page = account_a.get(f"/console/transform-jobs/{job.pk}/").content.decode()
+    assert "s3://b/out/" in page and "InProgress" in page
+    assert signed_in(ACCOUNT_B).get(f"/console/transform-jobs/{job.pk}/").status_code == 404
+    account_a.post(f"/console/transform-jobs/{job.pk}/stop")
+    job.refresh_from_db()
+    assert job.transform_job_status == "Stopping"

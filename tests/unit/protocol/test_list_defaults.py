@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from batchtransform.models import TransformJob
 from clusters.models import Cluster, ClusterMember, ClusterPolicy
 from hosting.models import Endpoint, EndpointConfig, SageMakerModel
 from processing.models import ProcessingJob
@@ -52,6 +53,17 @@ def _processing_jobs() -> tuple[dict, str, str]:
         )
     _aged(ProcessingJob, "processing_job_name")
     return {}, "ProcessingJobSummaries", "ProcessingJobName"
+
+
+def _transform_jobs() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        TransformJob.objects.create(
+            account_id=CTX.account_id, region=CTX.region, transform_job_name=name, request={}, model={},
+            creation_time=timezone.now(), last_modified_time=timezone.now(),
+            transform_job_arn=f"arn:aws:sagemaker:{CTX.region}:{CTX.account_id}:transform-job/{name}",
+        )
+    _aged(TransformJob, "transform_job_name")
+    return {}, "TransformJobSummaries", "TransformJobName"
 
 
 def _models() -> tuple[dict, str, str]:
@@ -125,6 +137,7 @@ def _compute_quotas() -> tuple[dict, str, str]:
 MAKERS = {
     "ListTrainingJobs": _training_jobs,
     "ListProcessingJobs": _processing_jobs,
+    "ListTransformJobs": _transform_jobs,
     "ListModels": _models,
     "ListEndpointConfigs": _endpoint_configs,
     "ListEndpoints": _endpoints,

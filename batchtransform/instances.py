@@ -1,0 +1,154 @@
+"""A transform job's instances: the model's serving containers (`docker run IMAGE serve`, the
+model data at /opt/ml/model, the model's Environment, port 8080), each until it answers /ping.
+
+Built on the shared container-job layer (jobs/: names, labels, network, the container's world,
+limits) and hosting's serving contract (hosting/model_data: the model data staged as an endpoint's;
+hosting/health: /ping)."""
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from batchtransform import parameters
+from batchtransform.kind import identity
+from batchtransform.models import TransformJob
+from capacity import instance_types
+from gateway import network as gateway_network
+from hosting import model_data
+from hosting.containers import MODEL_DIR, SERVING_PORT
+from hosting.health import ping
+from hosting.requests import model_container
+from jobs import cleanup, images, log_streams, network, stopping, workspace
+from jobs import containers as job_containers
+from jobs.identity import job_labels, job_root
+from runtime import labels
+from runtime.base import ContainerRuntime, ContainerState, Mount
+from runtime.docker import get_runtime
+
+PING_INTERVAL_SECONDS = 0.25
+STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
+
+
+class InstanceFailed(Exception):
+    """An instance cannot serve; the message is the job's FailureReason."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    host: str
+    port: int
+
+
+def hosts(job: TransformJob) -> list[str]:
+    return workspace.host_names(job.request["TransformResources"]["InstanceCount"])
+
+
+def start(job: TransformJob, halt: threading.Event) -> list[Instance]:
+    """Stage the model, start every instance's container and wait until each answers /ping."""
+    runtime = get_runtime()
+    job_id = identity(job)
+    # A run starts afresh: what an earlier run left (a dead worker's containers) is removed.
+    cleanup.remove_resources(runtime, job_id)
+    definition = model_container(job.model)
+    model_dir = job_root(job_id) / "model"
+    try:
+        model_data.stage(job.account_id, definition, model_dir)
+    except model_data.ModelDataError as error:
+        raise InstanceFailed(f"ClientError: {error}") from None
+    images.ensure(runtime, definition["Image"], "model image", report=lambda message: None)
+    names = hosts(job)
+    network.ensure(runtime, job_id, len(names), isolated=False)
+    states = [_run(runtime, job, host, names, definition, model_dir) for host in names]
+    instances = [Instance(host, state.host_port) for host, state in zip(names, states, strict=True)]
+    for instance in instances:
+        _wait_healthy(runtime, job, instance, halt)
+    return instances
+
+
+def _run(
+    runtime: ContainerRuntime,
+    job: TransformJob,
+    host: str,
+    names: list[str],
+    definition: dict,
+    model_dir: Path,
+) -> ContainerState:
+    instance_type = job.request["TransformResources"]["InstanceType"]
+    nano_cpus, memory_bytes = instance_types.container_limits(
+        instance_type, os.cpu_count() or 1, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    )
+    spec = job_containers.instance_spec(
+        identity(job),
+        host,
+        names,
+        image=definition["Image"],
+        entrypoint=None,
+        command=["serve"],
+        isolated=False,
+        role_arn=job.model.get("ExecutionRoleArn"),
+        capacity=job_containers.InstanceCapacity(
+            node=settings.SAGEPORT_NODE_NAME, nano_cpus=nano_cpus, memory_bytes=memory_bytes
+        ),
+        subnet=None,
+        # The model's Environment, then the job's (CreateTransformJob.Environment), then what
+        # SageMaker tells the container about the job.
+        user_environment={**definition.get("Environment", {}), **job.request.get("Environment", {})},
+        job_environment=parameters.container_environment(job.request),
+        mounts=(Mount(str(model_dir), MODEL_DIR, read_only=True),),
+        published_port=SERVING_PORT,
+        published_address=settings.SAGEPORT_NODE_ADDRESS,
+    )
+    gateway_network.ensure(runtime, spec.extra_networks)
+    return runtime.run(spec)
+
+
+def _wait_healthy(
+    runtime: ContainerRuntime, job: TransformJob, instance: Instance, halt: threading.Event
+) -> None:
+    timeout = settings.SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS
+    deadline = time.monotonic() + timeout
+    job_id = identity(job)
+    while not halt.is_set():
+        result = ping(instance.port)
+        if result.healthy:
+            return
+        state = _state(runtime, job, instance.host)
+        if state is None or state.exited:
+            log_streams.collect(runtime, job_id, {instance.host: state})
+            tail = " | ".join(log_streams.tail(job_id, instance.host)[-5:])
+            code = "" if state is None else f" with exit code {state.exit_code}"
+            raise InstanceFailed(
+                f"ClientError: The model container of {instance.host} exited{code} "
+                f"before passing /ping. {tail}"
+            )
+        if time.monotonic() >= deadline:
+            raise InstanceFailed(
+                f"ClientError: The model container of {instance.host} did not pass the ping health check "
+                f"within {timeout:g} seconds: {result.problem}"
+            )
+        halt.wait(PING_INTERVAL_SECONDS)
+
+
+def _state(runtime: ContainerRuntime, job: TransformJob, host: str) -> ContainerState | None:
+    found = runtime.find({**job_labels(identity(job)), labels.HOST: host})
+    return found[0] if found else None
+
+
+def states(job: TransformJob) -> dict[str, ContainerState | None]:
+    """Each instance's container on this engine (None: none), by host."""
+    return {host: _state(get_runtime(), job, host) for host in hosts(job)}
+
+
+def stop(job: TransformJob) -> None:
+    """SIGTERM every instance's container and wait (at most STOP_WAIT_SECONDS) until they exited,
+    so that their output is all in the engine's log when it is copied: a running container's
+    last lines may not have reached it yet. The job's clean-up removes them after."""
+    runtime = get_runtime()
+    stopping.signal_running(runtime, [state for state in states(job).values() if state], "SIGTERM")
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    while time.monotonic() < deadline and any(state and state.running for state in states(job).values()):
+        threading.Event().wait(PING_INTERVAL_SECONDS)

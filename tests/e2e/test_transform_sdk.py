@@ -1,0 +1,70 @@
+"""Batch transform with the SageMaker Python SDK v2, unchanged: `Transformer(...).transform(...,
+wait=True, logs=True)` and `estimator.transformer(...).transform(...)` (the SDK's
+`Session.logs_for_transform_job` reads /aws/sagemaker/TransformJobs while it waits)."""
+
+import sys
+
+from sagemaker.estimator import Estimator
+from sagemaker.transformer import Transformer
+
+from tests.e2e.conftest import unique_name
+from tests.e2e.sdk import ROLE, WatchedOutput
+
+pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.transform_fixtures"]  # transformer_image
+
+
+def _read(s3, bucket: str, key: str) -> str:
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+
+
+def test_transformer_waits_with_logs(sdk_session, sagemaker, s3, bucket, transformer_image, monkeypatch):
+    model_name = unique_name("sdk-model")
+    sagemaker.create_model(ModelName=model_name, PrimaryContainer={"Image": transformer_image})
+    s3.put_object(Bucket=bucket, Key="batch/rows.csv", Body=b"one\ntwo\nthree\n")
+    transformer = Transformer(
+        model_name=model_name,
+        instance_count=1,
+        instance_type="ml.m5.large",
+        output_path=f"s3://{bucket}/sdk-out",
+        assemble_with="Line",
+        accept="text/csv",
+        strategy="SingleRecord",
+        sagemaker_session=sdk_session,
+    )
+    output = WatchedOutput("BatchStrategy=SINGLE_RECORD")
+    monkeypatch.setattr(sys, "stdout", output)
+
+    transformer.transform(
+        f"s3://{bucket}/batch/", content_type="text/csv", split_type="Line", wait=True, logs=True
+    )
+
+    job = sagemaker.describe_transform_job(TransformJobName=transformer.latest_transform_job.name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    assert _read(s3, bucket, "sdk-out/rows.csv.out") == "ONE\nTWO\nTHREE\n"
+    # The container's output and the data log were printed while the SDK waited.
+    assert output.printed.is_set() and "invocation content-type=text/csv" in output.text, output.text
+
+
+def test_estimator_transformer_runs_the_trained_model(sdk_session, sagemaker, s3, bucket, transformer_image):
+    estimator = Estimator(
+        image_uri=transformer_image,
+        role=ROLE,
+        instance_count=1,
+        instance_type="ml.m5.large",
+        output_path=f"s3://{bucket}/model",
+        sagemaker_session=sdk_session,
+    )
+    estimator.fit(logs=False)
+    s3.put_object(Bucket=bucket, Key="batch/rows.csv", Body=b"a,1\nb,2\n")
+    transformer = estimator.transformer(
+        instance_count=1, instance_type="ml.m5.large", output_path=f"s3://{bucket}/est-out", accept="text/csv"
+    )
+
+    transformer.transform(
+        f"s3://{bucket}/batch/rows.csv", content_type="text/csv", split_type="Line", wait=True
+    )
+
+    job = sagemaker.describe_transform_job(TransformJobName=transformer.latest_transform_job.name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    # No AssembleWith: the answers are concatenated as the model gave them (AssembleWith None).
+    assert _read(s3, bucket, "est-out/rows.csv.out") == "A,1\nB,2"
