@@ -4,6 +4,7 @@ modules)."""
 from django.conf import settings
 
 from accounts import container_credentials
+from batchtransform import tasks as transform_tasks
 from clusters import membership
 from controlplane.celery import app
 from elastic import tasks as elastic_tasks
@@ -20,6 +21,7 @@ def test_the_features_register_their_share_in_the_order_of_the_apps():
         training_tasks.sweep_training,
         processing_tasks.sweep_processing,
         hosting_tasks.sweep_hosting,
+        transform_tasks.sweep_transform,
         membership.settle_all,
         elastic_tasks.sweep_hyperpod_jobs,
         retention.purge_expired_events,
