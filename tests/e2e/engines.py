@@ -190,11 +190,15 @@ def engines_on(network: Wire, images: tuple[str, ...] = ()) -> Iterator[list[Eng
         engines: list[Engine] = []
         stack.callback(_stop_together, engines)  # before their roots and slots are let go
         engines.extend(Engine(*place) for place in places)
-        for engine in engines:
+
+        def ready(engine: Engine) -> None:
             engine.wait_ready()
             engine.clear()  # what a session that died left
             for image in images:
                 engine.ensure_image(image)
+
+        with ThreadPoolExecutor(max_workers=len(engines) or 1) as pool:
+            list(pool.map(ready, engines))  # a new slot's image loads, too, side by side
         yield engines
 
 
