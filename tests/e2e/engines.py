@@ -27,6 +27,7 @@ from pathlib import Path
 
 import docker
 import pytest
+import requests
 
 from tests.e2e.hosting import wait_until
 
@@ -209,6 +210,10 @@ def _stop_together(engines: list[Engine]) -> None:
         try:
             if engine.process.poll() is None:
                 engine.clear()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+            # An engine wedged on a container (one attaching to an overlay whose manager was
+            # lost): stopping it is what matters; the next session of its slot clears it.
+            print(f"\nclearing the engine in {engine.namespace} failed: {error!r}")
         finally:
             engine.stop()
 
