@@ -420,8 +420,9 @@ def platform_s3_key() -> tuple[str, str]:
     return settings.SAGEPORT_S3_ACCESS_KEY_ID, settings.SAGEPORT_S3_SECRET_ACCESS_KEY
 
 
-def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
-    """Binds the API's port now: the socket outlives every gunicorn that serves it."""
+def api_spec(data_dir: Path, address: str, port: int, workers: int = 4) -> ServiceSpec:
+    """Binds the API's port now: the socket outlives every gunicorn that serves it. `workers`:
+    fewer for a test's second API, which few clients use and whose start-up would cost more."""
     url = f"http://{_url_host(address)}:{port}"
     listener = _listening_socket("api", address, port)
     # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
@@ -431,7 +432,7 @@ def api_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
     return ServiceSpec(
         name="api",
         argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
-              "--bind", f"fd://{listener.fileno()}", "--workers", "4", "--worker-class", "gthread",
+              "--bind", f"fd://{listener.fileno()}", "--workers", str(workers), "--worker-class", "gthread",
               "--threads", "2"],
         listens=url,
         ready=lambda: _http_answers(f"{url}/"),

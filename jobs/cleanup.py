@@ -18,12 +18,16 @@ from runtime import labels
 from runtime.base import ContainerRuntime, ContainerState
 
 
-def remove_resources(runtime: ContainerRuntime, job: JobIdentity) -> None:
-    """The job's containers, its containers' keys, its network and its workspace on this node."""
+def remove_resources(runtime: ContainerRuntime, job: JobIdentity, keep_network: bool = False) -> None:
+    """The job's containers, its containers' keys, its network and its workspace on this node.
+    `keep_network`: for a job that starts again at once, on the same network (by name). A swarm
+    overlay network that a lost node's containers were attached to cannot be removed while the
+    swarm still counts that node's attachments, which a restart must not wait for."""
     for state in runtime.find(job_labels(job)):
         runtime.remove(state.name)
     container_credentials.revoke(job.arn)  # its containers are gone: so are their keys
-    runtime.remove_network(network_name(job.kind, job.id))
+    if not keep_network:
+        runtime.remove_network(network_name(job.kind, job.id))
     workspace.remove(job)
 
 

@@ -303,7 +303,8 @@ def _restart(job: TrainingJob, token: str) -> float | None:
         if exc.transient:
             raise  # retried with backoff, within the Restarting deadline
         log.warning("training job %s: checkpoint sync before restart failed: %s", job.training_job_name, exc)
-    _remove_resources(job)
+    cleanup.remove_resources(get_runtime(), kind.identity(job), keep_network=True)  # the next attempt's
+    scheduler.release(job)
     t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
     return AT_ONCE
 

@@ -28,9 +28,11 @@ from django.conf import settings  # noqa: E402
 from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
 
 from hosting.runtime_api import contract  # noqa: E402
+from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
 from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
-from hosting.runtime_api.router import Choice, NoRoute, Router, get_router, usable  # noqa: E402
-from hosting.runtime_api.upstream import Answer, NoAnswer, Refused, TimedOut, Upstream  # noqa: E402
+from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
+from hosting.runtime_api.tries import Tries  # noqa: E402
+from hosting.runtime_api.upstream import Upstream  # noqa: E402
 from protocol.arns import make_arn  # noqa: E402
 from protocol.authentication import authenticate_signed  # noqa: E402
 from protocol.context import RequestContext  # noqa: E402
@@ -128,37 +130,20 @@ class DataPlane:
     async def _forward(
         self, request: "_Request", ctx: RequestContext, arn: str, target, body: bytes, headers: dict
     ) -> tuple[Answer, Choice]:
-        """Send the request to a container; one that refuses the connection (nothing was sent) is
-        avoided and another one tried. The exchange is noted (`request.invocation`) for the
-        endpoint's CloudWatch metrics, whatever its outcome."""
-        endpoint_name = request.endpoint_name
-        refused: set[str] = set()
-        sent = time.perf_counter()
+        """Send the request to a container, another one while they refuse it (tries.py); the
+        exchange is noted (`request.invocation`) for the endpoint's CloudWatch metrics."""
+        tries = Tries(self.router, arn, target, ctx, request.endpoint_name)
         while True:
-            try:
-                choice = self.router.choose(arn, target, avoid=refused)
-            except NoRoute:
-                raise contract.no_container(ctx, endpoint_name) from None
+            choice = tries.choose()
             status = 0
             try:
-                backend = choice.backend
-                answer = await self.upstream.post(backend.address, backend.port, body, headers)
+                answer = await self.upstream.post(choice.backend.address, choice.backend.port, body, headers)
                 status = answer.status
                 return answer, choice
-            except Refused:
-                refused.add(choice.backend.container_name)
-            except TimedOut:
-                seconds = settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
-                raise contract.timed_out(ctx, endpoint_name, seconds) from None
-            except NoAnswer as error:
-                message = f"The container did not answer: {error}"
-                raise contract.no_answer(ctx, endpoint_name, message) from None
+            except (Refused, NoAnswer, TimedOut) as error:
+                tries.failed(choice, error)
             finally:
-                self.router.release(choice)
-                request.invocation = Invocation(
-                    ctx.account_id, ctx.region, endpoint_name, choice.variant_name,
-                    time.perf_counter() - sent, status,
-                )
+                request.invocation = tries.ended(choice, status)
 
 
 class _Request:

@@ -11,16 +11,14 @@ import logging
 import time
 import uuid
 
-import urllib3
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
-from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
-from hosting.runtime_api import contract
-from hosting.runtime_api.invocation_metrics import Invocation
-from hosting.runtime_api.router import Choice, NoRoute, get_router
+from hosting.runtime_api import blocking_upstream, contract
+from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut
+from hosting.runtime_api.router import Choice, get_router
+from hosting.runtime_api.tries import Tries
 from protocol.arns import make_arn
 from protocol.authentication import authenticate
 from protocol.context import RequestContext
@@ -102,46 +100,29 @@ def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpRe
     upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
     request.sageport_route = (ctx.account_id, endpoint_name, choice.variant_name)
     if not 200 <= upstream.status < 300:
-        raise contract.model_error(ctx, endpoint_name, upstream.status, upstream.data)
+        raise contract.model_error(ctx, endpoint_name, upstream.status, upstream.body)
     return _response(upstream, choice, request_id)
 
 
 def _forward(router, arn, target, request: HttpRequest, headers, ctx: RequestContext, endpoint_name):
-    """Send the request to a container; a container that refuses the connection (nothing was
-    sent) is avoided and another one tried. The exchange is noted on the request
-    (`sageport_invocation`) for the endpoint's CloudWatch metrics, whatever its outcome."""
-    refused: set[str] = set()
-    sent = time.perf_counter()
+    """Send the request to a container, another one while they refuse it (tries.py); the exchange
+    is noted on the request (`sageport_invocation`) for the endpoint's CloudWatch metrics."""
+    tries = Tries(router, arn, target, ctx, endpoint_name)
     while True:
-        try:
-            choice = router.choose(arn, target, avoid=refused)
-        except NoRoute:
-            raise contract.no_container(ctx, endpoint_name) from None
+        choice = tries.choose()
         status = 0
         try:
-            upstream = router.pool(choice.backend).urlopen(
-                "POST", "/invocations", body=request.body, headers=headers, redirect=False,
-                assert_same_host=False,
-            )
-            status = upstream.status
-            return upstream, choice
-        except ConnectTimeoutError:  # also NewConnectionError: refused or not accepted in 250 ms
-            refused.add(choice.backend.container_name)
-        except ReadTimeoutError:
-            seconds = settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
-            raise contract.timed_out(ctx, endpoint_name, seconds) from None
-        except HTTPError as error:  # the container closed the connection or died mid-request
-            raise contract.no_answer(ctx, endpoint_name, f"The container did not answer: {error}") from None
+            answer = blocking_upstream.post(router.pool(choice.backend), request.body, headers)
+            status = answer.status
+            return answer, choice
+        except (Refused, NoAnswer, TimedOut) as error:
+            tries.failed(choice, error)
         finally:
-            router.release(choice)
-            model_seconds = time.perf_counter() - sent
-            request.sageport_invocation = Invocation(
-                ctx.account_id, ctx.region, endpoint_name, choice.variant_name, model_seconds, status
-            )
+            request.sageport_invocation = tries.ended(choice, status)
 
 
-def _response(upstream: urllib3.BaseHTTPResponse, choice: Choice, request_id: str) -> HttpResponse:
-    response = HttpResponse(upstream.data, status=200)
+def _response(upstream: Answer, choice: Choice, request_id: str) -> HttpResponse:
+    response = HttpResponse(upstream.body, status=200)
     content_type = upstream.headers.get("Content-Type")
     if content_type:
         response["Content-Type"] = content_type

@@ -1,6 +1,7 @@
 """The data path inside one serving process (the data plane's, or the API's): a routing table in
 memory, kept fresh by a background thread that a routing change wakes at once, the requests in
-flight per container, and (for the API's synchronous view) pooled urllib3 connections.
+flight per container, and (for the API's synchronous view) pooled urllib3 connections
+(blocking_upstream.py).
 
 See hosting/runtime_api/routing.py for how the table is refreshed and acknowledged. A request never
 touches Redis and queries the database only for an endpoint its table lacks (or shows unusable):
@@ -24,16 +25,13 @@ import urllib3
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 
-from hosting.runtime_api import routing
+from hosting.runtime_api import blocking_upstream, routing
 from hosting.runtime_api.routing import Backend, EndpointRoute, RouteGroup, RoutingTable
 
 log = logging.getLogger(__name__)
 
 # Even without a change announced, reload now and then (a lost Redis counter, a missed bump).
 FULL_RELOAD_SECONDS = 5.0
-# Containers must accept a connection within 250 ms and answer within 60 s (SageMaker's contract).
-CONNECT_TIMEOUT_SECONDS = 0.25
-POOL_CONNECTIONS_PER_CONTAINER = 16
 
 
 class NoRoute(Exception):
@@ -184,17 +182,7 @@ class Router:
         with self._lock:
             pool = self._pools.get(backend.container_name)
             if pool is None or (pool.host, pool.port) != (backend.address, backend.port):
-                pool = urllib3.HTTPConnectionPool(
-                    backend.address,
-                    backend.port,
-                    maxsize=POOL_CONNECTIONS_PER_CONTAINER,
-                    retries=False,
-                    timeout=urllib3.Timeout(
-                        connect=CONNECT_TIMEOUT_SECONDS, read=settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS
-                    ),
-                    # Nagle's algorithm would hold small responses back ~40 ms.
-                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                )
+                pool = blocking_upstream.new_pool(backend.address, backend.port)
                 self._pools[backend.container_name] = pool
             return pool
 

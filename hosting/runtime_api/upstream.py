@@ -1,50 +1,23 @@
 """The data plane's connections to the serving containers: one aiohttp session per process, whose
 connector keeps connections to each container alive between requests (a request pays no TCP
-handshake, and no new port through Docker's proxy).
-
-A kept-alive connection can be closed by the container (its server's idle timeout) just as a
-request is sent on it: the request then fails before any answer, through no fault of the
-container. Such a request is sent once more on a new connection: the container never answered,
-so it never acted on it (HTTP/1.1, RFC 9112 section 9.3.1: a client may retry when the connection
-closed before any part of the response). A request that fails on a new connection is not retried.
-
-A container whose host vanishes (its power or its link lost) leaves its kept-alive connections
-open here, and a request sent on one is never acknowledged: it would wait the whole invocation
-timeout. Every connection ends when data it sent stays unacknowledged `UNACKNOWLEDGED_SECONDS`
-(TCP_USER_TIMEOUT: a live container's kernel acknowledges at once, however long its model takes
-to answer), so that such a request counts as unanswered on a reused connection, goes again on a
-new one, which the lost host does not accept within 250 ms, and another container is tried
-(the 250 ms re-route of docs/operations.md, "Adding a node")."""
+handshake, and no new port through Docker's proxy). What it shares with the API port's
+connections (blocking_upstream.py) is exchange.py's: socket options, timeouts, outcomes, and when a
+request goes again on a new connection."""
 
 import socket
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import aiohttp
-from multidict import CIMultiDictProxy
 
-# Containers must accept a connection within 250 ms (SageMaker's contract).
-CONNECT_TIMEOUT_SECONDS = 0.25
-UNACKNOWLEDGED_SECONDS = 1.0  # far above a round trip between hosts, far below the invocation timeout
-
-
-class Refused(Exception):
-    """The container did not accept the connection (nothing was sent): try another one."""
-
-
-class NoAnswer(Exception):
-    """The container closed the connection or failed mid-request: it gave no answer."""
-
-
-class TimedOut(Exception):
-    """The container did not answer within the invocation timeout."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    headers: CIMultiDictProxy[str]
-    body: bytes
+from hosting.runtime_api.exchange import (
+    CONNECT_TIMEOUT_SECONDS,
+    SOCKET_OPTIONS,
+    Answer,
+    NoAnswer,
+    Refused,
+    TimedOut,
+    may_send_again,
+)
 
 
 class Upstream:
@@ -77,7 +50,7 @@ class Upstream:
         try:
             return await _exchange(self._pooled, url, body, headers, attempt)
         except NoAnswer:
-            if not attempt.reused or attempt.answered:
+            if not may_send_again(attempt.reused, attempt.answered):
                 raise
         return await _exchange(self._fresh, url, body, headers, SimpleNamespace(reused=False, answered=False))
 
@@ -98,7 +71,6 @@ async def _exchange(session, url: str, body: bytes, headers: dict[str, str], att
 def _session(
     timeout: aiohttp.ClientTimeout, connector: aiohttp.TCPConnector, tracing: list
 ) -> aiohttp.ClientSession:
-    # Nagle's algorithm would hold small requests back: aiohttp sets TCP_NODELAY on its sockets.
     return aiohttp.ClientSession(
         connector=connector,
         timeout=timeout,
@@ -114,7 +86,8 @@ def _session(
 def _socket(addr_info) -> socket.socket:
     family, type_, proto, _, _ = addr_info
     sock = socket.socket(family=family, type=type_, proto=proto)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, round(UNACKNOWLEDGED_SECONDS * 1000))
+    for option in SOCKET_OPTIONS:
+        sock.setsockopt(*option)
     return sock
 
 

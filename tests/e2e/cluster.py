@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +63,7 @@ from tests.e2e.postgres import Database, private_postgres
 CLUSTER_SIZE = 3
 NODE_GPUS = "0"  # one GPU per node: a job of one-GPU instances (ml.p3.2xlarge) spreads one per node
 BROKER_DATABASE = 1  # the session's worker consumes database 0 of the same Redis
+API_WORKERS = 2  # the cluster's API serves one module's tests: fewer processes to boot
 START_SECONDS = 120  # the API, beat and three Celery workers booting at once on two busy cores
 SCHEMA_CACHE_DIR = Path("/var/tmp/sageport-test-postgres")
 
@@ -140,33 +142,74 @@ def cluster_images() -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def cluster(request, cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
     engines.require_namespaces()
+    timer = SetupTimer()
     with ExitStack() as stack:
-        network = stack.enter_context(engines.wire(CLUSTER_SIZE))
-        members = stack.enter_context(engines.engines_on(network, cluster_images))
-        engines.swarm(members, managers=len(members))
-        database = stack.enter_context(private_postgres())
-        cluster = stack.enter_context(
-            _control_plane(database, s3_service.store_url, redis_service.url, request.session)
-        )
-        for index, engine in enumerate(members):
-            cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
-        cluster.wait_ready()
+        data_dir = stack.enter_context(_data_dir(request.session))
+        database = stack.enter_context(ExitStack())  # entered by the thread below
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # Alongside the engines, whose start is mostly waiting: initdb and Django's are CPU.
+            env = pool.submit(timer.timed, "database", _database, database, data_dir, redis_service.url)
+            with timer.phase("engines"):
+                network = stack.enter_context(engines.wire(CLUSTER_SIZE))
+                members = stack.enter_context(engines.engines_on(network, cluster_images))
+                engines.swarm(members, managers=len(members))
+            env = env.result()
+        cluster = stack.enter_context(_control_plane(data_dir, env, s3_service.store_url))
+        with timer.phase("servers and nodes"):
+            for index, engine in enumerate(members):
+                cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
+            cluster.wait_ready()
+        timer.report()
         yield cluster
 
 
+class SetupTimer:
+    """How long each phase of the cluster's set-up took (some run side by side): printed once it
+    is up (`-s`, or with a failed test's output), for keeping it bounded."""
+
+    def __init__(self):
+        self.began = time.monotonic()
+        self.phases: list[tuple[str, float]] = []
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
+        self.phases.append((name, time.monotonic() - started))
+
+    def timed(self, name: str, function: Callable, *args):
+        with self.phase(name):
+            return function(*args)
+
+    def report(self) -> None:
+        parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
+        print(f"\nthe test cluster was set up in {time.monotonic() - self.began:.1f} s: {parts}")
+
+
 @contextmanager
-def _control_plane(database: Database, store_url: str, redis_url: str, session) -> Iterator[Cluster]:
-    """The API, the data plane, the S3 gateway and beat, on a database prepared as `runstack`
-    prepares it (migrated, the default access key, `<data>/env`); tests create their buckets.
-    The servers' and nodes' logs are kept when a test of the session failed, as the session's are."""
+def _data_dir(session) -> Iterator[Path]:
+    """The control plane's and the nodes' data; their logs are kept when a test of the session
+    failed, as the session's are."""
     data_dir = Path(tempfile.mkdtemp(prefix="sgcl"))
-    api_port, runtime_port, s3_port = lasting_port(), lasting_port(), lasting_port()
+    try:
+        yield data_dir
+    finally:
+        if session.testsfailed:
+            _keep_logs(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _database(stack: ExitStack, data_dir: Path, redis_url: str) -> dict[str, str]:
+    """A private PostgreSQL (stopped by `stack`) prepared as `runstack` prepares it (migrated, the
+    default access key, `<data>/env`; tests create their buckets), and the control plane's
+    settings on it, which every node shares."""
+    database = stack.enter_context(private_postgres())
     env = {
         **_django_env(data_dir),
         "DATABASE_URL": database.url,
-        "SAGEPORT_PORT": str(api_port),
-        "SAGEPORT_RUNTIME_PORT": str(runtime_port),
-        "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{s3_port}",
+        "SAGEPORT_PORT": str(lasting_port()),
+        "SAGEPORT_RUNTIME_PORT": str(lasting_port()),
+        "SAGEPORT_S3_ENDPOINT_URL": f"http://{LOOPBACK}:{lasting_port()}",
         "SAGEPORT_REDIS_URL": redis_url.rsplit("/", 1)[0] + f"/{BROKER_DATABASE}",
         # The session's store: its only identity is the session's platform key.
         "SAGEPORT_S3_ACCESS_KEY_ID": settings.SAGEPORT_S3_ACCESS_KEY_ID,
@@ -174,26 +217,29 @@ def _control_plane(database: Database, store_url: str, redis_url: str, session) 
         "SAGEPORT_STACK_ID": f"cluster-{uuid.uuid4().hex[:8]}",
         "SAGEPORT_MULTI_NODE_NETWORK": "overlay",
     }
+    _prepare(database, data_dir, env)
+    return env
+
+
+@contextmanager
+def _control_plane(data_dir: Path, env: dict[str, str], store_url: str) -> Iterator[Cluster]:
+    """The API, the data plane, the S3 gateway and beat on the prepared database, started (not
+    waited for: `Cluster.wait_ready`); all stopped afterwards."""
     supervisor = Supervisor(log_dir=data_dir / "logs")
-    try:
-        _prepare(database, data_dir, env)
-        cluster = Cluster(stack=_live_stack(data_dir, env, supervisor), supervisor=supervisor, env=env,
-                          broker=Celery(broker=env["SAGEPORT_REDIS_URL"]))
-        servers = (api_spec(data_dir, LOOPBACK, api_port), runtime_spec(data_dir, LOOPBACK, runtime_port),
-                   s3_gateway_spec(data_dir, LOOPBACK, s3_port, store_url), beat_spec(data_dir))
-        with supervisor.watching():
-            try:
-                for spec in servers:
-                    cluster.start(dataclasses.replace(spec, name=f"cluster-{spec.name}",
-                                                      env={**spec.env, **env}))
-                yield cluster
-            finally:
-                cluster.stop()
-                supervisor.stop_all()  # what a failed start left
-    finally:
-        if session.testsfailed:
-            _keep_logs(data_dir)
-        shutil.rmtree(data_dir, ignore_errors=True)
+    cluster = Cluster(stack=_live_stack(data_dir, env, supervisor), supervisor=supervisor, env=env,
+                      broker=Celery(broker=env["SAGEPORT_REDIS_URL"]))
+    s3_port = int(env["SAGEPORT_S3_ENDPOINT_URL"].rsplit(":", 1)[1])
+    servers = (api_spec(data_dir, LOOPBACK, int(env["SAGEPORT_PORT"]), workers=API_WORKERS),
+               runtime_spec(data_dir, LOOPBACK, int(env["SAGEPORT_RUNTIME_PORT"])),
+               s3_gateway_spec(data_dir, LOOPBACK, s3_port, store_url), beat_spec(data_dir))
+    with supervisor.watching():
+        try:
+            for spec in servers:
+                cluster.start(dataclasses.replace(spec, name=f"cluster-{spec.name}", env={**spec.env, **env}))
+            yield cluster
+        finally:
+            cluster.stop()
+            supervisor.stop_all()  # what a failed start left
 
 
 def _keep_logs(data_dir: Path) -> None:

@@ -18,7 +18,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -31,22 +32,29 @@ def _enter(namespace_fd: int) -> None:
         raise OSError(error, os.strerror(error))
 
 
+@contextmanager
+def inside(namespace: str) -> Iterator[None]:
+    """The calling thread (only it: setns acts on a thread) in the network namespace `namespace`
+    (its path) for the block: the sockets it makes there stay there."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(namespace, os.O_RDONLY)
+    try:
+        _enter(target)
+        try:
+            yield
+        finally:
+            _enter(own)
+    finally:
+        os.close(target)
+        os.close(own)
+
+
 def binder(namespace: str, bind: Callable[[str, int], socket.socket]) -> Callable[[str, int], socket.socket]:
-    """`bind`, run inside `namespace`: the thread enters it, makes the socket (which stays in the
-    namespace it was made in) and comes back."""
+    """`bind`, run inside `namespace`: the thread enters it, makes the socket and comes back."""
 
     def bound_inside(host: str, port: int) -> socket.socket:
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        target = os.open(namespace, os.O_RDONLY)
-        try:
-            _enter(target)
-            try:
-                return bind(host, port)
-            finally:
-                _enter(own)
-        finally:
-            os.close(target)
-            os.close(own)
+        with inside(namespace):
+            return bind(host, port)
 
     return bound_inside
 

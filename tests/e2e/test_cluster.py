@@ -40,24 +40,32 @@ def cluster_images(pytorch_mpi_image, probe_image):
     return (pytorch_mpi_image, probe_image)
 
 
-def test_a_two_instance_ddp_job_runs_on_two_engines_and_uploads_one_merged_model(cluster, pytorch_mpi_image):
+def start_ddp_job(cluster, image: str, environment: dict | None = None, **overrides) -> tuple[str, str]:
+    """A two-instance DDP job of ddp/train.py (its code in a bucket of its own): (name, bucket)."""
     sagemaker, s3 = cluster.client("sagemaker"), cluster.client("s3")
     bucket = f"cluster-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(Bucket=bucket)
     s3.put_object(Bucket=bucket, Key="code/train.py", Body=DDP_SCRIPT.read_bytes())
     name = unique_name("ddp")
     request = training_request(
-        name, pytorch_mpi_image, bucket,
-        AlgorithmSpecification={"TrainingImage": pytorch_mpi_image, "TrainingInputMode": "File",
+        name, image, bucket,
+        AlgorithmSpecification={"TrainingImage": image, "TrainingInputMode": "File",
                                 "ContainerEntrypoint": ["python3", "/opt/ml/input/data/code/train.py"]},
         ResourceConfig={"InstanceType": ONE_GPU, "InstanceCount": 2, "VolumeSizeInGB": 10},
         InputDataConfig=[{"ChannelName": "code", "DataSource": {"S3DataSource": {
             "S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/code/",
             "S3DataDistributionType": "FullyReplicated",
         }}}],
-        Environment={"CODE_BUCKET": bucket},
+        Environment={"CODE_BUCKET": bucket, **(environment or {})},
+        **overrides,
     )
     sagemaker.create_training_job(**request)
+    return name, bucket
+
+
+def test_a_two_instance_ddp_job_runs_on_two_engines_and_uploads_one_merged_model(cluster, pytorch_mpi_image):
+    sagemaker, s3 = cluster.client("sagemaker"), cluster.client("s3")
+    name, bucket = start_ddp_job(cluster, pytorch_mpi_image)
     arn = sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobArn"]
 
     both = wait_until(lambda: (found := cluster.containers(arn)) and len(found) == 2 and found, timeout=120,

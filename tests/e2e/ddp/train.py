@@ -8,6 +8,7 @@ through the services network's gateway (the node's forwarder), as SageMaker code
 import hashlib
 import json
 import os
+import time
 from datetime import timedelta
 
 import boto3
@@ -16,6 +17,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 STEPS = 40
+# Seconds each step lasts at least (DDP_STEP_SECONDS): a test that loses a node mid-training
+# stretches the training so that the loss lands in it.
+STEP_SECONDS = float(os.environ.get("DDP_STEP_SECONDS", "0"))
 MODEL_DIR = "/opt/ml/model"
 # How long rank 0 waits for the others: each node starts its own instance, and on two busy cores
 # one may start a minute or more after the other (torch's own default is 30 minutes).
@@ -39,6 +43,7 @@ for _ in range(STEPS):
     loss = torch.nn.functional.mse_loss(model(inputs), targets)
     loss.backward()  # gradients averaged over the ranks, across the job's overlay network
     optimizer.step()
+    time.sleep(STEP_SECONDS)
 
 parameters = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
 summary = {"host": current, "rank": rank, "world_size": dist.get_world_size(), "loss": loss.item(),

@@ -14,6 +14,7 @@ from accounts.models import AccessKey, ContainerGrant
 from gateway.network import SERVICES_NETWORK
 from logs import store as log_store
 from runtime import labels
+from runtime.base import RuntimeError_
 from runtime.fake import SIGKILL_EXIT_CODE, FakeRuntime
 from tests.unit.fake_storage import FakeStore
 from tests.unit.training.test_scheduler import make_job, make_node
@@ -509,3 +510,22 @@ def test_the_sweep_revokes_the_credentials_of_a_job_that_ended_without_its_clean
     reaper.reap_training_orphans()
 
     assert not ContainerGrant.objects.exists()
+
+
+def test_a_restart_goes_on_when_the_engine_cannot_remove_the_jobs_network_yet(engine, store, monkeypatch):
+    """A swarm overlay network still counts a lost node's attachment ("is in use by task") until
+    that node leaves the swarm: the retry RetryStrategy allows (CreateTrainingJob: "retry the job
+    when the job fails due to an InternalServerError") starts on the same network meanwhile."""
+    job = new_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    name = until_training(job, engine)
+
+    def in_use(network: str) -> None:
+        raise RuntimeError_(f'Could not remove network "{network}": network is in use by task 8ggqdj1ay1k9')
+
+    monkeypatch.setattr(engine, "remove_network", in_use)
+    engine.vanish(name)
+    step(job)
+    step(job)
+
+    assert (t.state_of(job), job.restart_count) == (t.STARTING, 1)
+    until_training(job, engine)  # the new attempt runs
