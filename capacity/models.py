@@ -32,6 +32,9 @@ class Node(models.Model):
     # Where the node's checkpoint tier service listens for its peers (SAGEPORT_TIER_PEER_PORT),
     # on `address`.
     tier_peer_port = models.PositiveIntegerField(default=9201)
+    # The swarm's id of its engine's node (`docker info`'s Swarm.NodeID), "" when the engine is in
+    # no swarm: the swarm node removed when this node is lost (capacity/swarm.py).
+    swarm_node_id = models.CharField(max_length=64, blank=True, default="")
 
     def __str__(self):
         return self.name

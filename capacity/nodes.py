@@ -6,7 +6,8 @@ inventory when it starts and heartbeats every SAGEPORT_NODE_HEARTBEAT_SECONDS. T
 declares a node whose heartbeat is older than SAGEPORT_NODE_LOST_AFTER_SECONDS lost; the
 training reconciler then fails or restarts the jobs that ran there. A lost node that comes back
 first removes the containers it still runs for placements it no longer holds (the training
-feature registers that clean-up with `on_registered`)."""
+feature registers that clean-up with `on_registered`). A node records the swarm node of its
+engine, and the worker that declares a node lost removes that swarm node (capacity/swarm.py)."""
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -14,7 +15,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from capacity import inventory
+from capacity import inventory, swarm
 from capacity.models import Node
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ def register() -> Node:
             "gpus": found.gpus_as_json(),
             "instance_type": found.instance_type,
             "tier_peer_port": settings.SAGEPORT_TIER_PEER_PORT,
+            "swarm_node_id": swarm.local_node_id(),
             "registered_at": now,
             "heartbeat_at": now,
             "lost_at": None,
@@ -81,7 +83,8 @@ def live_names() -> list[str]:
 
 
 def declare_lost() -> list[Node]:
-    """Mark every node whose heartbeat is too old as lost; return the ones this call marked."""
+    """Mark every node whose heartbeat is too old as lost, and remove their engines from the
+    swarm; return the ones this call marked."""
     stale_before = timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
     lost = []
     for node in Node.objects.filter(lost_at__isnull=True, heartbeat_at__lt=stale_before):
@@ -89,6 +92,7 @@ def declare_lost() -> list[Node]:
         if Node.objects.filter(pk=node.pk, heartbeat_at=node.heartbeat_at).update(lost_at=timezone.now()):
             log.warning("node %s lost: no heartbeat since %s", node.name, node.heartbeat_at.isoformat())
             lost.append(node)
+    swarm.remove_lost(lost)
     return lost
 
 

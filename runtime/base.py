@@ -103,6 +103,14 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class SwarmMembership:
+    """The engine's own place in its Docker swarm (`docker info`'s Swarm section)."""
+
+    node_id: str  # the swarm's id of this engine's node
+    manager: bool  # whether it can change the swarm (create overlay networks, remove nodes)
+
+
+@dataclass(frozen=True)
 class ContainerEvent:
     """Something that happened to a container, as the engine tells it."""
 
@@ -148,6 +156,15 @@ class ContainerRuntime(Protocol):
 
     def remove_network(self, name: str) -> None:
         """Remove the network if it exists (missing is fine)."""
+
+    def swarm_membership(self) -> SwarmMembership | None:
+        """This engine's node in its swarm; None when it is in no swarm (LocalNodeState other than
+        "active")."""
+
+    def remove_swarm_node(self, node_id: str) -> None:
+        """From a manager engine: demote the swarm node `node_id` if it is a manager, then remove
+        it from the swarm with force (`docker node demote`, `docker node rm --force`), as for a
+        host that is gone. A node the swarm no longer has is fine; a refusal raises RuntimeError_."""
 
     def run(self, spec: ContainerSpec) -> ContainerState:
         """Create and start the container named `spec.name`, or return the existing one."""

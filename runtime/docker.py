@@ -33,6 +33,7 @@ from runtime.base import (
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
+    SwarmMembership,
 )
 from runtime.pull_progress import PullProgress, PullReport
 
@@ -208,6 +209,27 @@ class DockerRuntime:
                 return
             except APIError as error:
                 raise RuntimeError_(f'Could not remove network "{name}": {_reason(error)}') from None
+
+    # --- swarm ----------------------------------------------------------------------------
+
+    def swarm_membership(self) -> SwarmMembership | None:
+        with _engine_errors():
+            swarm = self.client.info().get("Swarm") or {}
+        if swarm.get("LocalNodeState") != "active":
+            return None
+        return SwarmMembership(node_id=swarm.get("NodeID", ""), manager=bool(swarm.get("ControlAvailable")))
+
+    def remove_swarm_node(self, node_id: str) -> None:
+        with _engine_errors():
+            try:
+                node = self.client.api.inspect_node(node_id)
+                if node["Spec"].get("Role") == "manager":
+                    # The swarm removes no manager that is still a raft member: demote it first.
+                    demoted = {**node["Spec"], "Role": "worker"}
+                    self.client.api.update_node(node_id, node["Version"]["Index"], demoted)
+                self.client.api.remove_node(node_id, force=True)
+            except NotFound:
+                pass  # already removed
 
     def find_networks(self, labels: dict[str, str]) -> list[str]:
         with _engine_errors():

@@ -26,6 +26,7 @@ from runtime.base import (
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
+    SwarmMembership,
 )
 from runtime.pull_progress import PullReport
 
@@ -56,6 +57,10 @@ class FakeRuntime:
         self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
         self.unreachable = False
         self.swarm = False  # whether the engine is in swarm mode (overlay networks)
+        self.swarm_node_id = "local-swarm-node"  # this engine's node in the swarm, when in one
+        self.swarm_manager = True
+        self.swarm_nodes: dict[str, str] = {}  # the swarm's other nodes: id -> role (manager | worker)
+        self.swarm_refusal = ""  # why the swarm refuses to remove a node, when it does
         self.ignore_sigterm_by_default = False
         self.healthy_by_default = False
         self._ids = itertools.count(1)
@@ -155,6 +160,18 @@ class FakeRuntime:
     def remove_network(self, name: str) -> None:
         self._answer()
         self.networks.pop(name, None)
+
+    def swarm_membership(self) -> SwarmMembership | None:
+        self._answer()
+        return SwarmMembership(self.swarm_node_id, self.swarm_manager) if self.swarm else None
+
+    def remove_swarm_node(self, node_id: str) -> None:
+        self._answer()
+        manager = self.swarm and self.swarm_manager
+        refusal = self.swarm_refusal or ("" if manager else "This node is not a swarm manager.")
+        if refusal:
+            raise RuntimeError_(f"The Docker engine refused the request: {refusal}")
+        self.swarm_nodes.pop(node_id, None)  # demoted (when a manager), then removed
 
     def run(self, spec: ContainerSpec) -> ContainerState:
         self._answer()
