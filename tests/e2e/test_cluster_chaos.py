@@ -45,11 +45,6 @@ def cluster_images(pytorch_mpi_image, probe_image):
     return (pytorch_mpi_image, probe_image)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "the retried job's instance on a live engine cannot attach to the job's overlay network after a "
-    "swarm manager was lost (Docker: 'attaching to network failed ... context deadline exceeded'), "
-    "which fails the job with a ClientError (seeds 25 and 7); it passes once the lost manager is demoted "
-    "and removed from the swarm (docker node rm --force), which Sageport does not do yet"))
 def test_losing_an_engine_mid_work_loses_no_job_and_fails_invocations_only_while_re_routing(
     cluster, pytorch_mpi_image, probe_image
 ):
