@@ -24,6 +24,11 @@ Prints one line per configuration and a summary line, with the issue's goals: pa
     make bench-modelparallel [ARGS='--width 512 --steps 20']
 
 or `.venv/bin/python -m bench.modelparallel` from the repository root. Needs torch; no stack.
+
+On a machine with NVIDIA GPUs, `--device cuda` runs the same comparison with NCCL, one process per
+GPU (worlds larger than the GPU count are skipped: NCCL refuses two ranks on one GPU), the floor
+on GPU 0 and every step's time taken after `torch.cuda.synchronize()`. The CPU comparison on such
+a machine needs `CUDA_VISIBLE_DEVICES=` (the library picks NCCL whenever torch sees a GPU).
 """
 
 import argparse
@@ -55,6 +60,8 @@ def arguments():
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cpu: gloo, one thread a process; cuda: NCCL, one process per GPU")
     return parser.parse_args()
 
 
@@ -77,9 +84,10 @@ def parameter_bytes(parameters):
 
 def single_process(options, results):
     torch.set_num_threads(1)
-    model = make_model(options["width"], options["depth"])
+    device = torch.device(options["device"])
+    model = make_model(options["width"], options["depth"]).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    inputs, targets = make_batch(options["batch"])
+    inputs, targets = (t.to(device) for t in make_batch(options["batch"]))
     microbatches = options["microbatches"]
 
     def whole_batch():
@@ -112,7 +120,8 @@ def pipeline_rank(rank, size, port, options, results):
     smp.init()
     model = smp.DistributedModel(make_model(options["width"], options["depth"]))
     optimizer = smp.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1e-3))
-    inputs, targets = make_batch(options["batch"])
+    device = torch.device("cuda", smp.local_rank()) if options["device"] == "cuda" else torch.device("cpu")
+    inputs, targets = (t.to(device) for t in make_batch(options["batch"]))
 
     @smp.step
     def train_step(x, y):
@@ -141,6 +150,8 @@ def timed(one_step, options, barrier=lambda: None):
         barrier()
         started, cpu_started = time.perf_counter(), time.process_time()
         one_step()
+        if options["device"] == "cuda":
+            torch.cuda.synchronize()  # the step's kernels, not just their launches
         cpu.append(time.process_time() - cpu_started)  # the barrier's wait is no step work
         barrier()
         seconds.append(time.perf_counter() - started)
@@ -186,9 +197,12 @@ def main():
     args = arguments()
     sys.path.insert(0, str(LIBRARY))  # spawned ranks inherit it
     options = {key: getattr(args, key)
-               for key in ("width", "depth", "batch", "microbatches", "steps", "warmup")}
+               for key in ("width", "depth", "batch", "microbatches", "steps", "warmup", "device")}
     verdicts = []
     for size in (int(p) for p in args.partitions.split(",")):
+        if args.device == "cuda" and size > torch.cuda.device_count():
+            print(f"P={size}: skipped, {torch.cuda.device_count()} GPU(s) here", flush=True)
+            continue
         for pipeline in args.pipelines.split(",") if size > 1 else ["interleaved"]:
             # the floor again right before each world: on a shared machine the load moves
             floor = run_single(options)

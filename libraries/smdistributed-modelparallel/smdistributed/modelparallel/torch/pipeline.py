@@ -16,6 +16,11 @@ backward passes of its partition in the order of the `pipeline` schedule (schedu
 - backward: the last stage back-propagates the loss (divided by the number of microbatches,
   so that the step's gradient is the batch's mean); every stage sends the gradient of its input
   activations to the stage before, which back-propagates it through its partition.
+- the stage before the last needs the output copy and the input gradients at the same point of
+  its schedule (the microbatch's backward pass), so the last stage sends it both in one message
+  at its own backward pass of the microbatch (also when there is no backward pass, so that
+  these messages always go in microbatch order): one message fewer per microbatch, which is
+  what pipelining a small model on CPUs is most sensitive to.
 
 Why not torch.distributed.pipelining: its schedules own the loss (a `loss_fn(output, target)`
 given to the schedule, called on the last stage only) and return the output on the last stage
@@ -130,10 +135,8 @@ class _Engine:
         mb.backward = isinstance(request, BackwardRequest)
         if request is not None and not mb.backward:
             raise RuntimeError(_ONCE)
-        for rank in self.ranks[:-1]:
+        for rank in self.ranks[:-2]:  # the stage before the last gets it at the backward pass
             self.transport.send({"output": mb.outputs, "backward": mb.backward}, rank, OUTPUT)
-        if not mb.backward:
-            mb.inputs, mb.outputs = [], None
 
     def backward(self, mb):
         if mb.modelless:
@@ -144,13 +147,16 @@ class _Engine:
             self._backward_inner(mb)
 
     def _backward_last(self, mb):
-        if not mb.backward:
-            return
-        request = mb.request
-        divisor = request.model.gradient_divisor(len(self.microbatches))
-        divided_backward(request.tensors, request.grad_tensors, divisor)
-        self._send_input_gradients(mb)
-        self._finish(mb)
+        message = {"output": mb.outputs, "backward": mb.backward}
+        if mb.backward:
+            request = mb.request
+            divisor = request.model.gradient_divisor(len(self.microbatches))
+            divided_backward(request.tensors, request.grad_tensors, divisor)
+            message["gradients"] = _input_gradients(mb)
+        self.transport.send(message, self.ranks[-2], OUTPUT)
+        mb.inputs, mb.outputs = [], None
+        if mb.backward:
+            self._finish(mb)
 
     def _backward_inner(self, mb):
         message = self.transport.recv(self.ranks[-1], OUTPUT, self.device)
@@ -165,17 +171,13 @@ class _Engine:
                 "every rank"
             )
         if message["backward"]:
-            gradients = self.transport.recv(self.ranks[self.stage + 1], GRADIENT, self.device)
+            gradients = (message["gradients"] if self.stage == self.stages - 2
+                         else self.transport.recv(self.ranks[self.stage + 1], GRADIENT, self.device))
             outputs = [t for t in tree_leaves(mb.outputs) if isinstance(t, torch.Tensor) and t.requires_grad]
             torch.autograd.backward(outputs, gradients)
-            self._send_input_gradients(mb)
+            if self.stage > 0:
+                self.transport.send(_input_gradients(mb), self.ranks[self.stage - 1], GRADIENT)
             self._finish(mb)
-        mb.inputs, mb.outputs = [], None
-
-    def _send_input_gradients(self, mb):
-        if self.stage > 0:
-            gradients = [t.grad if t.grad is not None else torch.zeros_like(t) for t in mb.inputs]
-            self.transport.send(gradients, self.ranks[self.stage - 1], GRADIENT)
         mb.inputs, mb.outputs = [], None
 
     @staticmethod
@@ -188,6 +190,11 @@ class _Engine:
             self.model = model
         elif model is not self.model:
             raise RuntimeError("an smp.step function may use only one DistributedModel")
+
+
+def _input_gradients(mb):
+    """The gradients of the activations this stage received for `mb`, for the stage before."""
+    return [t.grad if t.grad is not None else torch.zeros_like(t) for t in mb.inputs]
 
 
 def divided_backward(tensors, grad_tensors, divisor):
