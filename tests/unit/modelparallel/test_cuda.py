@@ -5,11 +5,14 @@ trains as on the CPU. Skipped where torch sees no GPU (CI has none); run on a GP
 import pytest
 
 torch = pytest.importorskip("torch")
+
+# imported before the skip, so that a machine without a GPU (CI) still checks that they exist
+from .scenarios import LEARNING_RATE, STEPS, make_model, make_problem  # noqa: E402
+from .training import single_process_training  # noqa: E402
+from .world import World  # noqa: E402
+
 if not torch.cuda.is_available():
     pytest.skip("needs an NVIDIA GPU", allow_module_level=True)
-
-from .test_training import single_process_training  # noqa: E402
-from .world import World  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +23,8 @@ def world1_gpu():
 
 
 def test_one_rank_trains_on_its_gpu_over_nccl_like_the_cpu_reference(world1_gpu):
-    expected_losses, expected_parameters = single_process_training()
+    expected_losses, expected_parameters = single_process_training(make_model(seed=1), *make_problem(),
+                                                                   STEPS, LEARNING_RATE)
     (result,) = world1_gpu.run("cuda_training")
     assert result["backend"] == "nccl"
     assert result["devices"] == ["cuda:0"]
