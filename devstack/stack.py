@@ -28,7 +28,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,13 +133,25 @@ class Supervisor:
             return process
 
     def stop(self, name: str) -> None:
-        child = self._pop(name)
-        _signal_group(child.process, signal.SIGTERM)
-        try:
-            child.process.wait(child.spec.stop_timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        self._finish(child)
+        self._stop_children([self._pop(name)])
+
+    def stop_together(self, names: Iterable[str]) -> None:
+        """Stop those of `names` that run at once: none may need another while it stops. Each
+        shuts down in its own time (seconds for a warm shutdown) while the others do."""
+        with self._lock:
+            children = [self._children.pop(name) for name in names if name in self._children]
+        self._stop_children(children)
+
+    def _stop_children(self, children: list[_Child]) -> None:
+        for child in children:
+            _signal_group(child.process, signal.SIGTERM)
+        signalled_at = time.monotonic()
+        for child in children:
+            try:
+                child.process.wait(max(0.0, signalled_at + child.spec.stop_timeout - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            self._finish(child)
 
     def kill(self, name: str) -> None:
         """SIGKILL a child and everything in its process group, as a crash would, and stop

@@ -240,7 +240,7 @@ WORKER_ENV = {"SAGEPORT_MULTI_NODE_NETWORK": "overlay"}
 
 
 @pytest.fixture(scope="session")
-def stack(supervisor, s3_service, redis_service) -> LiveStack:
+def stack(supervisor, s3_service, redis_service) -> Iterator[LiveStack]:
     data_dir = Path(settings.DATA_DIR)
     endpoint_url = f"http://{LOOPBACK}:{settings.SAGEPORT_PORT}"
     # The data dir was prepared by `s3_service` (again here, it would empty the metrics directory
@@ -249,9 +249,10 @@ def stack(supervisor, s3_service, redis_service) -> LiveStack:
     user_env = read_env_file(data_dir / "env")
     api = api_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_PORT)
     runtime = runtime_spec(data_dir, settings.SAGEPORT_API_ADDRESS, settings.SAGEPORT_RUNTIME_PORT)
-    for spec in (api, runtime, worker_spec(data_dir, env=WORKER_ENV), beat_spec(data_dir)):
+    servers = (api, runtime, worker_spec(data_dir, env=WORKER_ENV), beat_spec(data_dir))
+    for spec in servers:
         supervisor.start(spec)
-    return LiveStack(
+    yield LiveStack(
         endpoint_url=endpoint_url,
         runtime_url=user_env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"],
         s3_endpoint_url=s3_service.endpoint_url,
@@ -262,6 +263,9 @@ def stack(supervisor, s3_service, redis_service) -> LiveStack:
         data_dir=data_dir,
         supervisor=supervisor,
     )
+    # Together, before the storage and Redis they use: the worker's warm shutdown and gunicorn's
+    # take seconds each, which one after the other added up at the end of every session.
+    supervisor.stop_together(spec.name for spec in servers)
 
 
 def read_env_file(path: Path) -> dict[str, str]:

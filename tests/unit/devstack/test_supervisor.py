@@ -21,6 +21,22 @@ while True:
     connection.sendall(b"hello")
     connection.close()
 """]
+# Ready once its handler is set; on SIGTERM, marks itself stopping (argv[1]) and exits only once its
+# peer (argv[2]) is stopping too.
+WAITS_FOR_ITS_PEER_TO_STOP = [sys.executable, "-c", """
+import pathlib, signal, sys, time
+me, peer = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+def stop(*_):
+    me.touch()
+    while not peer.exists():
+        time.sleep(0.01)
+    me.with_suffix(".done").touch()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+me.with_suffix(".ready").touch()
+while True:
+    time.sleep(60)
+"""]
 DEADLINE_SECONDS = 15
 
 
@@ -108,7 +124,7 @@ def test_backoff_starts_over_once_a_child_has_stayed_up(supervisor, reports, mon
 def test_stopping_the_stack_restarts_nothing(supervisor, reports):
     pids = []
     for name in ("first", "second"):
-        supervisor.start(ServiceSpec(name=name, argv=SLEEPER, stop_timeout=2))
+        supervisor.start(ServiceSpec(name=name, argv=SLEEPER, stop_timeout=DEADLINE_SECONDS))
         pids.append(supervisor.pid(name))
 
     with supervisor.watching():
@@ -117,6 +133,21 @@ def test_stopping_the_stack_restarts_nothing(supervisor, reports):
 
     assert reports == []
     assert not any(alive(pid) for pid in pids)
+
+
+def test_children_stopped_together_shut_down_at_the_same_time(supervisor, tmp_path):
+    """Each child exits on its own only once the other is stopping: one after the other, the first
+    would be killed at its stop_timeout. A name the supervisor does not run is passed over."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for me, peer in ((first, second), (second, first)):
+        supervisor.start(ServiceSpec(name=me.name, argv=[*WAITS_FOR_ITS_PEER_TO_STOP, str(me), str(peer)],
+                                     ready=me.with_suffix(".ready").exists, stop_timeout=DEADLINE_SECONDS))
+
+    supervisor.stop_together(["first", "second", "never-started"])
+
+    assert first.with_suffix(".done").exists() and second.with_suffix(".done").exists()
+    with pytest.raises(KeyError):
+        supervisor.pid("first")
 
 
 def test_a_child_killed_for_good_is_not_restarted(supervisor, reports):

@@ -2,15 +2,9 @@
 (not installed), and multi-process worlds of gloo processes on the CPU are shared per session.
 Every test module skips itself when torch is missing (a conftest cannot skip)."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-LIBRARY_DIR = Path(__file__).resolve().parents[3] / "libraries" / "smdistributed-modelparallel"
-if str(LIBRARY_DIR) not in sys.path:
-    sys.path.insert(0, str(LIBRARY_DIR))  # spawned ranks inherit the parent's sys.path
-
+from .library_path import LIBRARY_DIR  # noqa: F401 (on sys.path now; test_aws_example uses it)
 
 
 def _world(size, launcher="torchrun", **parameters):

@@ -5,6 +5,10 @@ Each rank is started the way its launcher starts one (see serve), calls the modu
 (smp.init()) once, then runs the scenarios it is sent. A scenario's exception on any rank fails
 the test with that rank's traceback; a scenario that does not finish in time fails it and stops
 the world.
+
+The torch ranks are forked from a fork server that imported the torch scenarios (torch and the
+library) once for the session: on a busy 2-core machine importing torch takes seconds per
+process, and a world of 8 paid that 8 times over.
 """
 
 import functools
@@ -18,6 +22,7 @@ import time
 import traceback
 
 SCENARIO_TIMEOUT = 120.0  # includes a new world starting its ranks on a busy 2-core machine
+CLOSE_TIMEOUT = 5.0  # for the ranks of a world told to stop, before they are killed
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                  "OMPI_COMM_WORLD_RANK", "SM_HOSTS", "SM_HP_MP_PARAMETERS")
 
@@ -26,6 +31,20 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _context(scenarios_module):
+    """Fork-server ranks for the torch scenarios; spawned ones for the others (TensorFlow's), so
+    that no rank holds both frameworks. The fork server imports only, before any thread or
+    process group exists, so forking it is safe."""
+    if scenarios_module != f"{__package__}.scenarios":
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # Read when the server starts (the first world). The server imports from the working
+    # directory: run from the repository's root, else every rank imports for itself. torch's
+    # optimizers import torch._dynamo at their first step: seconds more per rank, started here.
+    context.set_forkserver_preload([f"{__package__}.library_path", "torch._dynamo", scenarios_module])
+    return context
 
 
 def serve(scenarios_module, rank, size, port, launcher, parameters_json, commands, results):
@@ -54,12 +73,18 @@ def serve(scenarios_module, rank, size, port, launcher, parameters_json, command
             results.put((rank, True, lookup(name)(*args)))
         except BaseException:
             results.put((rank, False, traceback.format_exc()))
+    results.close()
+    results.join_thread()  # this rank's last results are in the pipe
+    # Skip the interpreter's teardown, as forked ranks do: its exit handlers (the process groups'
+    # destruction) wait for peers that the world stops one after another, seconds per rank.
+    os._exit(0)
 
 
 class World:
     def __init__(self, size, mp_parameters, launcher="torchrun", scenarios="scenarios",
                  scenario_timeout=SCENARIO_TIMEOUT):
-        context = multiprocessing.get_context("spawn")
+        module = f"{__package__}.{scenarios}"
+        context = _context(module)
         self.size = size
         self._timeout = scenario_timeout
         self._results = context.Queue()
@@ -68,7 +93,7 @@ class World:
         self._processes = [
             context.Process(
                 target=serve,
-                args=(f"{__package__}.{scenarios}", rank, size, port, launcher, json.dumps(mp_parameters),
+                args=(module, rank, size, port, launcher, json.dumps(mp_parameters),
                       self._commands[rank], self._results),
                 daemon=True,
             )
@@ -115,8 +140,10 @@ class World:
         for process, commands in zip(self._processes, self._commands, strict=True):
             if process.is_alive():
                 commands.put(None)
+        deadline = time.monotonic() + CLOSE_TIMEOUT  # one for the whole world: its ranks stop together
         for process in self._processes:
-            process.join(timeout=5)
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        for process in self._processes:
             if process.is_alive():
                 process.kill()  # one of this world's own ranks, stuck in a collective
                 process.join(timeout=5)
