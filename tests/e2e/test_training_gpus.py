@@ -173,11 +173,11 @@ def test_a_vanished_container_fails_a_job_without_retry_strategy(sagemaker, buck
 
 
 class SecondNode:
-    """A second worker standing for another node with eight GPUs, on the same Docker engine."""
+    """A second worker standing for another node with sixteen GPUs, on the same Docker engine."""
 
     def __init__(self, stack):
         self.supervisor = stack.supervisor
-        env = {"SAGEPORT_NODE_NAME": NODE_B, "SAGEPORT_NODE_GPUS": "0,1,2,3,4,5,6,7"}
+        env = {"SAGEPORT_NODE_NAME": NODE_B, "SAGEPORT_NODE_GPUS": ",".join(map(str, range(16)))}
         self.spec = worker_spec(stack.data_dir, name="worker-b", env=env)
         self.running = False
 
@@ -198,33 +198,32 @@ def node_b(stack):
     yield node
     if node.running:
         node.supervisor.stop(node.spec.name)
-    # Retire the node, so that later jobs needing eight GPUs fail at once again.
+    # Retire the node, so that later jobs needing eight or sixteen GPUs fail at once again.
     _manage("shell", "-c", f"from capacity.models import Node; Node.objects.filter(name='{NODE_B}').delete()")
 
 
 def test_a_lost_node_fails_its_job_and_a_retry_strategy_restarts_it_when_capacity_returns(
     sagemaker, s3, bucket, shell_algo_image, node_b
 ):
-    lost = unique_name("lost")  # eight GPUs: only node B can hold it
+    # Eight GPUs each: only node B (sixteen) can hold them, both at once, so that one loss of the
+    # node (tens of seconds of silence before it is declared lost) shows both outcomes.
+    lost = unique_name("lost")
     retried = unique_name("retried")
     sagemaker.create_training_job(**gpu_job(lost, shell_algo_image, bucket, "ml.p3.16xlarge", seconds=60))
     running_container(sagemaker.describe_training_job(TrainingJobName=lost)["TrainingJobArn"])
-    node_b.kill()
+    request = gpu_job(retried, shell_algo_image, bucket, "ml.p3.16xlarge", seconds=3,
+                      RetryStrategy={"MaximumRetryAttempts": 2})
+    sagemaker.create_training_job(**request)
+    running_container(sagemaker.describe_training_job(TrainingJobName=retried)["TrainingJobArn"])
+    node_b.kill()  # while `retried` still runs (its first attempt, too, lasts three seconds)
 
     failed = wait_for_status(sagemaker, lost, timeout=60)
+    wait_for_status(sagemaker, retried, statuses={"Restarting", "Pending"}, timeout=60)
 
     assert failed["TrainingJobStatus"] == "Failed"
     assert failed["FailureReason"] == (
         f"InternalServerError: the node {NODE_B} that ran it stopped sending heartbeats."
     )
-
-    node_b.start()
-    request = gpu_job(retried, shell_algo_image, bucket, "ml.p3.16xlarge", seconds=3,
-                      RetryStrategy={"MaximumRetryAttempts": 2})
-    sagemaker.create_training_job(**request)
-    running_container(sagemaker.describe_training_job(TrainingJobName=retried)["TrainingJobArn"])
-    node_b.kill()
-    wait_for_status(sagemaker, retried, statuses={"Restarting", "Pending"}, timeout=60)
     node_b.start()  # the node comes back: the job runs there again
     job = wait_for_status(sagemaker, retried, timeout=120)
 
