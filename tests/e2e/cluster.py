@@ -167,10 +167,11 @@ class Cluster:
                    timeout=REVIVE_SECONDS, what=f"{node.name}'s worker to answer and register again")
 
     def _registered(self, name: str, swarm_node: str) -> bool:
-        """The control plane counts the node live on that swarm node (capacity/nodes.py)."""
+        """The control plane counts the node live on that swarm node (capacity/nodes.py; its
+        table is the app label's, `workers`, capacity/apps.py)."""
         with psycopg.connect(self.env["DATABASE_URL"]) as connection:
             row = connection.execute(
-                "SELECT lost_at IS NULL, swarm_node_id FROM capacity_node WHERE name = %s", (name,)
+                "SELECT lost_at IS NULL, swarm_node_id FROM workers_node WHERE name = %s", (name,)
             ).fetchone()
         return row == (True, swarm_node)
 
