@@ -74,6 +74,7 @@ class Engine:
         """The engine as a fresh one of its slot: its containers removed, stopped, its swarm and
         networks forgotten, started again and answering (its images stay)."""
         _clear_and_stop(self)
+        _forget_links_and_rules(self.namespace)
         self._launch()
         self.wait_ready()
 
@@ -129,6 +130,21 @@ class Engine:
                 self.process.wait(timeout=30)
         self.log.close()
         forget_state(self.data_root)
+
+
+def _forget_links_and_rules(namespace: str) -> None:
+    """What a stopped engine left in its namespace, gone as in a new one: its bridges (which keep
+    their addresses: the services network's 169.254.170.2 on the old bridge and the new one would
+    route the containers' replies to the old) and its iptables rules; its link to the wire stays."""
+    listed = subprocess.run(["ip", "-n", namespace, "-o", "link", "show"], check=True, capture_output=True,
+                            text=True, timeout=60).stdout
+    for line in listed.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        if name not in ("lo", ENGINE_LINK):
+            subprocess.run(["ip", "-n", namespace, "link", "del", name], capture_output=True, timeout=60)
+    for table in ("filter", "nat", "mangle", "raw"):
+        for flag in ("-F", "-X"):
+            run("ip", "netns", "exec", namespace, "iptables", "-t", table, flag)
 
 
 def forget_state(data_root: Path) -> None:
