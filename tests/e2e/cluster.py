@@ -19,7 +19,13 @@
   worker runs on the host, so a forwarder per node runs with its listening sockets inside the
   engine's namespace (tests/e2e/netns_forwarder.py) and its upstream connections on the host.
 
-One cluster per module; everything is stopped by the supervisor (by pid) and removed afterwards:
+One cluster for every module that uses it (`SharedCluster`): started on the first test that asks
+for it and stopped once the last test of the session that uses it is done (`pytest_runtest_teardown`,
+else at the session's end). Each module loses a node on purpose; before it hands the cluster to the
+next module, the `cluster` fixture makes it as a fresh one (`Cluster.make_fresh`): no endpoint or
+running job left, every lost node revived (its engine restarted as a fresh one of its slot, joined
+to the swarm again, its forwarder and worker started, registered and live again), no container of
+a resource on any engine. Everything is stopped by the supervisor (by pid) and removed afterwards:
 the processes, the engines' containers, networks and swarm, the namespaces, the database."""
 import dataclasses
 import hashlib
@@ -38,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kombu.exceptions
+import psycopg
 import pytest
 import redis
 from celery import Celery
@@ -57,14 +64,17 @@ from devstack.stack import (
 )
 from tests.conftest import LiveStack, read_env_file
 from tests.e2e import engines
-from tests.e2e.hosting import wait_until
+from tests.e2e.hosting import wait_for_endpoint, wait_until
 from tests.e2e.postgres import Database, private_postgres
 
 CLUSTER_SIZE = 3
 NODE_GPUS = "0"  # one GPU per node: a job of one-GPU instances (ml.p3.2xlarge) spreads one per node
 BROKER_DATABASE = 1  # the session's worker consumes database 0 of the same Redis
-API_WORKERS = 2  # the cluster's API serves one module's tests: fewer processes to boot
+API_WORKERS = 2  # the cluster's API serves a few tests at a time: fewer processes to boot
 START_SECONDS = 120  # the API, beat and three Celery workers booting at once on two busy cores
+REVIVE_SECONDS = 90  # an engine restarted, joined to the swarm, its worker booted and registered
+CLEAR_SECONDS = 120  # endpoints deleted and jobs stopped: their containers removed by their nodes
+SETTLED_ENDPOINT = frozenset({"InService", "Failed", "OutOfService"})  # DeleteEndpoint accepted
 SCHEMA_CACHE_DIR = Path("/var/tmp/sageport-test-postgres")
 
 
@@ -114,18 +124,63 @@ class Cluster:
     def lose(self, name: str) -> None:
         """The node's host is lost, as one that loses power or its link: its worker dies (SIGKILL:
         no goodbye, its heartbeats stop) and its engine drops off the private network, its
-        containers running on there unreached. Not undone: a module loses nodes in its last tests."""
+        containers running on there unreached. Undone by `revive`, before the next module's tests."""
         node = self.node(name)
         node.lost = True
         for spec in reversed(node.specs):
             self.supervisor.kill(spec.name)
         engines.run("ip", "-n", node.engine.namespace, "link", "set", engines.ENGINE_LINK, "down")
 
-    def containers(self, arn: str) -> list:
-        """The containers of a resource on every engine, each with `.engine_node` (its node)."""
+    def make_fresh(self) -> None:
+        """What a module left, undone, so that the next one starts as on a new cluster: its
+        endpoints deleted, its running jobs stopped, its lost nodes revived, and no container of
+        any resource left on an engine (all removed by their nodes, as on AWS)."""
+        started = time.monotonic()
+        _delete_endpoints(self.client("sagemaker"))
+        _stop_training_jobs(self.client("sagemaker"))
+        lost = [node for node in self.nodes if node.lost]
+        for node in lost:
+            self.revive(node)
+        wait_until(lambda: not self.containers(), timeout=CLEAR_SECONDS,
+                   what="no container of a resource left on the cluster's engines")
+        revived = ", ".join(node.name for node in lost) or "none"
+        print(f"\nthe test cluster was made fresh in {time.monotonic() - started:.1f} s (revived: {revived})")
+
+    def revive(self, node: ClusterNode) -> None:
+        """A lost node's host back as a new one: link up, its engine restarted with no container
+        nor swarm state (its images kept), joined to the swarm as a manager again (the removed
+        swarm node of its last run gone), then its forwarder and worker started, and waited for
+        until the worker answers and has registered, live, on its engine's new swarm node."""
+        members = [other.engine for other in self.nodes if not other.lost]
+        live = members[0]
+        engines.run("ip", "-n", node.engine.namespace, "link", "set", engines.ENGINE_LINK, "up")
+        node.engine.restart()
+        engines.remove_others(live, members)  # its last run's swarm node, if still counted
+        engines.join(node.engine, live, "manager")
+        wait_until(lambda: engines.swarm_ready(live, len(self.nodes)), timeout=REVIVE_SECONDS,
+                   what=f"the swarm to count {node.name}'s engine ready again")
+        swarm_node = node.engine.client.info()["Swarm"]["NodeID"]
+        for spec in node.specs:
+            self.supervisor.start(dataclasses.replace(spec, ready=None))
+        node.lost = False
+        wait_until(lambda: _answers(self.broker, node.worker) and self._registered(node.name, swarm_node),
+                   timeout=REVIVE_SECONDS, what=f"{node.name}'s worker to answer and register again")
+
+    def _registered(self, name: str, swarm_node: str) -> bool:
+        """The control plane counts the node live on that swarm node (capacity/nodes.py; its
+        table is the app label's, `workers`, capacity/apps.py)."""
+        with psycopg.connect(self.env["DATABASE_URL"]) as connection:
+            row = connection.execute(
+                "SELECT lost_at IS NULL, swarm_node_id FROM workers_node WHERE name = %s", (name,)
+            ).fetchone()
+        return row == (True, swarm_node)
+
+    def containers(self, arn: str = "") -> list:
+        """The containers of a resource (of any, without `arn`) on every engine, each with
+        `.engine_node` (its node)."""
         found = []
         for node in self.nodes:
-            selector = {"label": f"sageport.resource={arn}"}
+            selector = {"label": f"sageport.resource={arn}" if arn else "sageport.resource"}
             for container in node.engine.client.containers.list(all=True, filters=selector,
                                                                  ignore_removed=True):
                 container.engine_node = node.name
@@ -140,27 +195,115 @@ def cluster_images() -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def cluster(request, cluster_images, s3_service, redis_service) -> Iterator[Cluster]:
+def cluster(cluster_images, shared_cluster) -> Cluster:
+    """The session's cluster, as a fresh one, its engines holding the module's images."""
+    cluster = shared_cluster.get()
+    with ThreadPoolExecutor(max_workers=len(cluster.nodes)) as pool:
+        list(pool.map(lambda node: _hold(node.engine, cluster_images), cluster.nodes))
+    cluster.make_fresh()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(request, s3_service, redis_service) -> Iterator["SharedCluster"]:
     engines.require_namespaces()
-    timer = SetupTimer()
-    with ExitStack() as stack:
-        data_dir = stack.enter_context(_data_dir(request.session))
-        database = stack.enter_context(ExitStack())  # entered by the thread below
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # Alongside the engines, whose start is mostly waiting: initdb and Django's are CPU.
-            env = pool.submit(timer.timed, "database", _database, database, data_dir, redis_service.url)
-            with timer.phase("engines"):
-                network = stack.enter_context(engines.wire(CLUSTER_SIZE))
-                members = stack.enter_context(engines.engines_on(network, cluster_images))
-                engines.swarm(members, managers=len(members))
-            env = env.result()
-        cluster = stack.enter_context(_control_plane(data_dir, env, s3_service.store_url))
-        with timer.phase("servers and nodes"):
-            for index, engine in enumerate(members):
-                cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
-            cluster.wait_ready()
-        timer.report()
-        yield cluster
+    shared = SharedCluster(request.session, s3_service.store_url, redis_service.url)
+    request.config.stash[SHARED_CLUSTER] = shared
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
+class SharedCluster:
+    """The one cluster of the session, started on first use (`get`) and stopped by `close`."""
+
+    def __init__(self, session, store_url: str, redis_url: str):
+        self.session, self.store_url, self.redis_url = session, store_url, redis_url
+        self.stack = ExitStack()
+        self.cluster: Cluster | None = None
+
+    def get(self) -> Cluster:
+        if self.cluster is None:
+            with self.stack:  # undone at once if the start fails
+                self.cluster = _start_cluster(self.stack, self.session, self.store_url, self.redis_url)
+                self.stack = self.stack.pop_all()
+        return self.cluster
+
+    def close(self) -> None:
+        self.cluster = None
+        with self.stack:
+            self.stack = ExitStack()
+
+
+SHARED_CLUSTER = pytest.StashKey[SharedCluster]()
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
+def pytest_runtest_teardown(item, nextitem) -> None:
+    """Stop the cluster once no test left to run uses it (its engines and workers would load the
+    machine under the tests that follow). Items of a module that uses it run together, and the
+    modules that use it are next to each other (tests/e2e/test_cluster*.py)."""
+    shared = item.config.stash.get(SHARED_CLUSTER, None)
+    needed_next = nextitem is not None and "cluster" in nextitem.fixturenames
+    if shared is not None and shared.cluster is not None and not needed_next:
+        shared.close()
+
+
+def _hold(engine: engines.Engine, images: tuple[str, ...]) -> None:
+    for image in images:
+        engine.ensure_image(image)
+
+
+def _start_cluster(stack: ExitStack, session, store_url: str, redis_url: str) -> Cluster:
+    """The engines (holding no image yet: the modules name theirs), their swarm, the database, the
+    control plane and a node per engine, all ready; undone by `stack`."""
+    timer, stopping = SetupTimer(), StopTimer()
+    stack.callback(stopping.report)
+    data_dir = stack.enter_context(_data_dir(session))
+    database = stack.enter_context(ExitStack())  # entered by the thread below
+    stack.callback(stopping.reached, "the database")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # Alongside the engines, whose start is mostly waiting: initdb and Django's are CPU.
+        env = pool.submit(timer.timed, "database", _database, database, data_dir, redis_url)
+        with timer.phase("engines"):
+            network = stack.enter_context(engines.wire(CLUSTER_SIZE))
+            members = stack.enter_context(engines.engines_on(network))
+            stack.callback(stopping.reached, "the engines and their wire")
+            engines.swarm(members, managers=len(members))
+        env = env.result()
+    cluster = stack.enter_context(_control_plane(data_dir, env, store_url))
+    stack.callback(stopping.reached, "the servers and nodes")
+    with timer.phase("servers and nodes"):
+        for index, engine in enumerate(members):
+            cluster.nodes.append(_start_node(cluster, f"cluster-node-{index + 1}", engine))
+        cluster.wait_ready()
+    timer.report()
+    return cluster
+
+
+def _delete_endpoints(sagemaker) -> None:
+    """Delete every endpoint and wait until they are gone (DeleteEndpoint of one still being
+    created or updated is refused: waited for first)."""
+    names = [e["EndpointName"] for page in sagemaker.get_paginator("list_endpoints").paginate()
+             for e in page["Endpoints"]]
+    for name in names:
+        wait_for_endpoint(sagemaker, name, statuses=SETTLED_ENDPOINT, timeout=CLEAR_SECONDS)
+        sagemaker.delete_endpoint(EndpointName=name)
+    for name in names:
+        sagemaker.get_waiter("endpoint_deleted").wait(EndpointName=name,
+                                                      WaiterConfig={"Delay": 1, "MaxAttempts": CLEAR_SECONDS})
+
+
+def _stop_training_jobs(sagemaker) -> None:
+    """Stop every training job still in progress and wait until it has stopped."""
+    pages = sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
+    names = [job["TrainingJobName"] for page in pages for job in page["TrainingJobSummaries"]]
+    for name in names:
+        sagemaker.stop_training_job(TrainingJobName=name)
+    for name in names:
+        sagemaker.get_waiter("training_job_completed_or_stopped").wait(
+            TrainingJobName=name, WaiterConfig={"Delay": 1, "MaxAttempts": CLEAR_SECONDS})
 
 
 class SetupTimer:
@@ -184,6 +327,23 @@ class SetupTimer:
     def report(self) -> None:
         parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
         print(f"\nthe test cluster was set up in {time.monotonic() - self.began:.1f} s: {parts}")
+
+
+class StopTimer:
+    """How long each part of the cluster took to stop (printed once it is stopped): each
+    `reached(name)` is called as `name` starts to stop, the next one as it is done."""
+
+    def __init__(self):
+        self.marks: list[tuple[str, float]] = []
+
+    def reached(self, name: str) -> None:
+        self.marks.append((name, time.monotonic()))
+
+    def report(self) -> None:
+        ends = [at for _, at in self.marks[1:]] + [time.monotonic()]
+        parts = ", ".join(f"{name} {end - at:.1f} s"
+                          for (name, at), end in zip(self.marks, ends, strict=True))
+        print(f"\nthe test cluster was stopped: {parts}")
 
 
 @contextmanager

@@ -55,16 +55,28 @@ class Engine:
 
     def __init__(self, namespace: str, address: str, root: Path, data_root: Path):
         self.namespace, self.address, self.root, self.data_root = namespace, address, root, data_root
-        forget_state(data_root)  # what a session that died left
         self.socket = f"unix://{root}/d.sock"
-        self.log = (root / "dockerd.log").open("wb")
+        self._launch()
+
+    def _launch(self) -> None:
+        forget_state(self.data_root)  # what a session that died left, or this engine's last run
+        self.log = (self.root / "dockerd.log").open("ab")
         self.process = subprocess.Popen(
-            ["nsenter", f"--net=/run/netns/{namespace}", "dockerd", "--data-root", str(data_root),
-             "--exec-root", str(root / "exec"), "-H", self.socket, "--pidfile", str(root / "d.pid")],
+            ["nsenter", f"--net={self.netns_path}", "dockerd", "--data-root", str(self.data_root),
+             "--exec-root", str(self.root / "exec"), "-H", self.socket,
+             "--pidfile", str(self.root / "d.pid")],
             stdout=self.log, stderr=subprocess.STDOUT,
         )
         # The API version given: the client would otherwise ask the engine at once, not yet listening.
         self.client = docker.DockerClient(base_url=self.socket, version="1.41", timeout=30)
+
+    def restart(self) -> None:
+        """The engine as a fresh one of its slot: its containers removed, stopped, its swarm and
+        networks forgotten, started again and answering (its images stay)."""
+        _clear_and_stop(self)
+        _forget_links_and_rules(self.namespace)
+        self._launch()
+        self.wait_ready()
 
     def wait_ready(self) -> None:
         wait_until(self._answers, timeout=ENGINE_START_SECONDS, what=f"dockerd in {self.namespace}")
@@ -118,6 +130,21 @@ class Engine:
                 self.process.wait(timeout=30)
         self.log.close()
         forget_state(self.data_root)
+
+
+def _forget_links_and_rules(namespace: str) -> None:
+    """What a stopped engine left in its namespace, gone as in a new one: its bridges (which keep
+    their addresses: the services network's 169.254.170.2 on the old bridge and the new one would
+    route the containers' replies to the old) and its iptables rules; its link to the wire stays."""
+    listed = subprocess.run(["ip", "-n", namespace, "-o", "link", "show"], check=True, capture_output=True,
+                            text=True, timeout=60).stdout
+    for line in listed.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        if name not in ("lo", ENGINE_LINK):
+            subprocess.run(["ip", "-n", namespace, "link", "del", name], capture_output=True, timeout=60)
+    for table in ("filter", "nat", "mangle", "raw"):
+        for flag in ("-F", "-X"):
+            run("ip", "netns", "exec", namespace, "iptables", "-t", table, flag)
 
 
 def forget_state(data_root: Path) -> None:
@@ -205,20 +232,20 @@ def engines_on(network: Wire, images: tuple[str, ...] = ()) -> Iterator[list[Eng
 
 def _stop_together(engines: list[Engine]) -> None:
     """Clear and stop the engines at once: a dockerd in a swarm takes seconds to shut down."""
-
-    def finish(engine: Engine) -> None:
-        try:
-            if engine.process.poll() is None:
-                engine.clear()
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
-            # An engine wedged on a container (one attaching to an overlay whose manager was
-            # lost): stopping it is what matters; the next session of its slot clears it.
-            print(f"\nclearing the engine in {engine.namespace} failed: {error!r}")
-        finally:
-            engine.stop()
-
     with ThreadPoolExecutor(max_workers=len(engines) or 1) as pool:
-        list(pool.map(finish, engines))
+        list(pool.map(_clear_and_stop, engines))
+
+
+def _clear_and_stop(engine: Engine) -> None:
+    try:
+        if engine.process.poll() is None:
+            engine.clear()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+        # An engine wedged on a container (one attaching to an overlay whose manager was
+        # lost): stopping it is what matters; the next start of its slot clears it.
+        print(f"\nclearing the engine in {engine.namespace} failed: {error!r}")
+    finally:
+        engine.stop()
 
 
 @contextmanager
@@ -245,8 +272,35 @@ def swarm(engines: list[Engine], managers: int) -> None:
     quorum when one is lost), the rest workers."""
     first = engines[0]
     first.docker("swarm", "init", "--advertise-addr", first.address)
-    tokens = {role: first.docker("swarm", "join-token", "-q", role) for role in ("manager", "worker")}
     for index, engine in enumerate(engines[1:], start=1):
-        role = "manager" if index < managers else "worker"
-        engine.docker("swarm", "join", "--advertise-addr", engine.address, "--token", tokens[role],
-                      f"{first.address}:{SWARM_PORT}")
+        join(engine, first, "manager" if index < managers else "worker")
+
+
+def join(engine: Engine, manager: Engine, role: str) -> None:
+    """`engine` joins the swarm `manager` manages, as a `role` ("manager" or "worker")."""
+    token = manager.docker("swarm", "join-token", "-q", role)
+    engine.docker("swarm", "join", "--advertise-addr", engine.address, "--token", token,
+                  f"{manager.address}:{SWARM_PORT}")
+
+
+def remove_others(manager: Engine, members: list[Engine]) -> None:
+    """Remove from `manager`'s swarm every node that is none of `members`' engines (demoted first:
+    a manager cannot be removed), as an operator does for a host that is gone; Sageport's own
+    removal of a lost node (capacity/swarm.py) has done so already unless the swarm refused."""
+    keep = {member.client.info()["Swarm"]["NodeID"] for member in members}
+    for node in manager.client.nodes.list():
+        if node.id in keep:
+            continue
+        if node.attrs["Spec"]["Role"] == "manager":
+            manager.docker("node", "demote", node.id)
+        manager.docker("node", "rm", "--force", node.id)
+
+
+def swarm_ready(manager: Engine, count: int) -> bool:
+    """`manager`'s swarm has `count` nodes, all ready (and its managers reachable)."""
+    nodes = manager.client.nodes.list()
+    return len(nodes) == count and all(
+        node.attrs["Status"]["State"] == "ready"
+        and node.attrs.get("ManagerStatus", {}).get("Reachability", "reachable") == "reachable"
+        for node in nodes
+    )

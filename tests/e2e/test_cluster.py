@@ -1,6 +1,6 @@
 """Training jobs and endpoints on the test cluster (tests/e2e/cluster.py): several engines, as on
-several hosts, one Sageport node each, a Docker Swarm of them. One cluster for the module; the
-last test loses a node for good.
+several hosts, one Sageport node each, a Docker Swarm of them. The session's one cluster, handed
+over as a fresh one; the last test loses a node, which the fixture revives for the next module.
 
 A job of two instances whose type has as many GPUs as a node declares (one) cannot be packed on
 one node: its instances run on two engines, joined by the job's overlay network (VXLAN between the
