@@ -13,7 +13,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from capacity import nodes
+from capacity import nodes, single_node
 from gateway import network as gateway_network
 from jobs import cleanup, deadlines, images, log_streams, staging, stopping
 from jobs import network as job_network
@@ -94,9 +94,9 @@ def _poll() -> float:
 
 def _start(job: ProcessingJob, token: str) -> float | None:
     decision = placement.place(job)
-    if isinstance(decision, placement.NeverFits):
+    if isinstance(decision, single_node.NeverFits):
         return _give_up(job, decision.reason)
-    if isinstance(decision, placement.Waiting):
+    if isinstance(decision, single_node.Waiting):
         if t.state_of(job) != t.PENDING:
             t.transition(job, t.PENDING, message=decision.reason)
         return _poll()  # capacity is looked for again at every poll
