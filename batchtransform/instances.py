@@ -1,11 +1,11 @@
 """A transform job's instances: the model's serving containers (`docker run IMAGE serve`, the
-model data at /opt/ml/model, the model's Environment, port 8080), each until it answers /ping.
+model data at /opt/ml/model, the model's Environment, port 8080, the GPUs and limits of its
+placement), each until it answers /ping.
 
 Built on the shared container-job layer (jobs/: names, labels, network, the container's world,
 limits) and hosting's serving contract (hosting/model_data: the model data staged as an endpoint's;
 hosting/health: /ping)."""
 
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -13,10 +13,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from batchtransform import parameters
+from batchtransform import parameters, placement
 from batchtransform.kind import identity
 from batchtransform.models import TransformJob
-from capacity import instance_types
+from capacity import gpus
 from gateway import network as gateway_network
 from hosting import model_data
 from hosting.containers import MODEL_DIR, SERVING_PORT
@@ -77,10 +77,7 @@ def _run(
     definition: dict,
     model_dir: Path,
 ) -> ContainerState:
-    instance_type = job.request["TransformResources"]["InstanceType"]
-    nano_cpus, memory_bytes = instance_types.container_limits(
-        instance_type, os.cpu_count() or 1, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    )
+    held = placement.placement_of(job, host)
     spec = job_containers.instance_spec(
         identity(job),
         host,
@@ -90,8 +87,9 @@ def _run(
         command=["serve"],
         isolated=False,
         role_arn=job.model.get("ExecutionRoleArn"),
+        # The instance type's CPUs, memory and NVIDIA GPUs, as its placement holds them.
         capacity=job_containers.InstanceCapacity(
-            node=settings.SAGEPORT_NODE_NAME, nano_cpus=nano_cpus, memory_bytes=memory_bytes
+            held.node.name, held.nano_cpus, held.memory_bytes, gpus.gpu_ids(held)
         ),
         subnet=None,
         # The model's Environment, then the job's (CreateTransformJob.Environment), then what

@@ -58,15 +58,7 @@ def _input_problems(transform_input: dict) -> list[str]:
 
 
 def _instance_problems(instance_type: str) -> list[str]:
-    """Transform containers are given CPU and memory limits only: an accelerated type would run
-    without its devices, so it is refused rather than run differently."""
-    try:
-        accelerated = instance_types.lookup(instance_type).accelerator is not None
-    except instance_types.UnknownInstanceType as error:
-        return [str(error)]
-    if accelerated:
-        return [
-            f"InstanceType {instance_type} is not supported by Sageport for transform jobs: "
-            "accelerators are not given to transform containers yet; use a CPU instance type."
-        ]
-    return []
+    """Any instance type of the catalog: an NVIDIA one's GPUs are given to its containers
+    (batchtransform/placement.py); one whose accelerators Sageport cannot give fails the job
+    with ResourceLimitExceeded when it is placed, as a processing or training job does."""
+    return instance_types.unknown_type_problems(instance_type, "TransformResources.")

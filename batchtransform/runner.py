@@ -7,19 +7,25 @@ to a worker again, which runs it again from the start (every `.out` is written w
 so a second run overwrites, never mixes). A transient failure (S3 or the engine away) is retried the
 same way, with backoff; a permanent one (no input objects, another account's bucket) fails the job
 with its reason. StopTransformJob moves the job to Stopping: the running step sees it within
-WATCH_SECONDS, stops sending, and the job ends Stopped."""
+WATCH_SECONDS, stops sending, and the job ends Stopped.
+
+Before it runs, a job is placed (batchtransform/placement.py): a node with its instances' GPUs
+free, whose worker then runs it; a job that must wait for capacity is looked at again at every
+poll, one that no node can hold fails. Its end gives back what it held."""
 
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from batchtransform import data_log, instances, parameters
+from batchtransform import data_log, instances, parameters, placement
 from batchtransform.kind import identity
 from batchtransform.model_client import ModelClient, ModelError
 from batchtransform.models import TransformJob, TransformJobStatus
 from batchtransform.objects import Plan, Sender, Stopped, transform
+from capacity import nodes, single_node
 from jobs import cleanup, log_streams, outputs, staging
 from reconcile import leases
 from reconcile.loop import reconcile_once
@@ -37,6 +43,13 @@ def reconcile(job_id: int) -> float | None:
 def _step(job: TransformJob, token: str) -> float | None:
     if job.transform_job_status == TransformJobStatus.STOPPING:
         return _end(job, TransformJobStatus.STOPPED)  # stopped while no worker ran it
+    decision = placement.place(job)
+    if isinstance(decision, single_node.NeverFits):
+        return _end(job, TransformJobStatus.FAILED, decision.reason)
+    if isinstance(decision, single_node.Waiting):
+        return settings.SAGEPORT_POLL_INTERVAL_SECONDS  # capacity is looked for again
+    if decision.node != nodes.local_name():
+        return 0.0  # batchtransform.tasks hands the job to that node's own queue
     with leases.kept_alive(TransformJob, job.pk, token):
         outcome, reason = _run(job)
     return _end(job, outcome, reason)
@@ -50,6 +63,7 @@ def _end(job: TransformJob, outcome: str, reason: str = "") -> None:
     """Remove what the job used, then write its end (a stop asked for meanwhile makes a job that
     did not fail Stopped)."""
     cleanup.remove_resources(get_runtime(), identity(job))
+    placement.release(job)
     now = timezone.now()
     if outcome == TransformJobStatus.COMPLETED and _status(job) == TransformJobStatus.STOPPING:
         outcome = TransformJobStatus.STOPPED

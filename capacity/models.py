@@ -2,7 +2,7 @@
 
 A `Node` is one worker host (one Docker engine) with its inventory, as its worker registered it,
 and the time of its last heartbeat. A `Placement` says on which node one instance (`algo-N`) of a
-training or processing job runs and with which container limits; a `GpuAllocation` gives that
+training, processing or transform job runs and with which container limits; a `GpuAllocation` gives that
 instance, or one serving container of an endpoint, one GPU of its node. The unique constraint on
 (node, device) is what makes GPUs exclusive: two schedulers racing for the same device cannot
 both commit it."""
@@ -56,6 +56,9 @@ class Placement(models.Model):
     processing_job = models.ForeignKey(
         "processing.ProcessingJob", null=True, on_delete=models.CASCADE, related_name="placements"
     )
+    transform_job = models.ForeignKey(
+        "batchtransform.TransformJob", null=True, on_delete=models.CASCADE, related_name="placements"
+    )
     host = models.CharField(max_length=16)  # algo-N
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="placements")
     # The container limits: the instance type's size, capped at the node's.
@@ -85,15 +88,19 @@ class Placement(models.Model):
             models.UniqueConstraint(
                 fields=["processing_job", "host"], name="one_placement_per_processing_instance"
             ),
+            models.UniqueConstraint(
+                fields=["transform_job", "host"], name="one_placement_per_transform_instance"
+            ),
             models.CheckConstraint(
-                condition=Q(job__isnull=False, processing_job__isnull=True)
-                | Q(job__isnull=True, processing_job__isnull=False),
+                condition=Q(job__isnull=False, processing_job__isnull=True, transform_job__isnull=True)
+                | Q(job__isnull=True, processing_job__isnull=False, transform_job__isnull=True)
+                | Q(job__isnull=True, processing_job__isnull=True, transform_job__isnull=False),
                 name="placement_of_exactly_one_job",
             ),
         ]
 
     def __str__(self):
-        return f"{self.job_id or self.processing_job_id}/{self.host}@{self.node_id}"
+        return f"{self.job_id or self.processing_job_id or self.transform_job_id}/{self.host}@{self.node_id}"
 
 
 class GpuAllocation(models.Model):

@@ -14,7 +14,10 @@ def _holders(node: Node) -> dict[str, str]:
     """Device id → who holds it, in words."""
     held = {}
     allocations = GpuAllocation.objects.filter(node=node).select_related(
-        "placement__job", "placement__processing_job", "container__deployment__endpoint"
+        "placement__job",
+        "placement__processing_job",
+        "placement__transform_job",
+        "container__deployment__endpoint",
     )
     for allocation in allocations:
         if allocation.placement is not None:
@@ -32,11 +35,14 @@ def _holders(node: Node) -> dict[str, str]:
 
 
 def _instance(placement: Placement) -> tuple[str, int, str, str]:
-    """(its job's page, the job's key, the job's name, the host) of a training or processing
-    instance."""
+    """(its job's page, the job's key, the job's name, the host) of a training, processing or
+    transform instance."""
     if placement.processing_job is not None:
         job = placement.processing_job
         return "console:processing-job", job.pk, job.processing_job_name, placement.host
+    if placement.transform_job is not None:
+        job = placement.transform_job
+        return "console:transform-job", job.pk, job.transform_job_name, placement.host
     return "console:training-job", placement.job.pk, placement.job.training_job_name, placement.host
 
 
@@ -50,8 +56,8 @@ def _node_row(node: Node, now) -> dict:
         "instances": [
             _instance(placement)
             for placement in Placement.objects.filter(node=node)
-            .select_related("job", "processing_job")
-            .order_by("job_id", "processing_job_id", "host")
+            .select_related("job", "processing_job", "transform_job")
+            .order_by("job_id", "processing_job_id", "transform_job_id", "host")
         ],
     }
 

@@ -1,37 +1,11 @@
-"""Places processing jobs on worker nodes: which node runs the job's instances, with which GPUs
-and container limits (the arithmetic shared with training: capacity/fitting.py).
-
-All instances of a processing job go on one node: they share the job's Docker bridge network,
-which exists on one engine only (training's overlay networks across nodes are training's).
-A job whose instances fit no node even when empty fails at once (`NeverFits`); one that would fit
-later waits (`Waiting`, the job stays Pending and is looked at again at every poll)."""
-from dataclasses import dataclass
-
-from django.db import IntegrityError, transaction
-
-from capacity import fitting, instance_types, instances
-from capacity.gpus import foreign_accelerator_reason
-from capacity.models import GpuAllocation, Node, Placement
+"""Places processing jobs on worker nodes: all instances of a job on one node, with GPUs of their
+own (capacity/single_node.py: a job that fits no node even when empty fails at once, `NeverFits`;
+one that would fit later waits, `Waiting`, the job staying Pending), and what ended jobs still
+hold."""
+from capacity import fitting, instance_types, instances, single_node
+from capacity.models import GpuAllocation, Placement
 from jobs.workspace import host_names
 from processing.models import TERMINAL_STATUSES, ProcessingJob
-
-
-@dataclass(frozen=True)
-class Placed:
-    node: str
-
-
-@dataclass(frozen=True)
-class Waiting:
-    reason: str
-
-
-@dataclass(frozen=True)
-class NeverFits:
-    reason: str
-
-
-Decision = Placed | Waiting | NeverFits
 
 
 def demand_of(job: ProcessingJob) -> fitting.Demand:
@@ -39,63 +13,22 @@ def demand_of(job: ProcessingJob) -> fitting.Demand:
     return fitting.Demand(instance_types.lookup(cluster["InstanceType"]), cluster["InstanceCount"])
 
 
-def place(job: ProcessingJob) -> Decision:
-    existing = node_of(job.pk)
-    if existing is not None:
-        return Placed(existing)
+def place(job: ProcessingJob) -> single_node.Decision:
     demand = demand_of(job)
-    if demand.instance_type.accelerator not in (None, "nvidia"):
-        return NeverFits(foreign_accelerator_reason(demand.instance_type))
-    try:
-        with transaction.atomic():
-            nodes = list(Node.objects.select_for_update().order_by("name"))  # schedulers take turns
-            return _place_locked(job, demand, nodes)
-    except IntegrityError:  # a racing scheduler took a device first: look again shortly
-        return Waiting("Waiting for capacity: another job took the GPUs first.")
-
-
-def _place_locked(job: ProcessingJob, demand: fitting.Demand, nodes: list[Node]) -> Decision:
-    if not nodes:
-        return Waiting("Waiting for a worker node to register its capacity.")
-    if not any(fitting.empty(node).fits(demand) for node in nodes):
-        return NeverFits(
-            f"ResourceLimitExceeded: {demand.describe()} needs {demand.gpus * demand.count} NVIDIA GPUs "
-            "on one node, and no node has that many."
-        )
-    candidates = [found for found in fitting.capacities(fitting.live(nodes)) if found.fits(demand)]
-    if not candidates:
-        return Waiting(f"Waiting for capacity: {demand.describe()} does not fit on any node now.")
-    best = min(candidates, key=lambda found: (len(found.free_gpus), found.node.name))  # packing
-    _create_placements(job, demand, best)
-    return Placed(best.node.name)
-
-
-def _create_placements(job: ProcessingJob, demand: fitting.Demand, capacity: fitting.NodeCapacity) -> None:
-    node = capacity.node
-    limits = instance_types.container_limits(demand.instance_type, node.cpus, node.memory_bytes)
-    nano_cpus, memory_bytes = limits
-    free = iter(capacity.free_gpus)
-    for host in host_names(demand.count):
-        placement = Placement.objects.create(
-            processing_job=job, host=host, node=node, nano_cpus=nano_cpus, memory_bytes=memory_bytes
-        )
-        GpuAllocation.objects.bulk_create(
-            GpuAllocation(placement=placement, node=node, device_id=next(free)) for _ in range(demand.gpus)
-        )
+    return single_node.place({"processing_job": job}, demand, host_names(demand.count))
 
 
 def node_of(job_id: int) -> str | None:
     """The node of the job's instances; None while the job is not placed."""
-    return Placement.objects.filter(processing_job_id=job_id).values_list("node__name", flat=True).first()
+    return single_node.node_of({"processing_job_id": job_id})
 
 
 def placement_of(job: ProcessingJob, host: str) -> Placement:
-    placements = Placement.objects.select_related("node").prefetch_related("gpus")
-    return placements.get(processing_job=job, host=host)
+    return single_node.placement_of({"processing_job": job}, host)
 
 
 def release(job: ProcessingJob) -> None:
-    Placement.objects.filter(processing_job=job).delete()  # its GPU allocations go with it
+    single_node.release({"processing_job": job})
 
 
 def release_finished() -> None:

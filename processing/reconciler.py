@@ -4,24 +4,26 @@ Level-triggered, one short step at a time, as training's: load the job, observe 
 (by label), do one idempotent step, write the status that follows; each step returns when the job
 wants its next look (seconds), or None when it needs none.
 
-Starting (placement, workspace and config files, image) → Downloading (inputs staged per host) →
-Processing (containers started, Continuous outputs uploaded at each look, exits watched,
-MaxRuntimeInSeconds) → Uploading → Completed | Failed; Stopping (SIGTERM once, SIGKILL after the
-grace) → Stopped (or Failed when a container had failed first)."""
+Starting (placement, workspace and config files, image) → Downloading (File inputs staged per
+host, Pipe inputs' feeders defined) → Processing (containers started, Pipe feeders kept running,
+Continuous outputs uploaded at each look, exits watched, MaxRuntimeInSeconds) → Uploading →
+Completed | Failed; Stopping (SIGTERM once, SIGKILL after the grace) → Stopped (or Failed when
+a container had failed first)."""
 from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
-from capacity import nodes
+from capacity import nodes, single_node
 from gateway import network as gateway_network
 from jobs import cleanup, deadlines, images, log_streams, staging, stopping
 from jobs import network as job_network
 from jobs import workspace as job_workspace
 from jobs.identity import job_labels
-from processing import containers, kind, outputs, placement, workspace
+from processing import containers, kind, outputs, pipes, placement, workspace
 from processing import transitions as t
 from processing.models import ProcessingJob, ProcessingJobStatus
+from processing.requests import FILE
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime import labels
@@ -94,9 +96,9 @@ def _poll() -> float:
 
 def _start(job: ProcessingJob, token: str) -> float | None:
     decision = placement.place(job)
-    if isinstance(decision, placement.NeverFits):
+    if isinstance(decision, single_node.NeverFits):
         return _give_up(job, decision.reason)
-    if isinstance(decision, placement.Waiting):
+    if isinstance(decision, single_node.Waiting):
         if t.state_of(job) != t.PENDING:
             t.transition(job, t.PENDING, message=decision.reason)
         return _poll()  # capacity is looked for again at every poll
@@ -120,8 +122,9 @@ def _download(job: ProcessingJob, token: str) -> float | None:
     try:
         with leases.kept_alive(ProcessingJob, job.pk, token):
             for host_index, host in enumerate(hosts):
-                for index, item in workspace.inputs(job):
+                for index, item in workspace.inputs(job, FILE):
                     _stage(job, index, item, host, host_index, len(hosts))
+            pipes.prepare(job, hosts)
     except StorageError as exc:
         if exc.transient:
             raise  # retried with backoff by reconcile_once, within the Downloading deadline
@@ -133,19 +136,10 @@ def _download(job: ProcessingJob, token: str) -> float | None:
 def _stage(job: ProcessingJob, index: int, item: dict, host: str, host_index: int, host_count: int) -> None:
     """One input's share for one host (jobs/staging: S3Prefix/ManifestFile, FullyReplicated/
     ShardedByS3Key, the tenancy and escape checks) into a directory emptied first."""
-    source = item["S3Input"]
     destination = workspace.host_workspace(job, host).input_dir(index)
     safe_files.remove_tree(destination)  # a half-staged input from a crash
     destination.mkdir(parents=True)
-    s3_input = staging.S3Input(
-        noun="input",
-        name=item["InputName"],
-        uri=source["S3Uri"],
-        data_type=source["S3DataType"],
-        distribution=source["S3DataDistributionType"],
-        container_dir=source["LocalPath"],
-    )
-    staging.stage(job.account_id, s3_input, destination, host_index, host_count)
+    staging.stage(job.account_id, workspace.s3_input(item), destination, host_index, host_count)
 
 
 def _process(job: ProcessingJob, token: str) -> float | None:
@@ -156,7 +150,7 @@ def _process(job: ProcessingJob, token: str) -> float | None:
         return AT_ONCE
     states = _observe(job)
     _collect_logs(job, states)
-    failure = _upload_continuous(job)
+    failure = _upload_continuous(job) or pipes.ensure_running(job)
     if failure:
         return _decide_failed(job, failure)
     gone = _vanished(job, states)
@@ -297,6 +291,7 @@ def _exit_message(job: ProcessingJob, hosts: list[str]) -> str:
 
 
 def _remove_resources(job: ProcessingJob) -> None:
+    pipes.stop(job)
     cleanup.remove_resources(get_runtime(), kind.identity(job))
     placement.release(job)
 

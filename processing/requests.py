@@ -14,7 +14,7 @@ from protocol.errors import ValidationException
 
 PROCESSING_ROOT = PurePosixPath("/opt/ml/processing")
 DEFAULT_MAX_RUNTIME_SECONDS = 86400  # SageMaker's default StoppingCondition
-FILE, PIPE = "File", "Pipe"
+FILE, PIPE = "File", "Pipe"  # ProcessingS3Input.S3InputMode
 
 # Members that change what happens inside or around the container and that Sageport does not
 # carry out: refusing them is honest, silently ignoring them is not.
@@ -29,6 +29,7 @@ def check_create_request(params: dict) -> None:
     problems += _input_problems(params.get("ProcessingInputs", []))
     problems += _output_problems(params.get("ProcessingOutputConfig", {}).get("Outputs", []))
     problems += _local_path_clashes(params)
+    problems += _pipe_directory_clashes(params)
     if params.get("NetworkConfig", {}).get("VpcConfig"):
         problems.append(
             "NetworkConfig.VpcConfig is not supported by Sageport: "
@@ -60,15 +61,10 @@ def _input_problems(inputs: list[dict]) -> list[str]:
         if source is None:
             problems.append(f"{where}: give S3Input (exactly one of S3Input or DatasetDefinition).")
             continue
-        if source.get("S3InputMode", FILE) == PIPE:
-            problems.append(
-                f"{where}: S3InputMode Pipe is not supported by Sageport for processing jobs: use File."
-            )
-        if source.get("S3CompressionType", "None") == "Gzip":
-            problems.append(
-                f"{where}: S3CompressionType Gzip can only be used when S3InputMode is Pipe, "
-                "which Sageport does not serve for processing jobs; use None."
-            )
+        # ProcessingS3Input.S3CompressionType (API reference): "Gzip can only be used when Pipe
+        # mode is specified as the S3InputMode."
+        if source.get("S3CompressionType", "None") == "Gzip" and source.get("S3InputMode", FILE) != PIPE:
+            problems.append(f"{where}: S3CompressionType Gzip can only be used when S3InputMode is Pipe.")
         if not item.get("AppManaged", False):
             problems += _local_path_problems(f"{where}.S3Input.LocalPath", source.get("LocalPath"))
     return problems
@@ -117,6 +113,26 @@ def _local_path_clashes(params: dict) -> list[str]:
         f"LocalPath '{path}' is given to more than one input or output: each needs a directory of its own."
         for path in repeated
     ]
+
+
+def _pipe_directory_clashes(params: dict) -> list[str]:
+    """A Pipe input's FIFOs appear beside its LocalPath (`<LocalPath>_<epoch>`, processing/pipes.py),
+    in a directory Sageport mounts for them: that directory cannot also be another input's or
+    output's own directory."""
+    taken = {str(PurePosixPath(path)) for path in local_paths(params) if path}
+    problems = []
+    for position, item in enumerate(params.get("ProcessingInputs", [])):
+        source = item.get("S3Input") or {}
+        if source.get("S3InputMode") != PIPE or item.get("AppManaged", False) or not source.get("LocalPath"):
+            continue
+        beside = str(PurePosixPath(source["LocalPath"]).parent)
+        if beside in taken:
+            problems.append(
+                f"ProcessingInputs[{position}] ('{item['InputName']}'): a Pipe input's FIFOs appear "
+                f"beside its LocalPath, in {beside}, which is the LocalPath of another input or output; "
+                "give the Pipe input a LocalPath whose directory is not another's."
+            )
+    return problems
 
 
 def local_paths(params: dict) -> list[str]:

@@ -4,16 +4,19 @@ job has, jobs/workspace.py, with processing's directories and config files).
 Layout: `<data>/processing-jobs/<id>-<name>/<host>/` holding `config/` (mounted read-only at
 /opt/ml/config: processingjobconfig.json and resourceconfig.json, as SageMaker writes them),
 `output/` (/opt/ml/output, where the container may leave its exit message), `inputs/<i>/` (the
-i-th ProcessingInput, mounted at its LocalPath) and `outputs/<i>/` (the i-th output, mounted at
-its LocalPath, created before the container starts, as SageMaker documents), and `hosts`, the
-container's /etc/hosts. Directories are numbered, not named after the request's names, so no
-name can make a path. Every instance has its own tree, staged from S3 for it alone."""
+i-th ProcessingInput in File mode, mounted at its LocalPath), `pipes/<k>/` (the k-th directory
+holding Pipe inputs' FIFOs, mounted there: processing/pipes.py) and `outputs/<i>/` (the i-th
+output, mounted at its LocalPath, created before the container starts, as SageMaker documents),
+and `hosts`, the container's /etc/hosts. Directories are numbered, not named after the request's
+names, so no name can make a path. Every instance has its own tree, staged from S3 for it alone."""
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from jobs import staging
 from jobs import workspace as job_workspace
 from processing import kind
 from processing.models import ProcessingJob
+from processing.requests import FILE, PIPE
 from runtime.base import Mount
 
 EXIT_MESSAGE_FILE = "message"  # in /opt/ml/output: SageMaker's ExitMessage is its first 1 KB
@@ -39,6 +42,9 @@ class HostWorkspace:
     def input_dir(self, index: int) -> Path:
         return self.root / "inputs" / str(index)
 
+    def pipe_dir(self, index: int) -> Path:
+        return self.root / "pipes" / str(index)
+
     def output_data_dir(self, index: int) -> Path:
         return self.root / "outputs" / str(index)
 
@@ -58,12 +64,33 @@ def host_workspace(job: ProcessingJob, host: str) -> HostWorkspace:
     return HostWorkspace(job_workspace.host_root(kind.identity(job), host))
 
 
-def inputs(job: ProcessingJob) -> list[tuple[int, dict]]:
-    """(index, ProcessingInput) of the inputs Sageport stages (AppManaged ones are the app's)."""
+def inputs(job: ProcessingJob, mode: str) -> list[tuple[int, dict]]:
+    """(index, ProcessingInput) of the inputs Sageport stages (AppManaged ones are the app's)
+    whose S3InputMode is `mode` (File: staged before the container starts; Pipe: fed while it
+    runs)."""
     return [
         (index, item) for index, item in enumerate(job.request.get("ProcessingInputs", []))
-        if not item.get("AppManaged")
+        if not item.get("AppManaged") and item["S3Input"]["S3InputMode"] == mode
     ]
+
+
+def pipe_directories(job: ProcessingJob) -> list[str]:
+    """The container directories where Pipe inputs' FIFOs appear (beside each one's LocalPath:
+    processing/pipes.py), in order: the k-th is `pipes/<k>/` of every host."""
+    return sorted({str(PurePosixPath(item["S3Input"]["LocalPath"]).parent) for _, item in inputs(job, PIPE)})
+
+
+def s3_input(item: dict) -> staging.S3Input:
+    """A ProcessingInput's S3Input as the shared staging reads it."""
+    source = item["S3Input"]
+    return staging.S3Input(
+        noun="input",
+        name=item["InputName"],
+        uri=source["S3Uri"],
+        data_type=source["S3DataType"],
+        distribution=source["S3DataDistributionType"],
+        container_dir=source["LocalPath"],
+    )
 
 
 def outputs(job: ProcessingJob) -> list[tuple[int, dict]]:
@@ -79,7 +106,9 @@ def mounts(job: ProcessingJob, host: str) -> tuple[Mount, ...]:
         Mount(str(workspace.output_dir), "/opt/ml/output"),
         job_workspace.hosts_mount(workspace.root),
     ]
-    found += [Mount(str(workspace.input_dir(i)), item["S3Input"]["LocalPath"]) for i, item in inputs(job)]
+    files = inputs(job, FILE)
+    found += [Mount(str(workspace.input_dir(i)), item["S3Input"]["LocalPath"]) for i, item in files]
+    found += [Mount(str(workspace.pipe_dir(k)), where) for k, where in enumerate(pipe_directories(job))]
     found += [
         Mount(str(workspace.output_data_dir(i)), item["S3Output"]["LocalPath"]) for i, item in outputs(job)
     ]
@@ -92,7 +121,8 @@ def prepare(job: ProcessingJob, hosts: list[str]) -> None:
     for host in hosts:
         workspace = host_workspace(job, host)
         directories = [workspace.config_dir, workspace.output_dir]
-        directories += [workspace.input_dir(index) for index, _ in inputs(job)]
+        directories += [workspace.input_dir(index) for index, _ in inputs(job, FILE)]
+        directories += [workspace.pipe_dir(index) for index in range(len(pipe_directories(job)))]
         directories += [workspace.output_data_dir(index) for index, _ in outputs(job)]
         job_workspace.create_afresh(workspace.root, directories)
         config = workspace.config_dir

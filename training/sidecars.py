@@ -4,8 +4,9 @@ Training, stopped and the checkpoints synced one last time when the containers a
 from pathlib import Path
 
 from accounts import s3_tenancy
+from jobs import pipe_feeder, sidecars
 from training import workspace
-from training.data import checkpoint_sync, pipe_feeder, sidecars
+from training.data import checkpoint_sync
 from training.data.channels import host_object_keys
 from training.models import TrainingJob
 
@@ -32,7 +33,10 @@ def prepare(job: TrainingJob, hosts: list[str]) -> None:
         for channel in pipe_channels(job):
             objects = host_object_keys(job.account_id, channel, index, len(every_host))
             name = f"pipe-{host}-{channel['ChannelName']}"
-            pipe_feeder.define(directory(job), name, host_workspace.data_dir, channel, objects)
+            fifo = pipe_feeder.Fifo(
+                "/opt/ml/input/data", channel["ChannelName"], channel.get("CompressionType") == "Gzip"
+            )
+            pipe_feeder.define(directory(job), name, host_workspace.data_dir, fifo, objects)
         if "CheckpointConfig" in job.request:
             helper = _checkpoint_helper(host)
             checkpoints = checkpoint_location(job)

@@ -16,7 +16,7 @@ channel; toolkits unpack code next to the data). Why that is safe:
   from S3, so it never sees what the lost attempt changed;
 - the worker writes the input tree only before the host's container exists (config, staging);
   while it runs, only the Pipe feeder works in it, by descriptor on the data directory it opened
-  without following links (`training/data/pipe_feeder`), and nothing of it is ever read back.
+  without following links (`jobs/pipe_feeder`), and nothing of it is ever read back.
 Staging per instance costs no extra copy: each host's share comes straight from S3."""
 
 from dataclasses import dataclass

@@ -7,6 +7,7 @@ staged under their LocalPath (/opt/ml/processing/...), outputs uploaded from the
 /opt/ml/config/processingjobconfig.json and resourceconfig.json, the exit code as the status, the
 first 1 KB of /opt/ml/output/message as ExitMessage ("Save and Access Metadata Information About
 Your Processing Job"), logs in /aws/sagemaker/ProcessingJobs as `<job>/algo-N-<epoch>`."""
+import gzip
 import json
 import time
 import uuid
@@ -132,6 +133,66 @@ def test_a_job_reads_its_inputs_and_config_and_its_outputs_and_message_reach_s3(
     stream = f"{name}/algo-1-{epoch}"
     events = logs.get_log_events(logGroupName=LOG_GROUP, logStreamName=stream)["events"]
     assert "hello-from-processing" in [event["message"] for event in events]
+
+
+def test_pipe_inputs_stream_into_fifos_beside_their_local_path_inflating_gzip(
+    sagemaker, s3, bucket, shell_algo_image
+):
+    """ProcessingS3Input.S3InputMode Pipe: "SageMaker streams input data from the source directly
+    to your processing container into named pipes"; S3CompressionType Gzip: "Whether to
+    GZIP-decompress the data in Amazon S3 as it is streamed into the processing container". The
+    FIFOs are `<LocalPath>_<epoch>` (processing/pipes.py says why); epoch 0 is every object of the
+    host's share, in key order."""
+    s3.put_object(Bucket=bucket, Key="plain/a.txt", Body=b"first\n")
+    s3.put_object(Bucket=bucket, Key="plain/b.txt", Body=b"second\n")
+    s3.put_object(Bucket=bucket, Key="zipped/c.txt.gz", Body=gzip.compress(b"inflated\n" * 1000))
+    name = unique_name("pipe")
+    script = (
+        "set -e; out=/opt/ml/processing/output; plain=/opt/ml/processing/input/plain_0;"
+        "zipped=/opt/ml/processing/zipped/data_0; n=0;"
+        # The feeders start with the container: wait (bounded) for the first FIFOs.
+        'until [ -p $plain ] && [ -p $zipped ]; do n=$((n+1)); [ $n -lt 300 ]; sleep 0.1; done;'
+        "cat $plain > $out/plain.txt; cat $zipped > $out/zipped.txt;"
+        "ls /opt/ml/processing/input > $out/listing.txt"
+    )
+    request = processing_request(
+        name, shell_algo_image, script,
+        ProcessingInputs=[
+            s3_input("plain", f"s3://{bucket}/plain", "/opt/ml/processing/input/plain", S3InputMode="Pipe"),
+            s3_input(
+                "zipped", f"s3://{bucket}/zipped", "/opt/ml/processing/zipped/data",
+                S3InputMode="Pipe", S3CompressionType="Gzip",
+            ),
+        ],
+        ProcessingOutputConfig=outputs(s3_output("out", f"s3://{bucket}/out", "/opt/ml/processing/output")),
+    )
+
+    sagemaker.create_processing_job(**request)
+
+    job = wait_for(sagemaker, name)
+    assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
+    assert job["ProcessingInputs"][1]["S3Input"]["S3CompressionType"] == "Gzip"
+    files = objects_under(s3, bucket, "out/")
+    assert files["plain.txt"] == b"first\nsecond\n"
+    assert files["zipped.txt"] == b"inflated\n" * 1000
+    assert files["listing.txt"] == b"plain_1\n"  # epoch 0 read to its end: the next one waits
+
+
+def test_a_gpu_instance_type_gets_its_gpus(sagemaker, s3, bucket, shell_algo_image):
+    """ml.g4dn.xlarge (one NVIDIA GPU; SageMaker's ProcessingInstanceType lists it): the container
+    is given one GPU of the node (the test node declares four, env-only mode)."""
+    name = unique_name("gpu")
+    request = processing_request(
+        name, shell_algo_image, 'echo "$NVIDIA_VISIBLE_DEVICES" > /opt/ml/processing/output/gpus',
+        ProcessingResources={
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.g4dn.xlarge", "VolumeSizeInGB": 5}
+        },
+        ProcessingOutputConfig=outputs(s3_output("out", f"s3://{bucket}/gpu", "/opt/ml/processing/output")),
+    )
+    sagemaker.create_processing_job(**request)
+    job = wait_for(sagemaker, name)
+    assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
+    assert len(objects_under(s3, bucket, "gpu/")["gpus"].strip().split(b",")) == 1
 
 
 def test_a_failing_container_fails_the_job_with_its_message(sagemaker, s3, bucket, shell_algo_image):
@@ -298,8 +359,8 @@ def test_network_isolation_leaves_the_container_nothing_to_reach(sagemaker, s3, 
         ),
         (
             lambda r, b: r.update(ProcessingInputs=[s3_input("x", f"s3://{b}/x", "/opt/ml/processing/x",
-                                                             S3InputMode="Pipe")]),
-            "S3InputMode Pipe is not supported",
+                                                             S3CompressionType="Gzip")]),
+            "S3CompressionType Gzip can only be used when S3InputMode is Pipe.",
         ),
         (
             lambda r, b: r.update(
@@ -313,7 +374,7 @@ def test_network_isolation_leaves_the_container_nothing_to_reach(sagemaker, s3, 
             "Value 'ml.nope.large' at 'processingResources.clusterConfig.instanceType' failed to satisfy",
         ),
     ],
-    ids=["dataset-definition", "local-path", "pipe", "same-path", "instance-type"],
+    ids=["dataset-definition", "local-path", "gzip-without-pipe", "same-path", "instance-type"],
 )
 def test_bad_requests_are_refused_before_anything_is_created(
     sagemaker, bucket, shell_algo_image, change, expected

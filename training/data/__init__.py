@@ -1,3 +1,3 @@
-"""A training job's data paths: staging File-mode channels, and the detached helper processes
-started from spec files (the Pipe-mode feeder, checkpoint sync, and their launcher, sidecars).
+"""Training's data: File-mode staging of channels (`channels`) and the checkpoint sync helper
+(`checkpoint_sync`, run by the shared helper launcher, jobs/sidecars.py, as the Pipe feeder is).
 Part of training; may import what training may."""

@@ -2,7 +2,7 @@
 
 - `restore` (before the containers start): every object under the prefix is copied into the
   host's checkpoint directory, so the algorithm finds the checkpoints of an earlier job.
-- A helper per host (`training/data/sidecars.py`) syncs while the job runs: every
+- A helper per host (`jobs/sidecars.py`) syncs while the job runs: every
   SAGEPORT_CHECKPOINT_SCAN_SECONDS it scans the directory (the stdlib has no inotify) and
   uploads each file whose size and mtime held still since the previous scan (a file still
   being written changes between scans), and deletes in S3 the files the algorithm deleted.
@@ -21,8 +21,8 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from jobs import sidecars
 from storage import s3, safe_files
-from training.data import sidecars
 
 log = logging.getLogger(__name__)
 

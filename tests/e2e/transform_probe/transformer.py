@@ -5,7 +5,8 @@ records gets several lines); a line holding "reject" is answered 400 with "canno
 <line>"; a body starting with "sleep" waits until the job is stopped, one starting with "nap"
 2 s. Run with `train` it writes a model file and exits, so that an Estimator trains with it.
 GET /execution-parameters answers the JSON in TRANSFORM_EXECUTION_PARAMETERS, 404 without it. Every request's
-Content-Type and Accept go to the container's output, where the tests read them in the logs."""
+Content-Type and Accept, and the GPUs the container was given (NVIDIA_VISIBLE_DEVICES), go to the
+container's output, where the tests read them in the logs."""
 
 import os
 import sys
@@ -30,7 +31,8 @@ class TransformHandler(InferenceHandler):
     def invoke(self, body: bytes) -> tuple[str, bytes, dict]:
         print(
             f"invocation content-type={self.headers.get('Content-Type')} accept={self.headers.get('Accept')} "
-            f"bytes={len(body)} batch={os.environ.get('SAGEMAKER_BATCH')}",
+            f"bytes={len(body)} batch={os.environ.get('SAGEMAKER_BATCH')} "
+            f"gpus={os.environ.get('NVIDIA_VISIBLE_DEVICES')}",
             flush=True,
         )
         if body.startswith(b"sleep"):

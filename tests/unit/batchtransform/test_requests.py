@@ -25,6 +25,13 @@ def test_a_plain_request_passes():
     check_create_request(_request(MaxPayloadInMB=100, MaxConcurrentTransforms=1))
 
 
+@pytest.mark.parametrize("instance_type", ["ml.g4dn.xlarge", "ml.p3.2xlarge", "ml.g5.12xlarge"])
+def test_accelerated_instance_types_are_accepted(instance_type):
+    """SageMaker's TransformInstanceType enum lists ml.g4dn, ml.p3 and ml.g5 types: their GPUs are
+    given to the transform containers."""
+    check_create_request(_request(TransformResources={"InstanceType": instance_type, "InstanceCount": 1}))
+
+
 @pytest.mark.parametrize(
     ("overrides", "said"),
     [
@@ -32,8 +39,8 @@ def test_a_plain_request_passes():
         ({"MaxPayloadInMB": 20, "MaxConcurrentTransforms": 6}, "must not exceed 100 MB"),
         ({"DataCaptureConfig": {"DestinationS3Uri": "s3://b/c"}}, "DataCaptureConfig is not supported"),
         (
-            {"TransformResources": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1}},
-            "ml.p3.2xlarge is not supported by Sageport for transform jobs",
+            {"TransformResources": {"InstanceType": "ml.zz9.xlarge", "InstanceCount": 1}},
+            "TransformResources.InstanceType 'ml.zz9.xlarge' is not a known instance type.",
         ),
         (
             {

@@ -1,5 +1,6 @@
 """The console's processing-job pages: the list and a job's page render for its owner with what
 the job holds, and another account sees neither."""
+from capacity import single_node
 from processing import placement
 from processing import services as processing_services
 from processing.models import ProcessingJob
@@ -59,7 +60,7 @@ def test_the_capacity_page_names_the_processing_and_training_instances_and_their
         "InstanceType": "ml.p3.2xlarge", "InstanceCount": 1
     }
     processing.save()
-    assert placement.place(processing) == placement.Placed("node-a")
+    assert placement.place(processing) == single_node.Placed("node-a")
     assert scheduler.place(training) == scheduler.Placed("node-a")
 
     page = operator().get("/console/capacity/").content.decode()

@@ -2,6 +2,7 @@
 waits and refusals; and what losing that node does to the job."""
 from django.utils import timezone
 
+from capacity import single_node
 from capacity.gpus import gpu_ids
 from capacity.models import Placement
 from processing import placement, reconciler
@@ -34,7 +35,7 @@ def test_every_instance_goes_on_one_node_with_gpus_of_its_own(db):
     make_node("node-a", gpus=4)
     job = make_job("ml.p3.2xlarge", count=2)  # one GPU each
 
-    assert placement.place(job) == placement.Placed("node-a")
+    assert placement.place(job) == single_node.Placed("node-a")
 
     held = [gpu_ids(placement.placement_of(job, host)) for host in ("algo-1", "algo-2")]
     assert len(set(held)) == 2 and all(len(ids) == 1 for ids in held)
@@ -46,7 +47,7 @@ def test_gpus_a_training_job_holds_are_not_given_to_a_processing_job(db):
 
     decision = placement.place(make_job("ml.p3.2xlarge"))
 
-    assert isinstance(decision, placement.Waiting)
+    assert isinstance(decision, single_node.Waiting)
     assert "does not fit on any node now" in decision.reason
 
 
@@ -55,7 +56,7 @@ def test_a_job_no_node_could_ever_hold_fails_at_once(db):
 
     decision = placement.place(make_job("ml.p3.16xlarge"))  # 8 GPUs
 
-    assert isinstance(decision, placement.NeverFits)
+    assert isinstance(decision, single_node.NeverFits)
     assert decision.reason.startswith("ResourceLimitExceeded: ml.p3.16xlarge x 1 needs 8 NVIDIA GPUs")
 
 

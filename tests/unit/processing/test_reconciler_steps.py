@@ -5,8 +5,9 @@ others, a stop before any container started."""
 import pytest
 from django.utils import timezone
 
+from jobs import sidecars
 from jobs.identity import container_name
-from processing import kind, reconciler, services, workspace
+from processing import kind, pipes, reconciler, services, workspace
 from processing import transitions as t
 from processing.models import ProcessingJob
 from processing.presenters import describe_processing_job
@@ -119,3 +120,30 @@ def test_a_stop_before_any_container_started_ends_stopped_with_nothing_left(engi
 
     assert job.processing_job_status == "Stopped" and not engine.containers
     assert not workspace.host_workspace(job, "algo-1").root.exists()
+
+
+def test_pipe_inputs_get_a_feeder_per_host_and_their_fifo_directory_mounted(engine, monkeypatch):
+    """S3InputMode Pipe: no File staging; each host's feeder writes `<LocalPath>_<epoch>` into a
+    directory mounted beside LocalPath, inflating Gzip objects (processing/pipes.py)."""
+    shares = {0: [("b", "in/a")], 1: [("b", "in/b")]}  # ShardedByS3Key: one object each
+    monkeypatch.setattr(pipes.staging, "host_objects", lambda account, source, index, count: shares[index])
+    monkeypatch.setattr(pipes.sidecars, "ensure_all", lambda directory: None)  # no helper processes
+    source = {"S3Uri": "s3://b/in", "S3DataType": "S3Prefix", "S3DataDistributionType": "ShardedByS3Key"}
+    job = new_job(count=2, ProcessingInputs=[{
+        "InputName": "rows",
+        "S3Input": {**source, "LocalPath": "/opt/ml/processing/input/rows", "S3InputMode": "Pipe",
+                    "S3CompressionType": "Gzip"},
+    }])
+
+    until_processing(job)
+
+    for index, host in enumerate(("algo-1", "algo-2")):
+        fifo_dir = workspace.host_workspace(job, host).pipe_dir(0)
+        mounts = {m.container_path: m.host_path for m in engine.containers[name_of(job, host)].spec.mounts}
+        assert mounts["/opt/ml/processing/input"] == str(fifo_dir)
+        assert "/opt/ml/processing/input/rows" not in mounts
+        spec = sidecars.spec_of(pipes.directory(job), f"pipe-{host}-0")
+        assert (spec["fifo_dir"], spec["container_dir"], spec["channel"]) == (
+            str(fifo_dir), "/opt/ml/processing/input", "rows"
+        )
+        assert spec["gunzip"] and spec["objects"] == [list(item) for item in shares[index]]

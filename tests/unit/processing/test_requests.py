@@ -59,10 +59,20 @@ def test_local_paths_must_lie_under_opt_ml_processing(local):
     assert "must be an absolute path under /opt/ml/processing/" in message
 
 
-def test_pipe_mode_and_gzip_are_refused_clearly():
-    message = problems_of(request([s3_input(S3InputMode="Pipe", S3CompressionType="Gzip")]))
-    assert "S3InputMode Pipe is not supported by Sageport" in message
-    assert "S3CompressionType Gzip can only be used when S3InputMode is Pipe" in message
+def test_pipe_mode_with_gzip_passes():
+    check_create_request(request([s3_input(S3InputMode="Pipe", S3CompressionType="Gzip")]))
+
+
+def test_gzip_without_pipe_mode_is_refused_in_sagemakers_words():
+    message = problems_of(request([s3_input(S3InputMode="File", S3CompressionType="Gzip")]))
+    assert "S3CompressionType Gzip can only be used when S3InputMode is Pipe." in message
+
+
+def test_a_pipe_inputs_fifo_directory_cannot_be_another_inputs_directory():
+    """Its FIFOs `/opt/ml/processing/input/data_<epoch>` would land in the other input's files."""
+    pipe = s3_input("pipe", "/opt/ml/processing/input/data", S3InputMode="Pipe")
+    message = problems_of(request([pipe, s3_input("file", "/opt/ml/processing/input")]))
+    assert "a Pipe input's FIFOs appear beside its LocalPath, in /opt/ml/processing/input" in message
 
 
 def test_inputs_and_outputs_need_directories_of_their_own():

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from training.data import sidecars
+from jobs import sidecars
 
-MODULE = "tests.unit.training.data.sidecar_example"
+MODULE = "tests.unit.jobs.sidecar_example"
 
 
 def wait_until(condition, timeout: float = 20.0) -> None:
@@ -69,14 +69,16 @@ def test_a_helper_that_failed_for_good_is_reported_and_not_restarted(helpers):
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ("workers.pipe_feeder", "training.data.pipe_feeder"),
+        ("workers.pipe_feeder", "jobs.pipe_feeder"),
+        ("training.data.pipe_feeder", "jobs.pipe_feeder"),
         ("workers.checkpoint_sync", "training.data.checkpoint_sync"),
     ],
 )
 def test_a_spec_written_before_the_reorganisation_restarts_its_helper_from_the_new_module(
     helpers, monkeypatch, old, new
 ):
-    """A job started before issue 8 moved the helpers has spec files naming their old modules."""
+    """A job started before issue 8 (or 26) moved the helpers has spec files naming their old
+    modules."""
     started = []
     monkeypatch.setattr(sidecars, "_start", lambda directory, name, module: started.append((name, module)))
     sidecars.define(helpers, "feeder", old, {})

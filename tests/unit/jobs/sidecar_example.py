@@ -1,9 +1,9 @@
-"""A helper process for tests/unit/training/data/test_sidecars.py: waits until its spec's
+"""A helper process for tests/unit/jobs/test_sidecars.py: waits until its spec's
 `until` file is gone, or fails for good at once when the spec says so."""
 import time
 from pathlib import Path
 
-from training.data import sidecars
+from jobs import sidecars
 
 
 def wait_or_fail(spec: dict) -> None:

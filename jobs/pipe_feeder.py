@@ -1,9 +1,11 @@
-"""Pipe mode: a channel's S3 objects streamed into the FIFOs `/opt/ml/input/data/<channel>_<epoch>`.
+"""Pipe mode: an input's S3 objects streamed into the FIFOs `<name>_<epoch>` of a directory: a
+training channel's `/opt/ml/input/data/<channel>_<epoch>` (training/sidecars.py), a processing
+input's `<LocalPath>_<epoch>` (processing/pipes.py).
 
-One feeder per host and Pipe channel runs as a helper process (`training/data/sidecars.py`) while the
-job trains; channels are independent, so the algorithm may read them in any order or at once.
+One feeder per host and Pipe input runs as a helper process (`jobs/sidecars.py`) while the
+job runs; inputs are independent, so the container may read them in any order or at once.
 Epoch N is the host's objects concatenated in key order (each decompressed first when the
-channel says `CompressionType: Gzip`), written into the FIFO `<channel>_N`.
+input says Gzip), written into the FIFO `<name>_N`.
 Once the algorithm has read it to EOF, or closed it early (the next write fails with EPIPE),
 the FIFO is removed and `<channel>_{N+1}` appears, and so on for as long as the job runs. The
 bytes go from S3 into the pipe in chunks: nothing is staged on disk.
@@ -25,28 +27,41 @@ import os
 import stat
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
+from jobs import sidecars
 from storage import s3, safe_files
-from training.data import sidecars
 
 log = logging.getLogger(__name__)
 
-MODULE = "training.data.pipe_feeder"
+MODULE = "jobs.pipe_feeder"
 READER_POLL_SECONDS = 0.1
 FIFO_MODE = 0o644  # readable by an algorithm that runs as another user than root
 _READ_ATTEMPTS = 4  # per object, resuming at the byte where the stream broke
 _RETRY_PAUSE_SECONDS = 1.0
 _GZIP_WBITS = zlib.MAX_WBITS | 16  # gzip header and trailer, not a raw zlib stream
+_TRAINING_DATA_DIR = "/opt/ml/input/data"  # where specs written before `container_dir` fed
 
 
-def define(directory: Path, name: str, fifo_dir: Path, channel: dict, objects: list[tuple[str, str]]) -> None:
-    """Declare the feeder `name` of one host's `channel` (a stored CreateTrainingJob Channel);
-    `objects` are (bucket, key) in key order."""
+@dataclass(frozen=True)
+class Fifo:
+    """What the container sees: FIFOs `<container_dir>/<name>_<epoch>`; `gunzip`: the objects are
+    gzip and the container reads them inflated."""
+
+    container_dir: str
+    name: str
+    gunzip: bool
+
+
+def define(directory: Path, name: str, fifo_dir: Path, fifo: Fifo, objects: list[tuple[str, str]]) -> None:
+    """Declare the feeder `name` (its helper files in `directory`) of one host's input, whose
+    FIFOs are `fifo_dir/<fifo.name>_<epoch>`; `objects` are (bucket, key) in key order."""
     sidecars.define(directory, name, MODULE, {
         "fifo_dir": str(fifo_dir),
-        "channel": channel["ChannelName"],
-        "gunzip": channel.get("CompressionType") == "Gzip",  # the algorithm reads plain records
+        "container_dir": fifo.container_dir,
+        "channel": fifo.name,  # the key's name from when only training channels had pipes
+        "gunzip": fifo.gunzip,
         "objects": [list(item) for item in objects],
         "epoch_file": str(directory / f"{name}.epoch"),
     })
@@ -55,9 +70,10 @@ def define(directory: Path, name: str, fifo_dir: Path, channel: dict, objects: l
 def feed(spec: dict) -> None:
     """Serve epoch after epoch until the FIFO directory is gone."""
     fifo_dir, channel = Path(spec["fifo_dir"]), spec["channel"]
-    # /opt/ml/input is writable: the container may replace `data` with a symlink to a host
-    # directory at any moment. So the directory is opened once, without following links (its
-    # parent, the mount point, cannot be replaced from inside), and every FIFO is created, opened
+    # The FIFO directory's parent may be writable in the container (/opt/ml/input for training):
+    # the container may replace the directory with a symlink to a host directory at any moment.
+    # So the directory is opened once, without following links (its parent, the mount point,
+    # cannot be replaced from inside), and every FIFO is created, opened
     # and removed relative to that descriptor: whatever the container renames, what we touch
     # stays inside its own tree.
     try:
@@ -66,7 +82,8 @@ def feed(spec: dict) -> None:
     except FileNotFoundError:
         log.info("%s is gone: the job ended", fifo_dir)
     except safe_files.UnsafeFile:
-        raise sidecars.HelperFailed("ClientError: /opt/ml/input/data was replaced by a link") from None
+        replaced = spec.get("container_dir", _TRAINING_DATA_DIR)
+        raise sidecars.HelperFailed(f"ClientError: {replaced} was replaced by a link") from None
 
 
 def _serve(directory: int, channel: str, epoch_file: Path, spec: dict) -> None:

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from jobs import pipe_feeder, sidecars
 from storage import safe_files
 from storage.s3 import put_bytes
-from training.data import pipe_feeder, sidecars
 
 BIG = os.urandom(300 * 1024)  # more than a pipe buffer holds, so an early close means EPIPE
+
+
+def _fifo(gunzip: bool = False) -> pipe_feeder.Fifo:
+    return pipe_feeder.Fifo("/opt/ml/input/data", "train", gunzip)
 
 
 @pytest.fixture
@@ -22,8 +26,8 @@ def start_feeder(tmp_path):
     fifo_dir, helpers, threads = tmp_path / "data", tmp_path / "sidecars", []
     fifo_dir.mkdir()
 
-    def start(objects: list[tuple[str, str]], **channel) -> Path:
-        pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train", **channel}, objects)
+    def start(objects: list[tuple[str, str]], gunzip: bool = False) -> Path:
+        pipe_feeder.define(helpers, "pipe-train", fifo_dir, _fifo(gunzip), objects)
         thread = threading.Thread(target=pipe_feeder.feed, args=(sidecars.spec_of(helpers, "pipe-train"),))
         thread.start()
         threads.append(thread)
@@ -70,7 +74,7 @@ def test_closing_an_epoch_early_moves_on_to_a_full_next_epoch(feeder):
 
 def test_a_gzip_channel_is_streamed_decompressed_member_after_member(bucket, start_feeder):
     put_bytes(bucket, "gz/a.gz", gzip.compress(BIG) + gzip.compress(b"tail"))
-    fifo_dir = start_feeder([(bucket, "gz/a.gz")], CompressionType="Gzip")
+    fifo_dir = start_feeder([(bucket, "gz/a.gz")], gunzip=True)
     with open_epoch(fifo_dir, 0) as pipe:
         assert pipe.read() == BIG + b"tail"
 
@@ -89,7 +93,7 @@ def test_a_link_in_place_of_the_fifo_is_refused_never_written_through(bucket, tm
     os.mkfifo(elsewhere)
     os.symlink(elsewhere, fifo_dir / "train_0")
     helpers = tmp_path / "sidecars"
-    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, _fifo(), [(bucket, "data/a")])
     with pytest.raises(sidecars.HelperFailed, match="train_0 in the input data directory is not a pipe"):
         pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
 
@@ -121,7 +125,7 @@ def test_a_data_directory_that_is_a_link_when_the_feeder_starts_fails_the_job(bu
     host_dir, fifo_dir, helpers = tmp_path / "host-etc", tmp_path / "data", tmp_path / "sidecars"
     host_dir.mkdir()
     fifo_dir.symlink_to(host_dir)
-    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, _fifo(), [(bucket, "data/a")])
 
     with pytest.raises(sidecars.HelperFailed, match="replaced by a link"):
         pipe_feeder.feed(sidecars.spec_of(helpers, "pipe-train"))
@@ -153,7 +157,7 @@ def test_a_feeder_ends_when_the_removal_of_its_directory_races_its_next_fifo(buc
 
     monkeypatch.setattr(os, "mkfifo", mkfifo_once_listed)
     monkeypatch.setattr(os, "rmdir", rmdir_once_the_next_fifo_is_there)
-    pipe_feeder.define(helpers, "pipe-train", fifo_dir, {"ChannelName": "train"}, [(bucket, "data/a")])
+    pipe_feeder.define(helpers, "pipe-train", fifo_dir, _fifo(), [(bucket, "data/a")])
     thread = threading.Thread(target=pipe_feeder.feed, args=(sidecars.spec_of(helpers, "pipe-train"),))
     thread.start()
     with open_epoch(fifo_dir, 0) as pipe:

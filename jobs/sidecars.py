@@ -1,7 +1,8 @@
-"""Detached helper processes that run beside a job's containers (Pipe feeders, checkpoint sync).
+"""Detached helper processes that run beside a job's containers (Pipe feeders of training and
+processing jobs, training's checkpoint sync).
 
 A Celery task must stay short, so work that lasts as long as the job runs in a helper process
-of its own, which the reconciler supervises level-triggered: every look at a training job
+of its own, which the reconciler supervises level-triggered: every look at a running job
 ensures its helpers run and starts again one that died. A helper has a name and lives in a
 directory of the job's workspace:
 
@@ -12,7 +13,7 @@ directory of the job's workspace:
     <name>.log     its output
 
 The lock, not the pid, says whether a helper runs: a lock dies with its process (no stale or
-reused pid, no zombie). The launcher (`python -m training.data.sidecars`) takes the lock before it
+reused pid, no zombie). The launcher (`python -m jobs.sidecars`) takes the lock before it
 forks the helper, which inherits it across exec, and writes the helper's pid before it exits:
 when `ensure_all` returns the helper holds its lock, and a second launch finds it taken.
 Helpers are detached (own session, parented to init), so a worker killed with its process
@@ -40,13 +41,15 @@ class HelperFailed(Exception):
     """A helper cannot do its work at all (not a transient error); the job fails with the text."""
 
 # The project root: `python -m <helper module>` runs from there.
-_PROJECT_DIR = Path(__file__).resolve().parents[2]
+_PROJECT_DIR = Path(__file__).resolve().parents[1]
 
-# Issue 8 moved the helpers' modules. A job that started before the move has spec files naming
+# Issue 8 moved the helpers' modules, and issue 26 moved the Pipe feeder into the shared layer
+# (processing jobs have Pipe inputs too). A job that started before a move has spec files naming
 # the old module: it is translated where specs are read (`ensure_all`, which restarts a helper).
-# Delete this table once no job started before that release is still running.
+# Delete this table once no job started before those releases is still running.
 _RENAMED_MODULES = {
-    "workers.pipe_feeder": "training.data.pipe_feeder",
+    "workers.pipe_feeder": "jobs.pipe_feeder",
+    "training.data.pipe_feeder": "jobs.pipe_feeder",
     "workers.checkpoint_sync": "training.data.checkpoint_sync",
 }
 
