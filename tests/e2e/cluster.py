@@ -243,9 +243,11 @@ SHARED_CLUSTER = pytest.StashKey[SharedCluster]()
 def pytest_runtest_teardown(item, nextitem) -> None:
     """Stop the cluster once no test left to run uses it (its engines and workers would load the
     machine under the tests that follow). Items of a module that uses it run together, and the
-    modules that use it are next to each other (tests/e2e/test_cluster*.py)."""
+    modules that use it are next to each other (tests/e2e/test_cluster*.py). Other modules have
+    `cluster` fixtures of their own (a HyperPod cluster), so the fixture looked for is
+    `shared_cluster`, which only this one's users reach."""
     shared = item.config.stash.get(SHARED_CLUSTER, None)
-    needed_next = nextitem is not None and "cluster" in nextitem.fixturenames
+    needed_next = nextitem is not None and "shared_cluster" in nextitem.fixturenames
     if shared is not None and shared.cluster is not None and not needed_next:
         shared.close()
 
