@@ -12,7 +12,7 @@ writes what it saw into their `Placement` rows:
 - once the job is Uploading or Stopping and this node's containers ended: helpers stopped,
   checkpoints synced, model and output uploaded → `parts_uploaded_at`;
 - once the job ended: this node's containers and workspace removed; after a retry, before the
-  new attempt's containers: the lost attempt's containers (and helpers) here.
+  new attempt's containers: the lost attempt's containers (and helpers) here (training/attempts.py).
 
 What it cannot do for good (an image missing, a channel refused, a container the engine will
 not start) becomes the placement's `failure_reason`, which fails the job on its next step.
@@ -27,12 +27,11 @@ from django.utils import timezone
 
 from capacity import nodes
 from reconcile.loop import is_transient
-from runtime import labels
 from runtime.base import RuntimeError_
 from runtime.docker import get_runtime
 from storage.archives import ArchiveError
 from storage.s3 import StorageError
-from training import containers, reconciler, spans, workspace
+from training import attempts, containers, reconciler, spans, workspace
 from training import sidecars as training_sidecars
 from training import transitions as t
 from training.data.channels import ChannelError
@@ -73,7 +72,7 @@ def _reason(exc: Exception) -> str:
 def _step(job: TrainingJob) -> None:
     state = t.state_of(job)
     if state in _BEFORE_CONTAINERS:
-        _retire_lost_attempt(job)
+        attempts.retire_earlier(get_runtime(), job)
     hosts = spans.placed_here(job)
     if not hosts:
         return
@@ -152,28 +151,10 @@ def _hand_over(job: TrainingJob, hosts: list[str]) -> None:
 
 
 def _remove_local(job: TrainingJob) -> None:
-    _remove_containers(job)
+    attempts.remove_containers_here(get_runtime(), job)
     training_sidecars.stop(job)
     workspace.remove(job)
     _lock_path(job.pk).unlink(missing_ok=True)
-
-
-def _retire_lost_attempt(job: TrainingJob) -> None:
-    """After a retry, what an earlier attempt left on this node: its helpers stopped and its
-    checkpoints synced one last time (as the job's node does for its own), its containers
-    removed, so that none is ever taken for the new attempt's."""
-    if _find_containers(job):
-        training_sidecars.finish(job, containers.hosts(job))
-        _remove_containers(job)
-
-
-def _find_containers(job: TrainingJob) -> list:
-    return get_runtime().find({**containers.job_labels(job), labels.NODE: nodes.local_name()})
-
-
-def _remove_containers(job: TrainingJob) -> None:
-    for state in _find_containers(job):
-        get_runtime().remove(state.name)
 
 
 def _lock_path(job_id: int) -> Path:

@@ -25,6 +25,7 @@ from storage import safe_files
 from storage.s3 import StorageError
 from training import (
     artifacts,
+    attempts,
     containers,
     kind,
     metrics,
@@ -93,6 +94,8 @@ def _start(job: TrainingJob, token: str) -> float | None:
         return _poll()  # capacity is looked for again at every poll, oldest job first
     if decision.node != nodes.local_name():
         return AT_ONCE  # training.tasks hands the job to that node's own queue
+    if job.restart_count:
+        attempts.retire_earlier(get_runtime(), job)  # before anything of the new attempt exists here
     workspace.prepare(job, local_hosts(job))  # a job spanning nodes: the members prepare theirs
     try:
         with leases.kept_alive(TrainingJob, job.pk, token):

@@ -88,7 +88,8 @@ def test_losing_an_engine_mid_work_loses_no_job_and_fails_invocations_only_while
     }
     print(f"\nchaos figures (one engine kill): {json.dumps(figures)}")
 
-    assert final["TrainingJobStatus"] == "Completed", final.get("FailureReason")
+    assert final["TrainingJobStatus"] == "Completed", (final.get("FailureReason"),
+                                                      final["SecondaryStatusTransitions"])
     restarts = [step for step in final["SecondaryStatusTransitions"] if step["Status"] == "Restarting"]
     assert restarts and lost in restarts[0]["StatusMessage"], final["SecondaryStatusTransitions"]
     late = [at - killed_at for at in load.failed_at if not 0 <= at - killed_at <= RE_ROUTE_SECONDS]

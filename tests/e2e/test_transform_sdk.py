@@ -41,8 +41,13 @@ def test_transformer_waits_with_logs(sdk_session, sagemaker, s3, bucket, transfo
     job = sagemaker.describe_transform_job(TransformJobName=transformer.latest_transform_job.name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
     assert _read(s3, bucket, "sdk-out/rows.csv.out") == "ONE\nTWO\nTHREE\n"
-    # The container's output and the data log were printed while the SDK waited.
-    assert output.printed.is_set() and "invocation content-type=text/csv" in output.text, output.text
+    # The data log and the container's output were printed while the SDK waited. Not every line
+    # of the container's: the SDK lists the instance's stream twice (its DescribeLogStreams loop
+    # asks for `limit=instance_count`, then again without the token: the instance stream, then it
+    # and the data log), so its shared skip count drops the first new event of each pass, as it
+    # does on SageMaker. Which lines a pass drops depends on when the SDK looked.
+    assert output.printed.is_set(), output.text
+    assert "POST /invocations" in output.text or "invocation content-type=text/csv" in output.text, output.text
 
 
 def test_estimator_transformer_runs_the_trained_model(sdk_session, sagemaker, s3, bucket, transformer_image):

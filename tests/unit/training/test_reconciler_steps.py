@@ -252,6 +252,46 @@ def test_a_vanished_container_restarts_the_job_per_retry_strategy_then_fails_it(
     )
 
 
+def test_a_retry_placed_where_the_lost_attempt_ran_never_takes_that_attempts_container_for_its_own(
+    engine, store, monkeypatch
+):
+    """After a node loss, the lost attempt's placements are freed and its restart step runs on
+    whichever worker takes it, so the engine the new attempt is placed on may still hold the lost
+    attempt's container, here failed when its peer's node went (a reset connection). It is
+    retired before the new attempt starts there: the retried job trains and completes, as
+    SageMaker retries a job that failed with an InternalServerError (RetryStrategy)."""
+    job = new_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    lost_attempts = until_training(job, engine)
+    engine.exit(lost_attempts, 1)
+    training.on_node_lost(job, "test-node-lost")
+    job.refresh_from_db()
+    assert t.state_of(job) == t.RESTARTING
+    elsewhere = FakeRuntime(images=(IMAGE,))
+    monkeypatch.setattr(training, "get_runtime", lambda: elsewhere)
+    step(job)  # the restart, on another node's worker: nothing of the job on its engine
+    assert t.state_of(job) == t.STARTING
+    monkeypatch.setattr(training, "get_runtime", lambda: engine)
+
+    step(job)  # placed here again
+
+    assert t.state_of(job) == t.DOWNLOADING
+    assert lost_attempts not in engine.containers
+    name = until_training_from_downloading(job, engine)
+    engine.exit(name, 0)
+    step(job)
+    step(job)
+    assert (job.training_job_status, job.failure_reason) == ("Completed", "")
+
+
+def until_training_from_downloading(job: TrainingJob, engine: FakeRuntime) -> str:
+    step(job)
+    assert t.state_of(job) == t.TRAINING
+    step(job)
+    name = containers.container_name(job, "algo-1")
+    assert engine.containers[name].state.running
+    return name
+
+
 def test_a_container_its_killed_worker_created_but_never_started_is_started_and_the_job_completes(
     engine, store
 ):
