@@ -14,10 +14,12 @@ from capacity.gpu_usage import GpuUse
 from jobs import instance_metrics
 from jobs.identity import JobIdentity, JobKind
 from jobs.workspace import host_root
+from logs.metrics import SeriesKey, put
 from processing.kind import PROCESSING
 from runtime.base import ContainerSpec, ContainerStats
 from runtime.fake import FakeRuntime
 from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
+from training.kind import TRAINING
 
 SECOND = 1_000_000_000
 MINUTE_MS = 60_000
@@ -190,3 +192,30 @@ def test_an_engine_that_does_not_answer_costs_the_minute_not_the_job(access_key,
     instance_metrics.publish(engine, job(PROCESSING, access_key.account_id), states, 1, now_ms=T0_MS)
 
     assert listed(cloudwatch, "/aws/sagemaker/ProcessingJobs") == set()
+
+
+def test_in_training_one_host_names_both_its_instance_metrics_and_its_metric_definitions(
+    cloudwatch, access_key, engine  # noqa: F811
+):
+    """/aws/sagemaker/TrainingJobs holds both under Host=<job>/algo-N: the instance metrics (sets,
+    Percent) and the MetricDefinitions' points (unit None), each answered as its own metric."""
+    training = job(TRAINING, access_key.account_id, "resnet")
+    series = SeriesKey(access_key.account_id, REGION, TRAINING.log_group, "resnet")
+    put(series, "algo-1", [("loss", T0_MS, 0.5)])
+
+    instance_metrics.publish(engine, training, {"algo-1": engine.start("r1", reading())}, 10, now_ms=T0_MS)
+
+    def maximum(metric: str) -> tuple[float, str]:
+        (point,) = cloudwatch.get_metric_statistics(
+            Namespace="/aws/sagemaker/TrainingJobs",
+            MetricName=metric,
+            Dimensions=[{"Name": "Host", "Value": "resnet/algo-1"}],
+            StartTime=datetime.fromtimestamp(T0_MS / 1000, UTC),
+            EndTime=datetime.fromtimestamp((T0_MS + MINUTE_MS) / 1000, UTC),
+            Period=60,
+            Statistics=["Maximum"],
+        )["Datapoints"]
+        return point["Maximum"], point["Unit"]
+
+    assert maximum("MemoryUtilization") == (25.0, "Percent")
+    assert maximum("loss") == (0.5, "None")
