@@ -311,7 +311,7 @@ def _collect_logs(job: ProcessingJob, states: States) -> None:
 
 def _publish_metrics(job: ProcessingJob, states: States) -> None:
     """This minute's instance metrics in /aws/sagemaker/ProcessingJobs (Host `<job>/algo-N`)."""
-    volume_size_gb = job.request["ProcessingResources"]["ClusterConfig"]["VolumeSizeInGB"]
+    volume_size_gb = job.request["ProcessingResources"]["ClusterConfig"].get("VolumeSizeInGB")
     instance_metrics.publish(get_runtime(), kind.identity(job), states, volume_size_gb)
 
 
