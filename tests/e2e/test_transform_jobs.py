@@ -266,18 +266,13 @@ def test_instances_share_the_input_objects(sagemaker, s3, bucket, model, stack):
     # Batch Transform Job Instance Metrics, Host=<job>/<instance>, Percent, no DiskUtilization
     # for batch transform), read while it served.
     cloudwatch = stack.client("cloudwatch")
-    listed = cloudwatch.list_metrics(Namespace="/aws/sagemaker/TransformJobs")["Metrics"]
-    mine = {
-        (metric["MetricName"], dimension["Name"], dimension["Value"])
-        for metric in listed
-        for dimension in metric["Dimensions"]
-        if dimension["Value"].startswith(f"{name}/")
-    }
-    assert mine == {
-        (metric, "Host", f"{name}/{host}")
-        for metric in ("CPUUtilization", "MemoryUtilization")
-        for host in ("algo-1", "algo-2")
-    }
+    for host in ("algo-1", "algo-2"):
+        dimensions = [{"Name": "Host", "Value": f"{name}/{host}"}]
+        listed = cloudwatch.list_metrics(Namespace="/aws/sagemaker/TransformJobs", Dimensions=dimensions)
+        assert sorted((metric["MetricName"], metric["Dimensions"]) for metric in listed["Metrics"]) == [
+            ("CPUUtilization", dimensions),
+            ("MemoryUtilization", dimensions),
+        ], host
     points = cloudwatch.get_metric_statistics(
         Namespace="/aws/sagemaker/TransformJobs",
         MetricName="MemoryUtilization",
