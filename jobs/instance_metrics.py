@@ -82,9 +82,9 @@ def minute_of(timestamp_ms: int) -> int:
 
 
 def is_due(job: JobIdentity, host: str, state: ContainerState | None, minute_ms: int) -> bool:
-    """A running instance whose minute has no value yet (CPUUtilization stands for them all:
-    every reading has one)."""
-    return state is not None and state.running and not recorded(_key(job, host, CPU, minute_ms))
+    """A running instance whose minute has no value yet (MemoryUtilization stands for them all:
+    every reading has one, where CPU needs time to have passed since the previous one)."""
+    return state is not None and state.running and not recorded(_key(job, host, MEMORY, minute_ms))
 
 
 def _key(job: JobIdentity, host: str, metric_name: str, minute_ms: int) -> MinuteKey:
