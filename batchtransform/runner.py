@@ -26,13 +26,13 @@ from batchtransform.model_client import ModelClient, ModelError
 from batchtransform.models import TransformJob, TransformJobStatus
 from batchtransform.objects import Plan, Sender, Stopped, transform
 from capacity import nodes, single_node
-from jobs import cleanup, log_streams, outputs, staging
+from jobs import cleanup, instance_metrics, log_streams, outputs, staging
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime.docker import get_runtime
 from transform.errors import ObjectFailed
 
-WATCH_SECONDS = 0.5  # how often a running job looks for a stop request and copies its logs
+WATCH_SECONDS = 0.5  # how often a running job looks for a stop request, copies its logs, reads its metrics
 _RUNNING = (TransformJobStatus.IN_PROGRESS, TransformJobStatus.STOPPING)
 
 
@@ -227,9 +227,20 @@ class _Watcher(threading.Thread):
 
     def run(self) -> None:
         try:
-            while not self._halt.wait(WATCH_SECONDS):
-                if _status(self._job) == TransformJobStatus.STOPPING:
+            halted = False
+            while not halted:
+                halted = self._halt.wait(WATCH_SECONDS)
+                if not halted and _status(self._job) == TransformJobStatus.STOPPING:
                     self._halt.set()
-                log_streams.collect(get_runtime(), identity(self._job), instances.states(self._job))
+                self._look()
         finally:
             connection.close()  # this thread's own database connection
+
+    def _look(self) -> None:
+        """Copy the containers' new output; publish their instance metrics of this minute (in
+        /aws/sagemaker/TransformJobs, Host `<job>/algo-N`, no DiskUtilization: SageMaker has none
+        for transform). Once more when the run ends, before its containers are stopped, so that a
+        job shorter than a look still has its minute."""
+        states = instances.states(self._job)
+        log_streams.collect(get_runtime(), identity(self._job), states)
+        instance_metrics.publish(get_runtime(), identity(self._job), states)

@@ -36,7 +36,9 @@ class Scope:
 
 
 def samples(scope: Scope, metric: MetricId, start_ms: int, end_ms: int) -> tuple[list[Sample], str | None]:
-    """The metric's samples in [start, end) and its unit (None: no such metric)."""
+    """The metric's samples in [start, end) and its unit (None: no such metric). A metric whose
+    dimensions a point namespace reads (training's `Host`) is points when it has any there, else
+    statistic sets: the same Host names a job's instance metrics (jobs/instance_metrics.py)."""
     point_filter = _point_filter(metric)
     if point_filter is not None:
         points = MetricDatum.objects.filter(
@@ -49,7 +51,8 @@ def samples(scope: Scope, metric: MetricId, start_ms: int, end_ms: int) -> tuple
             **point_filter,
         ).values_list("timestamp_ms", "value")
         found = [Sample.point(timestamp_ms, value) for timestamp_ms, value in points.iterator()]
-        return found, POINTS_UNIT if found else None
+        if found:
+            return found, POINTS_UNIT
     rows = MetricStatisticSet.objects.filter(
         account_id=scope.account_id,
         region=scope.region,

@@ -123,6 +123,11 @@ def add_statistic_sets(sets: dict[MinuteKey, StatisticSet]) -> None:
                     _add_to_row(key, added)
 
 
+def recorded(key: MinuteKey) -> bool:
+    """Whether the metric has a value in that minute already (whatever its unit)."""
+    return MetricStatisticSet.objects.filter(**_key_fields(key)).exists()
+
+
 def _key_fields(key: MinuteKey) -> dict:
     return {
         "account_id": key.account_id,

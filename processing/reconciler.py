@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from capacity import nodes, single_node
 from gateway import network as gateway_network
-from jobs import cleanup, deadlines, images, log_streams, staging, stopping
+from jobs import cleanup, deadlines, images, instance_metrics, log_streams, staging, stopping
 from jobs import network as job_network
 from jobs import workspace as job_workspace
 from jobs.identity import job_labels
@@ -150,6 +150,7 @@ def _process(job: ProcessingJob, token: str) -> float | None:
         return AT_ONCE
     states = _observe(job)
     _collect_logs(job, states)
+    _publish_metrics(job, states)
     failure = _upload_continuous(job) or pipes.ensure_running(job)
     if failure:
         return _decide_failed(job, failure)
@@ -223,6 +224,7 @@ def _vanished(job: ProcessingJob, states: States) -> list[str]:
 def _stop(job: ProcessingJob, token: str) -> float | None:
     states = _observe(job)
     _collect_logs(job, states)
+    _publish_metrics(job, states)
     failure = _upload_continuous(job)
     if failure and job.outcome != ProcessingJobStatus.FAILED:
         t.record_decision(job, outcome=ProcessingJobStatus.FAILED, failure_reason=failure[:1024])
@@ -305,6 +307,12 @@ def _observe(job: ProcessingJob) -> States:
 def _collect_logs(job: ProcessingJob, states: States) -> None:
     """Copy the containers' new output into /aws/sagemaker/ProcessingJobs, a stream per host."""
     log_streams.collect(get_runtime(), kind.identity(job), states)
+
+
+def _publish_metrics(job: ProcessingJob, states: States) -> None:
+    """This minute's instance metrics in /aws/sagemaker/ProcessingJobs (Host `<job>/algo-N`)."""
+    volume_size_gb = job.request["ProcessingResources"]["ClusterConfig"].get("VolumeSizeInGB")
+    instance_metrics.publish(get_runtime(), kind.identity(job), states, volume_size_gb)
 
 
 def _upload_continuous(job: ProcessingJob) -> str | None:

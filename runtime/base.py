@@ -96,6 +96,18 @@ class ContainerState:
 
 
 @dataclass(frozen=True)
+class ContainerStats:
+    """One reading of a running container's use of its instance (the engine's one-shot stats)."""
+
+    read_at_ns: int  # when the engine read it, ns since the epoch
+    started_at_ns: int  # when the container started, ns since the epoch
+    cpu_ns: int  # CPU time used since it started, all cores added up
+    memory_used_bytes: int  # its memory less the page cache it could give back (as `docker stats`)
+    memory_limit_bytes: int  # its memory limit (the host's memory when it has none)
+    gpu_device_ids: tuple[str, ...] = ()  # the NVIDIA devices it was given
+
+
+@dataclass(frozen=True)
 class LogLine:
     timestamp: str  # RFC 3339 with nanoseconds, as the engine stamps it
     stream: str  # "stdout" | "stderr"
@@ -173,6 +185,9 @@ class ContainerRuntime(Protocol):
         """All containers (running or not) carrying every one of `labels`."""
 
     def find_networks(self, labels: dict[str, str]) -> list[str]: ...
+
+    def stats(self, name: str) -> ContainerStats | None:
+        """One reading of the container's CPU and memory use; None when it is not running."""
 
     def signal(self, name: str, signal: str) -> None:
         """Send `signal` (e.g. "SIGTERM") to a running container; no-op if it is not running."""

@@ -28,6 +28,7 @@ from runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
     ContainerState,
+    ContainerStats,
     LogLine,
     MultiHostNetworkUnavailable,
     NoSuchImage,
@@ -310,6 +311,17 @@ class DockerRuntime:
             )
             return sorted((_state(c) for c in containers), key=lambda state: state.name)
 
+    def stats(self, name: str) -> ContainerStats | None:
+        with _engine_errors():
+            container = self._container(name)
+            if container is None or container.status != "running":
+                return None
+            try:
+                reading = container.stats(stream=False, one_shot=True)  # ~10 ms: no second reading
+            except (NotFound, APIError):
+                return None  # it ended meanwhile
+        return _stats(container, reading)
+
     def signal(self, name: str, signal: str) -> None:
         with _engine_errors():
             container = self._container(name)
@@ -561,6 +573,32 @@ def _state(container: Container) -> ContainerState:
         host_port=_host_port(container),
         addresses=_addresses(container),
     )
+
+
+def _stats(container: Container, reading: dict) -> ContainerStats | None:
+    memory = reading.get("memory_stats") or {}
+    cpu_ns = ((reading.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
+    if not memory.get("limit") or cpu_ns is None:
+        return None  # the engine read nothing: the container stopped as it was read
+    details = memory.get("stats") or {}
+    # What `docker stats` shows: the page cache the kernel can reclaim is not the container's use
+    # (cgroup v1 names it total_inactive_file, v2 inactive_file).
+    cache = details.get("total_inactive_file", details.get("inactive_file", 0))
+    device_requests = container.attrs["HostConfig"].get("DeviceRequests") or ()
+    given = [request.get("DeviceIDs") or () for request in device_requests]
+    return ContainerStats(
+        read_at_ns=_epoch_ns(reading["read"]),
+        started_at_ns=_epoch_ns(container.attrs["State"]["StartedAt"]),
+        cpu_ns=int(cpu_ns),
+        memory_used_bytes=max(int(memory.get("usage", 0)) - int(cache), 0),
+        memory_limit_bytes=int(memory["limit"]),
+        gpu_device_ids=tuple(device for devices in given for device in devices),
+    )
+
+
+def _epoch_ns(value: str) -> int:
+    instant, fraction = _parse_timestamp(value)
+    return int(instant.timestamp()) * 1_000_000_000 + int(fraction)
 
 
 def _engine_time(value: str | None) -> str | None:

@@ -21,6 +21,7 @@ from runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
     ContainerState,
+    ContainerStats,
     LogLine,
     MultiHostNetworkUnavailable,
     NoSuchImage,
@@ -44,6 +45,7 @@ class FakeContainer:
     ignores_sigterm: bool = False
     healthy: bool = False  # what /ping answers while it runs
     health_problem: str = "/ping was refused: nothing listens on port 8080 yet"
+    stats: ContainerStats | None = None  # what `stats` reads while it runs (`use` sets it)
 
 
 class FakeRuntime:
@@ -97,6 +99,10 @@ class FakeRuntime:
     def vanish(self, name: str) -> None:
         """The container disappears from the engine (removed behind the platform's back)."""
         del self.containers[name]
+
+    def use(self, name: str, stats: ContainerStats) -> None:
+        """What the engine reads of the container's CPU and memory use from now on."""
+        self.containers[name].stats = stats
 
     def set_health(self, name: str, healthy: bool, problem: str = "/ping answered HTTP 500") -> None:
         container = self.containers[name]
@@ -212,6 +218,11 @@ class FakeRuntime:
     def find_networks(self, labels: dict[str, str]) -> list[str]:
         self._answer()
         return [name for name, net in self.networks.items() if labels.items() <= net["labels"].items()]
+
+    def stats(self, name: str) -> ContainerStats | None:
+        self._answer()
+        container = self.containers.get(name)
+        return container.stats if container is not None and container.state.running else None
 
     def signal(self, name: str, signal: str) -> None:
         self._answer()

@@ -96,6 +96,7 @@ def _prepare(job: TrainingJob, hosts: list[str]) -> None:
 def _train(job: TrainingJob, hosts: list[str]) -> None:
     states = reconciler.observe(job, hosts)
     reconciler.collect_logs(job, states)
+    reconciler.publish_metrics(job, states)
     if job.outcome or job.stop_signalled_at:
         _drain(job, states)
     else:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from capacity import nodes
 from clusters import tier_network
 from gateway import network as gateway_network
-from jobs import cleanup, images, log_streams, stopping
+from jobs import cleanup, images, instance_metrics, log_streams, stopping
 from jobs import network as job_network
 from reconcile import leases
 from reconcile.loop import reconcile_once
@@ -181,6 +181,7 @@ def _train(job: TrainingJob, token: str) -> float | None:
         return AT_ONCE
     states = _observe(job)
     collect_logs(job, _here(job, states))
+    publish_metrics(job, _here(job, states))
     if job.outcome:  # a container failed: the others are being stopped
         return _after_drain(job, states, t.UPLOADING)
     gone = vanished(job, states) + spans.remote_vanished(job)
@@ -427,6 +428,13 @@ def observe(job: TrainingJob, hosts: list[str]) -> States:
 def collect_logs(job: TrainingJob, states: States) -> None:
     """Copy the new output of these containers of this node's (other nodes collect their own)."""
     log_streams.collect(get_runtime(), kind.identity(job), states, partial(metrics.TrainingMetrics, job))
+
+
+def publish_metrics(job: TrainingJob, states: States) -> None:
+    """This minute's instance metrics of these containers of this node's, in
+    /aws/sagemaker/TrainingJobs under Host=<job>/algo-N (other nodes publish their own)."""
+    volume_size_gb = job.request["ResourceConfig"].get("VolumeSizeInGB")
+    instance_metrics.publish(get_runtime(), kind.identity(job), states, volume_size_gb)
 
 
 def _decide(job: TrainingJob, **fields) -> None:

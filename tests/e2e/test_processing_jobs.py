@@ -11,6 +11,7 @@ import gzip
 import json
 import time
 import uuid
+from datetime import timedelta
 
 import docker
 import pytest
@@ -20,7 +21,8 @@ from tests.e2e.conftest import unique_name
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 TERMINAL = {"Completed", "Failed", "Stopped"}
-LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
+LOG_GROUP = "/aws/sagemaker/ProcessingJobs"  # also the namespace of its instance metrics
+INSTANCE_METRICS = {"CPUUtilization", "MemoryUtilization", "DiskUtilization"}  # no GPU given
 
 
 def script_environment(script: str) -> dict[str, str]:
@@ -230,7 +232,7 @@ def test_entrypoint_and_arguments_override_the_image(sagemaker, s3, bucket, shel
 
 
 def test_continuous_output_is_in_s3_while_the_job_runs_and_stop_ends_it(
-    sagemaker, s3, bucket, shell_algo_image
+    sagemaker, s3, bucket, shell_algo_image, stack
 ):
     name = unique_name("proccont")
     script = (
@@ -261,6 +263,30 @@ def test_continuous_output_is_in_s3_while_the_job_runs_and_stop_ends_it(
     assert objects_under(s3, bucket, "live/") == {"early.txt": b"early\n", "last.txt": b"final\n"}
     error = refusal(sagemaker.stop_processing_job, ProcessingJobName=name)["Error"]
     assert error["Code"] == "ValidationException" and "Stopped" in error["Message"]
+    assert_instance_metrics(stack.client("cloudwatch"), name, job)
+
+
+def assert_instance_metrics(cloudwatch, name: str, job: dict) -> None:
+    """The instance ran while the job was looked at: its minute of CPU, memory and disk use is in
+    /aws/sagemaker/ProcessingJobs under Host=<job>/algo-1, in Percent ("Monitor Amazon SageMaker
+    with Amazon CloudWatch": Processing Job Instance Metrics; DiskUtilization against the
+    ClusterConfig's VolumeSizeInGB)."""
+    host = [{"Name": "Host", "Value": f"{name}/algo-1"}]
+    listed = cloudwatch.list_metrics(Namespace=LOG_GROUP, Dimensions=host)["Metrics"]
+    assert {metric["MetricName"] for metric in listed} == INSTANCE_METRICS
+    assert all(metric["Dimensions"] == host for metric in listed)
+    for metric in INSTANCE_METRICS:
+        points = cloudwatch.get_metric_statistics(
+            Namespace=LOG_GROUP,
+            MetricName=metric,
+            Dimensions=host,
+            StartTime=job["CreationTime"] - timedelta(minutes=1),
+            EndTime=job["LastModifiedTime"] + timedelta(minutes=1),
+            Period=60,
+            Statistics=["Minimum", "Maximum"],
+        )["Datapoints"]
+        assert points and all(point["Unit"] == "Percent" for point in points), metric
+        assert all(0 <= point["Minimum"] <= point["Maximum"] for point in points), metric
 
 
 def test_max_runtime_stops_the_job(sagemaker, shell_algo_image):

@@ -11,6 +11,7 @@ import gzip
 import struct
 import time
 import uuid
+from datetime import timedelta
 
 import pytest
 from botocore.exceptions import ClientError, WaiterError
@@ -260,6 +261,28 @@ def test_instances_share_the_input_objects(sagemaker, s3, bucket, model, stack):
             "events"
         ]
         assert sum("invocation content-type" in event["message"] for event in events) == 2, stream
+
+    # Each instance's CPU and memory use ("Monitor Amazon SageMaker with Amazon CloudWatch":
+    # Batch Transform Job Instance Metrics, Host=<job>/<instance>, Percent, no DiskUtilization
+    # for batch transform), read while it served.
+    cloudwatch = stack.client("cloudwatch")
+    for host in ("algo-1", "algo-2"):
+        dimensions = [{"Name": "Host", "Value": f"{name}/{host}"}]
+        listed = cloudwatch.list_metrics(Namespace="/aws/sagemaker/TransformJobs", Dimensions=dimensions)
+        assert sorted((metric["MetricName"], metric["Dimensions"]) for metric in listed["Metrics"]) == [
+            ("CPUUtilization", dimensions),
+            ("MemoryUtilization", dimensions),
+        ], host
+    points = cloudwatch.get_metric_statistics(
+        Namespace="/aws/sagemaker/TransformJobs",
+        MetricName="MemoryUtilization",
+        Dimensions=[{"Name": "Host", "Value": f"{name}/algo-2"}],
+        StartTime=job["CreationTime"] - timedelta(minutes=1),
+        EndTime=job["TransformEndTime"] + timedelta(minutes=1),
+        Period=60,
+        Statistics=["Maximum"],
+    )["Datapoints"]
+    assert points and all(point["Unit"] == "Percent" and 0 < point["Maximum"] <= 100 for point in points)
 
 
 def test_no_input_object_fails_the_job_with_sagemakers_reason(sagemaker, bucket, model):
