@@ -102,6 +102,7 @@ def _remove(node_id: str) -> bool:
         log.error("could not remove lost swarm node %s from the swarm (tried again at the next sweep): %s",
                   node_id, error)
         return False
-    Node.objects.filter(swarm_node_id=node_id, swarm_removed_at__isnull=True).update(swarm_removed_at=timezone.now())
+    removed = Node.objects.filter(swarm_node_id=node_id, swarm_removed_at__isnull=True)
+    removed.update(swarm_removed_at=timezone.now())
     log.warning("removed lost swarm node %s from the swarm (demoted first if a manager)", node_id)
     return True

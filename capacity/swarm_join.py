@@ -63,8 +63,9 @@ def ensure_member(previous: Node | None) -> None:
     if decided is Plan.LEAVE_AND_JOIN:
         log.warning("this engine holds a swarm membership the swarm no longer has (%s): leaving it", state)
         _leave()
-    if _join(previous) and previous is not None and previous.swarm_node_id and previous.swarm_removed_at is None:
-        swarm.remove_replaced(previous.swarm_node_id, previous.name)
+    replaced = previous.swarm_node_id if previous and previous.swarm_removed_at is None else ""
+    if _join(previous) and replaced:
+        swarm.remove_replaced(replaced, previous.name)
 
 
 def _join(previous: Node | None) -> bool:
@@ -84,7 +85,8 @@ def _join(previous: Node | None) -> bool:
             continue
         log.warning("this engine joined the swarm again as a %s, through the manager at %s", role, address)
         return True
-    log.error("this engine is in no swarm and no manager let it join (tried %s)", sorted(info.managers.values()))
+    log.error("this engine is in no swarm and no manager let it join (tried %s)",
+              sorted(info.managers.values()))
     return False
 
 

@@ -36,6 +36,7 @@ SIGKILL_EXIT_CODE = 137  # 128 + 9
 _FIRST_HOST_PORT = 32768
 FAKE_MANAGER_TOKEN = "SWMTKN-1-fake-manager"  # the join tokens a fake manager hands out
 FAKE_WORKER_TOKEN = "SWMTKN-1-fake-worker"
+_REFUSED = "The Docker engine refused the request: "
 
 
 @dataclass
@@ -184,7 +185,7 @@ class FakeRuntime:
     def swarm_join_info(self) -> SwarmJoinInfo:
         self._answer()
         if not (self.swarm and self.swarm_manager):
-            raise RuntimeError_("The Docker engine refused the request: This node is not a swarm manager.")
+            raise RuntimeError_(f"{_REFUSED}This node is not a swarm manager.")
         managers = {**self.swarm_managers, self.swarm_node_id: f"{self.swarm_address}:2377"}
         return SwarmJoinInfo(FAKE_MANAGER_TOKEN, FAKE_WORKER_TOKEN, managers)
 
@@ -192,10 +193,10 @@ class FakeRuntime:
         self._answer()
         self.swarm_joins.append((manager_address, token, advertise_address))
         if self.swarm_state() != "inactive":
-            raise RuntimeError_("The Docker engine refused the request: This node is already part of a swarm.")
+            raise RuntimeError_(f"{_REFUSED}This node is already part of a swarm.")
         if manager_address in self.unreached_managers:
             self.swarm_stuck_state = "pending"  # as Docker's join goes on in the background
-            raise RuntimeError_("The Docker engine refused the request: Timeout was reached before node joined.")
+            raise RuntimeError_(f"{_REFUSED}Timeout was reached before node joined.")
         self.swarm, self.swarm_manager = True, token == FAKE_MANAGER_TOKEN
         self.swarm_node_id = f"joined-{next(self._swarm_ids)}"
         self.swarm_address = advertise_address or self.swarm_address
@@ -210,7 +211,7 @@ class FakeRuntime:
         manager = self.swarm and self.swarm_manager
         refusal = self.swarm_refusal or ("" if manager else "This node is not a swarm manager.")
         if refusal:
-            raise RuntimeError_(f"The Docker engine refused the request: {refusal}")
+            raise RuntimeError_(f"{_REFUSED}{refusal}")
         self.swarm_nodes.pop(node_id, None)  # demoted (when a manager), then removed
 
     def run(self, spec: ContainerSpec) -> ContainerState:

@@ -95,7 +95,9 @@ def test_an_unreachable_engine_registers_the_node_outside_any_swarm(db, settings
     assert _register(settings, monkeypatch, "node-a").swarm_node_id == ""
 
 
-def test_a_failed_removal_is_tried_again_at_later_sweeps_until_it_succeeds(db, settings, monkeypatch, engine, caplog):
+def test_a_failed_removal_is_tried_again_at_later_sweeps_until_it_succeeds(
+    db, settings, monkeypatch, engine, caplog
+):
     """A manager that is busy or a swarm without quorum refuses once; the removal stays due (the
     lost manager would stall the overlays for good) and a later sweep, not a new declaration, does it."""
     engine.swarm, engine.swarm_node_id = True, "swarm-a"

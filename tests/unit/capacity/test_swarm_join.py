@@ -146,7 +146,9 @@ def test_a_node_that_cannot_rejoin_registers_outside_the_swarm_keeping_what_it_r
     assert _register(settings, monkeypatch, "node-a").swarm_node_id.startswith("joined-")
 
 
-def test_nothing_is_joined_without_overlay_networks_or_without_a_recorded_swarm(db, settings, monkeypatch, engine):
+def test_nothing_is_joined_without_overlay_networks_or_without_a_recorded_swarm(
+    db, settings, monkeypatch, engine
+):
     _register(settings, monkeypatch, "node-a")  # no manager ever recorded a swarm
     settings.SAGEPORT_SPAN_NODES = False
     _three_managers(settings, monkeypatch, engine)
