@@ -154,6 +154,7 @@ class Cluster:
         Waited for until the worker answers and has registered, live, on its engine's new swarm
         node, and the swarm counts every engine ready (the lost one's former swarm node removed by
         Sageport: capacity/swarm.py)."""
+        started = time.monotonic()
         live = next(other.engine for other in self.nodes if not other.lost)
         engines.run("ip", "-n", node.engine.namespace, "link", "set", engines.ENGINE_LINK, "up")
         node.engine.restart()
@@ -163,6 +164,7 @@ class Cluster:
         wait_until(lambda: _answers(self.broker, node.worker) and self._registered(node)
                    and engines.swarm_ready(live, len(self.nodes)), timeout=REVIVE_SECONDS,
                    what=f"{node.name}'s worker to answer and register again, its engine back in the swarm")
+        print(f"\n{node.name} was revived in {time.monotonic() - started:.1f} s")
 
     def _registered(self, node: ClusterNode) -> bool:
         """The control plane counts the node live on its engine's swarm node (capacity/nodes.py;
