@@ -47,7 +47,7 @@ def _lose_and_remove(settings, name: str) -> None:
 
 
 def _node(name, swarm_node_id="swarm-a", removed=False) -> Node:
-    return Node(name=name, swarm_node_id=swarm_node_id,
+    return Node(name=name, swarm_node_id=swarm_node_id, swarm_role="manager",
                 swarm_removed_at=timezone.now() - timedelta(seconds=1) if removed else None)
 
 
@@ -55,7 +55,8 @@ def _node(name, swarm_node_id="swarm-a", removed=False) -> Node:
     ("active", "swarm-a", _node("a"), Plan.STAY),
     ("active", "swarm-a", None, Plan.STAY),
     ("inactive", "", _node("a", removed=True), Plan.JOIN),  # removed, its state wiped (a new engine)
-    ("inactive", "", None, Plan.JOIN),  # a new host of the cluster
+    ("inactive", "", None, Plan.STAY),  # a new host: joined by its operator, as the role it should have
+    ("inactive", "", Node(name="a"), Plan.STAY),  # registered before, never in a swarm
     ("active", "swarm-a", _node("a", removed=True), Plan.LEAVE_AND_JOIN),  # back with what was removed
     ("active", "swarm-x", _node("a", removed=True), Plan.STAY),  # rejoined meanwhile, by hand
     ("pending", "", _node("a", removed=True), Plan.LEAVE_AND_JOIN),  # retrying the removed membership
@@ -122,12 +123,31 @@ def test_an_engine_back_before_its_removal_rejoins_and_removes_its_former_swarm_
     assert engine.swarm_nodes == {}
 
 
-def test_a_new_host_joins_as_a_worker(db, settings, monkeypatch, engine):
+def test_a_worker_engine_rejoins_as_a_worker_and_a_new_host_is_left_to_its_operator(
+    db, settings, monkeypatch, engine
+):
     _three_managers(settings, monkeypatch, engine)
+    engine.swarm_node_id, engine.swarm_address, engine.swarm_manager = "swarm-w", "10.0.0.7", False
+    _register(settings, monkeypatch, "node-w")
     engine.swarm = False
-    node = _register(settings, monkeypatch, "node-new")
-    assert engine.swarm_joins[0][1:] == (FAKE_WORKER_TOKEN, "")  # advertised: Docker's choice
-    assert node.swarm_role == "worker"
+    assert _register(settings, monkeypatch, "node-w").swarm_role == "worker"
+    assert engine.swarm_joins == [("10.0.0.1:2377", FAKE_WORKER_TOKEN, "10.0.0.7")]
+
+    engine.swarm = False
+    assert _register(settings, monkeypatch, "node-new").swarm_node_id == ""
+    assert len(engine.swarm_joins) == 1
+
+
+def test_a_single_host_swarm_on_the_loopback_is_never_joined_from_outside(db, settings, monkeypatch, engine):
+    """`docker swarm init --advertise-addr 127.0.0.1` (tests/e2e/test_training_spanning_nodes.py),
+    left again: its manager address reaches the very engine that is outside."""
+    engine.swarm, engine.swarm_node_id, engine.swarm_address = True, "swarm-l", "127.0.0.1"
+    _register(settings, monkeypatch, "node-a")
+    _register(settings, monkeypatch, "node-b")  # the same engine, another node
+    engine.swarm = False
+    Node.objects.filter(name="node-b").update(swarm_node_id="swarm-other")  # not its own former node
+    _register(settings, monkeypatch, "node-b")
+    assert engine.swarm_joins == []
 
 
 def test_a_node_that_cannot_rejoin_registers_outside_the_swarm_keeping_what_it_rejoins_with(
