@@ -35,6 +35,13 @@ class Node(models.Model):
     # The swarm's id of its engine's node (`docker info`'s Swarm.NodeID), "" when the engine is in
     # no swarm: the swarm node removed when this node is lost (capacity/swarm.py).
     swarm_node_id = models.CharField(max_length=64, blank=True, default="")
+    # Its engine's role in the swarm ("manager" | "worker") and the address it advertised there,
+    # as last seen: what the engine rejoins with when it comes back outside the swarm.
+    swarm_role = models.CharField(max_length=16, blank=True, default="")
+    swarm_address = models.CharField(max_length=64, blank=True, default="")
+    # When a manager removed `swarm_node_id` from the swarm while this node was lost; null while
+    # that removal is still due (retried by every sweep) or was never needed.
+    swarm_removed_at = models.DateTimeField(null=True)
 
     def __str__(self):
         return self.name
@@ -42,6 +49,18 @@ class Node(models.Model):
     @property
     def gpu_ids(self) -> list[str]:
         return [gpu["id"] for gpu in self.gpus]
+
+
+class SwarmJoin(models.Model):
+    """How an engine joins the nodes' swarm, as a manager node last told it (one row): the join
+    tokens (`docker swarm join-token`) and the managers' swarm node ids and addresses. A node
+    whose engine is outside the swarm when its worker registers joins with it (capacity/swarm_join.py).
+    The tokens admit any engine that reaches a manager: this row is as secret as the database."""
+
+    manager_token = models.CharField(max_length=128)
+    worker_token = models.CharField(max_length=128)
+    managers = models.JSONField(default=dict)  # swarm node id -> "address:port"
+    updated_at = models.DateTimeField(auto_now=True)
 
 
 class Placement(models.Model):

@@ -7,7 +7,8 @@ declares a node whose heartbeat is older than SAGEPORT_NODE_LOST_AFTER_SECONDS l
 training reconciler then fails or restarts the jobs that ran there. A lost node that comes back
 first removes the containers it still runs for placements it no longer holds (the training
 feature registers that clean-up with `on_registered`). A node records the swarm node of its
-engine, and the worker that declares a node lost removes that swarm node (capacity/swarm.py)."""
+engine; lost nodes' swarm nodes are removed by sweeps on a manager engine (capacity/swarm.py), and
+an engine out of the swarm joins it again when its node registers (capacity/swarm_join.py)."""
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -15,7 +16,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from capacity import inventory, swarm
+from capacity import inventory, swarm, swarm_join
 from capacity.models import Node
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,13 @@ def queue_name(node: str) -> str:
 
 
 def register() -> Node:
-    """Record this host's inventory and mark it alive; then drop containers it no longer owns."""
+    """Record this host's inventory and mark it alive (its engine back in the swarm first, when it
+    fell out of it); then drop containers it no longer owns."""
     found = inventory.detect()
+    previous = Node.objects.filter(name=found.name).first()
+    swarm_join.ensure_member(previous)
+    membership = swarm.local_membership()
+    swarm.record_join_info(membership)
     now = timezone.now()
     node, _ = Node.objects.update_or_create(
         name=found.name,
@@ -46,7 +52,7 @@ def register() -> Node:
             "gpus": found.gpus_as_json(),
             "instance_type": found.instance_type,
             "tier_peer_port": settings.SAGEPORT_TIER_PEER_PORT,
-            "swarm_node_id": swarm.local_node_id(),
+            **swarm.recorded(membership, previous),
             "registered_at": now,
             "heartbeat_at": now,
             "lost_at": None,
@@ -83,8 +89,8 @@ def live_names() -> list[str]:
 
 
 def declare_lost() -> list[Node]:
-    """Mark every node whose heartbeat is too old as lost, and remove their engines from the
-    swarm; return the ones this call marked."""
+    """Mark every node whose heartbeat is too old as lost, and remove lost nodes' engines from the
+    swarm (those an earlier sweep could not remove too); return the ones this call marked."""
     stale_before = timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
     lost = []
     for node in Node.objects.filter(lost_at__isnull=True, heartbeat_at__lt=stale_before):
@@ -92,7 +98,7 @@ def declare_lost() -> list[Node]:
         if Node.objects.filter(pk=node.pk, heartbeat_at=node.heartbeat_at).update(lost_at=timezone.now()):
             log.warning("node %s lost: no heartbeat since %s", node.name, node.heartbeat_at.isoformat())
             lost.append(node)
-    swarm.remove_lost(lost)
+    swarm.remove_lost()
     return lost
 
 

@@ -120,6 +120,17 @@ class SwarmMembership:
 
     node_id: str  # the swarm's id of this engine's node
     manager: bool  # whether it can change the swarm (create overlay networks, remove nodes)
+    address: str = ""  # the address it advertises to the swarm (`docker info`'s Swarm.NodeAddr)
+
+
+@dataclass(frozen=True)
+class SwarmJoinInfo:
+    """What an engine outside the swarm needs to join it, as a manager tells it (`docker swarm
+    join-token`, and `docker info`'s Swarm.RemoteManagers)."""
+
+    manager_token: str
+    worker_token: str
+    managers: dict[str, str]  # the managers' swarm node ids -> their addresses ("10.0.0.21:2377")
 
 
 @dataclass(frozen=True)
@@ -172,6 +183,23 @@ class ContainerRuntime(Protocol):
     def swarm_membership(self) -> SwarmMembership | None:
         """This engine's node in its swarm; None when it is in no swarm (LocalNodeState other than
         "active")."""
+
+    def swarm_state(self) -> str:
+        """Where this engine stands with a swarm: `docker info`'s Swarm.LocalNodeState
+        ("inactive", "pending", "active", "error" or "locked")."""
+
+    def swarm_join_info(self) -> SwarmJoinInfo:
+        """From a manager engine: the join tokens and the managers' addresses; raises
+        RuntimeError_ elsewhere."""
+
+    def join_swarm(self, manager_address: str, token: str, advertise_address: str = "") -> None:
+        """Join the swarm the manager at `manager_address` belongs to (`docker swarm join`), as the
+        role `token` grants, advertising `advertise_address` (Docker's choice when ""). A refusal,
+        or a manager not reached in time, raises RuntimeError_."""
+
+    def leave_swarm(self) -> None:
+        """Leave the swarm with force (`docker swarm leave --force`): what a removed engine still
+        holds of it is dropped. Not in one is fine."""
 
     def remove_swarm_node(self, node_id: str) -> None:
         """From a manager engine: demote the swarm node `node_id` if it is a manager, then remove

@@ -34,12 +34,14 @@ from runtime.base import (
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
+    SwarmJoinInfo,
     SwarmMembership,
 )
 from runtime.pull_progress import PullProgress, PullReport
 
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
+_HTTP_SERVICE_UNAVAILABLE = 503  # what the engine answers a swarm call outside a swarm
 _CONNECT_TIMEOUT_SECONDS = 10  # the events stream itself waits without limit
 _HOLDING_CPUS = ("created", "running", "paused", "restarting")  # a container's states that hold its cpuset
 
@@ -218,7 +220,31 @@ class DockerRuntime:
             swarm = self.client.info().get("Swarm") or {}
         if swarm.get("LocalNodeState") != "active":
             return None
-        return SwarmMembership(node_id=swarm.get("NodeID", ""), manager=bool(swarm.get("ControlAvailable")))
+        return SwarmMembership(node_id=swarm.get("NodeID", ""), manager=bool(swarm.get("ControlAvailable")),
+                               address=swarm.get("NodeAddr", ""))
+
+    def swarm_state(self) -> str:
+        with _engine_errors():
+            return (self.client.info().get("Swarm") or {}).get("LocalNodeState", "inactive")
+
+    def swarm_join_info(self) -> SwarmJoinInfo:
+        with _engine_errors():
+            tokens = self.client.api.inspect_swarm()["JoinTokens"]
+            managers = (self.client.info().get("Swarm") or {}).get("RemoteManagers") or []
+        return SwarmJoinInfo(manager_token=tokens["Manager"], worker_token=tokens["Worker"],
+                             managers={manager["NodeID"]: manager["Addr"] for manager in managers})
+
+    def join_swarm(self, manager_address: str, token: str, advertise_address: str = "") -> None:
+        with _engine_errors():
+            self.client.api.join_swarm([manager_address], token, advertise_addr=advertise_address or None)
+
+    def leave_swarm(self) -> None:
+        with _engine_errors():
+            try:
+                self.client.api.leave_swarm(force=True)
+            except APIError as error:
+                if error.status_code != _HTTP_SERVICE_UNAVAILABLE:  # "not part of a swarm": fine
+                    raise
 
     def remove_swarm_node(self, node_id: str) -> None:
         with _engine_errors():

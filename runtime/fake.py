@@ -27,6 +27,7 @@ from runtime.base import (
     NoSuchImage,
     RuntimeError_,
     RuntimeUnavailable,
+    SwarmJoinInfo,
     SwarmMembership,
 )
 from runtime.pull_progress import PullReport
@@ -34,6 +35,9 @@ from runtime.pull_progress import PullReport
 SIGTERM_EXIT_CODE = 143  # 128 + 15, what a process that honours SIGTERM usually ends with
 SIGKILL_EXIT_CODE = 137  # 128 + 9
 _FIRST_HOST_PORT = 32768
+FAKE_MANAGER_TOKEN = "SWMTKN-1-fake-manager"  # the join tokens a fake manager hands out
+FAKE_WORKER_TOKEN = "SWMTKN-1-fake-worker"
+_REFUSED = "The Docker engine refused the request: "
 
 
 @dataclass
@@ -63,6 +67,13 @@ class FakeRuntime:
         self.swarm_manager = True
         self.swarm_nodes: dict[str, str] = {}  # the swarm's other nodes: id -> role (manager | worker)
         self.swarm_refusal = ""  # why the swarm refuses to remove a node, when it does
+        self.swarm_stuck_state = ""  # LocalNodeState other than active/inactive ("error", "pending")
+        self.swarm_address = "10.0.0.9"  # the address this engine advertises to the swarm
+        self.swarm_managers: dict[str, str] = {}  # what a manager tells of the managers: id -> address
+        self.unreached_managers: set[str] = set()  # manager addresses a join times out on
+        self.swarm_joins: list[tuple[str, str, str]] = []  # (manager address, token, advertised)
+        self.swarm_leaves = 0
+        self._swarm_ids = itertools.count(1)
         self.ignore_sigterm_by_default = False
         self.healthy_by_default = False
         self._ids = itertools.count(1)
@@ -169,14 +180,44 @@ class FakeRuntime:
 
     def swarm_membership(self) -> SwarmMembership | None:
         self._answer()
-        return SwarmMembership(self.swarm_node_id, self.swarm_manager) if self.swarm else None
+        if self.swarm_state() != "active":
+            return None
+        return SwarmMembership(self.swarm_node_id, self.swarm_manager, self.swarm_address)
+
+    def swarm_state(self) -> str:
+        self._answer()
+        return self.swarm_stuck_state or ("active" if self.swarm else "inactive")
+
+    def swarm_join_info(self) -> SwarmJoinInfo:
+        self._answer()
+        if not (self.swarm and self.swarm_manager):
+            raise RuntimeError_(f"{_REFUSED}This node is not a swarm manager.")
+        managers = {**self.swarm_managers, self.swarm_node_id: f"{self.swarm_address}:2377"}
+        return SwarmJoinInfo(FAKE_MANAGER_TOKEN, FAKE_WORKER_TOKEN, managers)
+
+    def join_swarm(self, manager_address: str, token: str, advertise_address: str = "") -> None:
+        self._answer()
+        self.swarm_joins.append((manager_address, token, advertise_address))
+        if self.swarm_state() != "inactive":
+            raise RuntimeError_(f"{_REFUSED}This node is already part of a swarm.")
+        if manager_address in self.unreached_managers:
+            self.swarm_stuck_state = "pending"  # as Docker's join goes on in the background
+            raise RuntimeError_(f"{_REFUSED}Timeout was reached before node joined.")
+        self.swarm, self.swarm_manager = True, token == FAKE_MANAGER_TOKEN
+        self.swarm_node_id = f"joined-{next(self._swarm_ids)}"
+        self.swarm_address = advertise_address or self.swarm_address
+
+    def leave_swarm(self) -> None:
+        self._answer()
+        self.swarm_leaves += 1
+        self.swarm, self.swarm_stuck_state = False, ""
 
     def remove_swarm_node(self, node_id: str) -> None:
         self._answer()
         manager = self.swarm and self.swarm_manager
         refusal = self.swarm_refusal or ("" if manager else "This node is not a swarm manager.")
         if refusal:
-            raise RuntimeError_(f"The Docker engine refused the request: {refusal}")
+            raise RuntimeError_(f"{_REFUSED}{refusal}")
         self.swarm_nodes.pop(node_id, None)  # demoted (when a manager), then removed
 
     def run(self, spec: ContainerSpec) -> ContainerState:

@@ -23,8 +23,9 @@ One cluster for every module that uses it (`SharedCluster`): started on the firs
 for it and stopped once the last test of the session that uses it is done (`pytest_runtest_teardown`,
 else at the session's end). Each module loses a node on purpose; before it hands the cluster to the
 next module, the `cluster` fixture makes it as a fresh one (`Cluster.make_fresh`): no endpoint or
-running job left, every lost node revived (its engine restarted as a fresh one of its slot, joined
-to the swarm again, its forwarder and worker started, registered and live again), no container of
+running job left, every lost node revived (its engine restarted as a fresh one of its slot, its
+forwarder and worker started, the worker rejoining the engine to the swarm by itself, registered
+and live again), no container of
 a resource on any engine. Everything is stopped by the supervisor (by pid) and removed afterwards:
 the processes, the engines' containers, networks and swarm, the namespaces, the database."""
 import dataclasses
@@ -72,7 +73,7 @@ NODE_GPUS = "0"  # one GPU per node: a job of one-GPU instances (ml.p3.2xlarge) 
 BROKER_DATABASE = 1  # the session's worker consumes database 0 of the same Redis
 API_WORKERS = 2  # the cluster's API serves a few tests at a time: fewer processes to boot
 START_SECONDS = 120  # the API, beat and three Celery workers booting at once on two busy cores
-REVIVE_SECONDS = 90  # an engine restarted, joined to the swarm, its worker booted and registered
+REVIVE_SECONDS = 90  # an engine restarted, its worker booted, rejoined to the swarm and registered
 CLEAR_SECONDS = 120  # endpoints deleted and jobs stopped: their containers removed by their nodes
 SETTLED_ENDPOINT = frozenset({"InService", "Failed", "OutOfService"})  # DeleteEndpoint accepted
 SCHEMA_CACHE_DIR = Path("/var/tmp/sageport-test-postgres")
@@ -148,32 +149,32 @@ class Cluster:
 
     def revive(self, node: ClusterNode) -> None:
         """A lost node's host back as a new one: link up, its engine restarted with no container
-        nor swarm state (its images kept), joined to the swarm as a manager again (the removed
-        swarm node of its last run gone), then its forwarder and worker started, and waited for
-        until the worker answers and has registered, live, on its engine's new swarm node."""
-        members = [other.engine for other in self.nodes if not other.lost]
-        live = members[0]
+        nor swarm state (its images kept), then its forwarder and worker started. Nothing joins
+        its engine to the swarm here: its worker does, as it registers (capacity/swarm_join.py).
+        Waited for until the worker answers and has registered, live, on its engine's new swarm
+        node, and the swarm counts every engine ready (the lost one's former swarm node removed by
+        Sageport: capacity/swarm.py)."""
+        started = time.monotonic()
+        live = next(other.engine for other in self.nodes if not other.lost)
         engines.run("ip", "-n", node.engine.namespace, "link", "set", engines.ENGINE_LINK, "up")
         node.engine.restart()
-        engines.remove_others(live, members)  # its last run's swarm node, if still counted
-        engines.join(node.engine, live, "manager")
-        wait_until(lambda: engines.swarm_ready(live, len(self.nodes)), timeout=REVIVE_SECONDS,
-                   what=f"the swarm to count {node.name}'s engine ready again")
-        swarm_node = node.engine.client.info()["Swarm"]["NodeID"]
         for spec in node.specs:
             self.supervisor.start(dataclasses.replace(spec, ready=None))
         node.lost = False
-        wait_until(lambda: _answers(self.broker, node.worker) and self._registered(node.name, swarm_node),
-                   timeout=REVIVE_SECONDS, what=f"{node.name}'s worker to answer and register again")
+        wait_until(lambda: _answers(self.broker, node.worker) and self._registered(node)
+                   and engines.swarm_ready(live, len(self.nodes)), timeout=REVIVE_SECONDS,
+                   what=f"{node.name}'s worker to answer and register again, its engine back in the swarm")
+        print(f"\n{node.name} was revived in {time.monotonic() - started:.1f} s")
 
-    def _registered(self, name: str, swarm_node: str) -> bool:
-        """The control plane counts the node live on that swarm node (capacity/nodes.py; its
-        table is the app label's, `workers`, capacity/apps.py)."""
+    def _registered(self, node: ClusterNode) -> bool:
+        """The control plane counts the node live on its engine's swarm node (capacity/nodes.py;
+        its table is the app label's, `workers`, capacity/apps.py)."""
+        swarm_node = node.engine.client.info()["Swarm"]["NodeID"]
         with psycopg.connect(self.env["DATABASE_URL"]) as connection:
             row = connection.execute(
-                "SELECT lost_at IS NULL, swarm_node_id FROM workers_node WHERE name = %s", (name,)
+                "SELECT lost_at IS NULL, swarm_node_id FROM workers_node WHERE name = %s", (node.name,)
             ).fetchone()
-        return row == (True, swarm_node)
+        return bool(swarm_node) and row == (True, swarm_node)
 
     def containers(self, arn: str = "") -> list:
         """The containers of a resource (of any, without `arn`) on every engine, each with

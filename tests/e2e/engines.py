@@ -283,19 +283,6 @@ def join(engine: Engine, manager: Engine, role: str) -> None:
                   f"{manager.address}:{SWARM_PORT}")
 
 
-def remove_others(manager: Engine, members: list[Engine]) -> None:
-    """Remove from `manager`'s swarm every node that is none of `members`' engines (demoted first:
-    a manager cannot be removed), as an operator does for a host that is gone; Sageport's own
-    removal of a lost node (capacity/swarm.py) has done so already unless the swarm refused."""
-    keep = {member.client.info()["Swarm"]["NodeID"] for member in members}
-    for node in manager.client.nodes.list():
-        if node.id in keep:
-            continue
-        if node.attrs["Spec"]["Role"] == "manager":
-            manager.docker("node", "demote", node.id)
-        manager.docker("node", "rm", "--force", node.id)
-
-
 def swarm_ready(manager: Engine, count: int) -> bool:
     """`manager`'s swarm has `count` nodes, all ready (and its managers reachable)."""
     nodes = manager.client.nodes.list()

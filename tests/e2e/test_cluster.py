@@ -1,14 +1,6 @@
 """Training jobs and endpoints on the test cluster (tests/e2e/cluster.py): several engines, as on
 several hosts, one Sageport node each, a Docker Swarm of them. The session's one cluster, handed
-over as a fresh one; the last test loses a node, which the fixture revives for the next module.
-
-A job of two instances whose type has as many GPUs as a node declares (one) cannot be packed on
-one node: its instances run on two engines, joined by the job's overlay network (VXLAN between the
-engines' namespaces), and train one model with PyTorch DDP over gloo. SageMaker uploads one
-model.tar.gz per job: what the instances wrote to /opt/ml/model, together (AWS's distributed
-examples save the model from rank 0 only, so the files do not clash); Sageport's job node merges
-the other nodes' hand-over into that one archive (docs/operations.md, "Multi-instance jobs and
-several hosts").
+over as a fresh one.
 
 An endpoint of two instances has one container on each of two engines (a variant's containers are
 spread over the nodes). When the host of one is lost, InvokeEndpoint keeps answering: a request
@@ -16,7 +8,17 @@ routed to the lost container waits the 250 ms connect timeout and goes to the li
 the node is declared lost its container is replaced on the third engine, as SageMaker replaces an
 instance that stops passing its health checks while the endpoint stays InService (Developer
 Guide, your-algorithms-inference-code.html, "How Your Container Should Respond to Health Check
-(Ping) Requests")."""
+(Ping) Requests").
+
+The lost host then comes back: Sageport removed its engine from the swarm when it declared the
+node lost, and its worker joins the new engine to the swarm again as it registers. A job of two
+instances whose type has as many GPUs as a node declares (one) cannot be packed on one node: its
+instances run on two engines, the returned one included, joined by the job's overlay network
+(VXLAN between the engines' namespaces), and train one model with PyTorch DDP over gloo. SageMaker uploads one
+model.tar.gz per job: what the instances wrote to /opt/ml/model, together (AWS's distributed
+examples save the model from rank 0 only, so the files do not clash); Sageport's job node merges
+the other nodes' hand-over into that one archive (docs/operations.md, "Multi-instance jobs and
+several hosts")."""
 import json
 import uuid
 from pathlib import Path
@@ -24,6 +26,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
+from tests.e2e import engines
 from tests.e2e.conftest import read_tar_gz, training_request, unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, Hosting, wait_for_endpoint, wait_until
 from tests.e2e.test_two_nodes import hostnames_answering
@@ -63,36 +66,6 @@ def start_ddp_job(cluster, image: str, environment: dict | None = None, **overri
     return name, bucket
 
 
-def test_a_two_instance_ddp_job_runs_on_two_engines_and_uploads_one_merged_model(cluster, pytorch_mpi_image):
-    sagemaker, s3 = cluster.client("sagemaker"), cluster.client("s3")
-    name, bucket = start_ddp_job(cluster, pytorch_mpi_image)
-    arn = sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobArn"]
-
-    both = wait_until(lambda: (found := cluster.containers(arn)) and len(found) == 2 and found, timeout=120,
-                      what="the containers of both instances")
-    placed = {container.labels["sageport.host"]: container.engine_node for container in both}
-    assert len(set(placed.values())) == 2, placed  # two engines, one instance each
-    for container in both:  # each node started its own instance, on its own engine
-        assert container.labels["sageport.node"] == container.engine_node
-
-    # Bounded by the script's rendezvous wait (the instances may start a minute apart on two busy
-    # cores) and its training, a few seconds.
-    job = wait_for_status(sagemaker, name, timeout=360)
-
-    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
-    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
-    assert sorted(model) == ["model.pt", "rank-0.json", "rank-1.json"]  # one archive, both instances'
-    ranks = [json.loads(model[f"rank-{rank}.json"]) for rank in (0, 1)]
-    assert [(r["host"], r["world_size"]) for r in ranks] == [("algo-1", 2), ("algo-2", 2)]
-    # DDP averaged the gradients over the overlay: both ranks ended with the same parameters,
-    # though each trained on its own data.
-    assert ranks[0]["parameters"] == ranks[1]["parameters"]
-    assert all(r["loss"] < 1.0 for r in ranks), ranks
-    # Each container reached S3 and the API (its role credentials) through its engine's gateway.
-    assert [r["code_objects_seen"] for r in ranks] == [1, 1]
-    wait_until(lambda: not cluster.containers(arn), timeout=60, what="the job's containers to be removed")
-
-
 def test_an_endpoint_spread_over_engines_answers_through_the_loss_of_one_and_is_replaced_on_another(
     cluster, probe_image
 ):
@@ -125,3 +98,50 @@ def test_an_endpoint_spread_over_engines_answers_through_the_loss_of_one_and_is_
     wait_until(replaced_and_answering, timeout=120, what="a replacement on the spare engine to answer")
     assert failures == []  # every request was answered, through the loss
     assert wait_for_endpoint(sagemaker, endpoint)["EndpointStatus"] == "InService"
+
+
+def test_a_lost_host_back_rejoins_the_swarm_by_itself_and_a_ddp_job_over_two_engines_trains_on_it(
+    cluster, pytorch_mpi_image
+):
+    """The host the test above lost (lost here when run alone) was removed from the swarm by
+    Sageport; back as a new engine, its worker joins it to the swarm again (no hand on the swarm:
+    `Cluster.revive` restarts the engine and the worker only), and a job's instance there trains
+    over the overlay with one on another engine. The scheduler spreads a job over the nodes that
+    hold the most of it, by name among equals (training/scheduler.py): the first two, and the
+    lost one is the first of the two the endpoint was on, so one of them."""
+    sagemaker, s3 = cluster.client("sagemaker"), cluster.client("s3")
+    returning = next((node for node in cluster.nodes if node.lost), None)
+    if returning is None:
+        returning = cluster.nodes[0]
+        cluster.lose(returning.name)
+    live = next(node.engine for node in cluster.nodes if not node.lost)
+    # Declared lost, then removed from the swarm by a sweep on a manager (capacity/swarm.py).
+    wait_until(lambda: engines.swarm_ready(live, len(cluster.nodes) - 1), timeout=90,
+               what=f"{returning.name}'s engine to be removed from the swarm")
+    cluster.revive(returning)
+    assert returning.name in sorted(node.name for node in cluster.nodes)[:2]
+
+    name, bucket = start_ddp_job(cluster, pytorch_mpi_image)
+    arn = sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobArn"]
+    both = wait_until(lambda: (found := cluster.containers(arn)) and len(found) == 2 and found, timeout=120,
+                      what="the containers of both instances")
+    placed = {container.labels["sageport.host"]: container.engine_node for container in both}
+    assert len(set(placed.values())) == 2 and returning.name in placed.values(), placed
+    for container in both:  # each node started its own instance, on its own engine
+        assert container.labels["sageport.node"] == container.engine_node
+    # Bounded by the script's rendezvous wait (the instances may start a minute apart on two busy
+    # cores) and its training, a few seconds.
+    job = wait_for_status(sagemaker, name, timeout=360)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
+    assert sorted(model) == ["model.pt", "rank-0.json", "rank-1.json"]  # one archive, both instances'
+    ranks = [json.loads(model[f"rank-{rank}.json"]) for rank in (0, 1)]
+    assert [(r["host"], r["world_size"]) for r in ranks] == [("algo-1", 2), ("algo-2", 2)]
+    # DDP averaged the gradients over the overlay: both ranks ended with the same parameters,
+    # though each trained on its own data.
+    assert ranks[0]["parameters"] == ranks[1]["parameters"]
+    assert all(r["loss"] < 1.0 for r in ranks), ranks
+    # Each container reached S3 and the API (its role credentials) through its engine's gateway.
+    assert [r["code_objects_seen"] for r in ranks] == [1, 1]
+    wait_until(lambda: not cluster.containers(arn), timeout=60, what="the job's containers to be removed")

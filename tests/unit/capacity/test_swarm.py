@@ -1,4 +1,5 @@
-"""A lost node's engine is removed from the swarm by the worker that declares it lost.
+"""A lost node's engine is removed from the swarm by a sweep on a manager engine, retried until it
+succeeds or the node comes back.
 
 Docker's swarm keeps a lost manager counted until a manager removes it (`docker node demote`, then
 `docker node rm --force`: "Use the --force flag to remove a node that is unreachable ... a manager
@@ -10,7 +11,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from capacity import nodes
-from capacity.models import Node
+from capacity.models import Node, SwarmJoin
+from runtime.fake import FAKE_MANAGER_TOKEN, FAKE_WORKER_TOKEN
 
 
 def _register(settings, monkeypatch, name: str) -> Node:
@@ -91,3 +93,70 @@ def test_a_swarm_refusal_is_logged_and_the_sweep_goes_on(db, settings, monkeypat
 def test_an_unreachable_engine_registers_the_node_outside_any_swarm(db, settings, monkeypatch, engine):
     engine.swarm, engine.unreachable = True, True
     assert _register(settings, monkeypatch, "node-a").swarm_node_id == ""
+
+
+def test_a_failed_removal_is_tried_again_at_later_sweeps_until_it_succeeds(
+    db, settings, monkeypatch, engine, caplog
+):
+    """A manager that is busy or a swarm without quorum refuses once; the removal stays due (the
+    lost manager would stall the overlays for good) and a later sweep, not a new declaration, does it."""
+    engine.swarm, engine.swarm_node_id = True, "swarm-a"
+    _register(settings, monkeypatch, "node-a")
+    engine.swarm_node_id = "swarm-c"
+    _register(settings, monkeypatch, "node-c")
+    engine.swarm_nodes = {"swarm-a": "manager"}
+    engine.swarm_refusal = "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+    _silence(settings, "node-a")
+    with caplog.at_level(logging.ERROR, logger="capacity.swarm"):
+        assert [node.name for node in nodes.declare_lost()] == ["node-a"]
+        assert nodes.declare_lost() == []  # the next sweep: refused again
+    assert caplog.text.count("could not remove lost swarm node swarm-a") == 2
+    assert engine.swarm_nodes == {"swarm-a": "manager"}
+    assert Node.objects.get(name="node-a").swarm_removed_at is None
+
+    engine.swarm_refusal = ""
+    assert nodes.declare_lost() == []
+    assert engine.swarm_nodes == {}
+    removed_at = Node.objects.get(name="node-a").swarm_removed_at
+    assert removed_at is not None
+    engine.swarm_nodes = {"swarm-a": "manager"}  # were it counted again, nothing asks twice
+    nodes.declare_lost()
+    assert engine.swarm_nodes == {"swarm-a": "manager"}
+    assert Node.objects.get(name="node-a").swarm_removed_at == removed_at
+
+
+def test_a_removal_still_due_is_dropped_when_the_node_comes_back(db, settings, monkeypatch, engine):
+    engine.swarm, engine.swarm_node_id = True, "swarm-a"
+    _register(settings, monkeypatch, "node-a")
+    engine.swarm_node_id = "swarm-c"
+    engine.swarm_nodes = {"swarm-a": "manager"}
+    engine.swarm_manager = False  # the sweep runs on a worker engine: left to a manager
+    _silence(settings, "node-a")
+    assert [node.name for node in nodes.declare_lost()] == ["node-a"]
+    engine.swarm_node_id, engine.swarm_manager = "swarm-a", True
+    _register(settings, monkeypatch, "node-a")  # back, on the same swarm node, which it still is
+    engine.swarm_node_id = "swarm-c"
+    nodes.declare_lost()
+    assert engine.swarm_nodes == {"swarm-a": "manager"}
+
+
+def test_a_manager_node_keeps_how_to_join_its_swarm_and_a_removal_drops_the_removed_manager(
+    db, settings, monkeypatch, engine
+):
+    engine.swarm, engine.swarm_node_id, engine.swarm_address = True, "swarm-a", "10.0.0.1"
+    engine.swarm_managers = {"swarm-b": "10.0.0.2:2377"}
+    _register(settings, monkeypatch, "node-a")
+    join = SwarmJoin.objects.get()
+    assert (join.manager_token, join.worker_token) == (FAKE_MANAGER_TOKEN, FAKE_WORKER_TOKEN)
+    assert join.managers == {"swarm-a": "10.0.0.1:2377", "swarm-b": "10.0.0.2:2377"}
+    node = Node.objects.get(name="node-a")
+    assert (node.swarm_role, node.swarm_address) == ("manager", "10.0.0.1")
+
+    engine.swarm_node_id, engine.swarm_address = "swarm-b", "10.0.0.2"
+    engine.swarm_managers = {"swarm-a": "10.0.0.1:2377"}
+    _register(settings, monkeypatch, "node-b")
+    engine.swarm_nodes = {"swarm-a": "manager"}
+    _silence(settings, "node-a")
+    engine.swarm_managers = {}  # what the swarm tells once swarm-a is removed
+    nodes.declare_lost()
+    assert SwarmJoin.objects.get().managers == {"swarm-b": "10.0.0.2:2377"}
