@@ -7,7 +7,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from identity.principals import caller
-from modelregistry import names, requests
+from modelregistry import names, presenters, requests
 from modelregistry.models import ModelApprovalStatus, ModelPackage, ModelPackageGroup
 from protocol.context import RequestContext
 from protocol.errors import ConflictException, UnrecognizedClient, ValidationException
@@ -274,3 +274,19 @@ def inference_container(ctx: RequestContext, given: str) -> dict:
             "not available in Sageport."
         )
     return containers[0]
+
+
+# --- What Search finds -----------------------------------------------------------------------
+
+
+def search_packages(ctx: RequestContext) -> list[dict]:
+    """Every package as Search's `ModelPackage` record; a version has its group's tags."""
+    rows = _scoped(ModelPackage, ctx).select_related("group")
+    return [
+        presenters.package_record(package, package.group.tags if package.group else package.tags)
+        for package in rows
+    ]
+
+
+def search_groups(ctx: RequestContext) -> list[dict]:
+    return [presenters.group_record(group) for group in _scoped(ModelPackageGroup, ctx)]

@@ -23,6 +23,9 @@ SORTED_LISTS = sorted(
     name
     for service, name in registry.served()
     if "SortOrder" in shapes.operation_model(service.botocore_name, name).input_shape.members
+    # Search sorts by any property (its SortBy is free text, not an enum): its defaults are
+    # checked with it, tests/unit/modelregistry/test_search.py.
+    and name != "Search"
 )
 OLDER, NEWER = "older", "newer"
 
