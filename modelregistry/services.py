@@ -3,7 +3,7 @@ account and region. The error texts are SageMaker's where the real service's are
 (docs/model-registry.md lists them)."""
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, ProtectedError, QuerySet
 from django.utils import timezone
 
 from identity.principals import caller
@@ -82,14 +82,17 @@ def _find_group(ctx: RequestContext, given: str) -> ModelPackageGroup | None:
 
 
 def delete_group(ctx: RequestContext, given: str) -> None:
+    """Only an empty group: its packages' foreign key protects it, so a version registered while
+    the group is being deleted keeps it too."""
     group = get_group(ctx, given)
-    with transaction.atomic():
-        if group.packages.exists():
-            raise ConflictException(
-                f"Model Package Group {group.model_package_group_arn} cannot be deleted while it has "
-                f"model packages ({group.packages.count()}): delete them first."
-            )
-        group.delete()
+    try:
+        with transaction.atomic():
+            group.delete()
+    except ProtectedError as error:
+        raise ConflictException(
+            f"Model Package Group {group.model_package_group_arn} cannot be deleted while it has "
+            f"model packages ({len(error.protected_objects)}): delete them first."
+        ) from None
 
 
 def list_groups(ctx: RequestContext, params: dict) -> tuple[list[ModelPackageGroup], str | None]:
