@@ -19,6 +19,8 @@ class ModelPackageGroup(models.Model):
     # Lower-cased name inside, as SageMaker does; unique, so names are unique case-insensitively.
     model_package_group_arn = models.CharField(max_length=256, unique=True)
     description = models.CharField(max_length=1024, blank=True, default="")
+    # CreateModelPackageGroup's ManagedConfiguration, stored and shown (nothing manages storage).
+    managed_configuration = models.JSONField(null=True)
     tags = models.JSONField(default=list)
     created_by = models.JSONField(default=dict)
     creation_time = models.DateTimeField()

@@ -22,6 +22,7 @@ def group_summary(group: ModelPackageGroup) -> dict:
         "ModelPackageGroupDescription": group.description or None,
         "CreationTime": group.creation_time,
         "ModelPackageGroupStatus": COMPLETED,
+        "ManagedConfiguration": group.managed_configuration,
     }
 
 

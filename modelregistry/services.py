@@ -54,6 +54,7 @@ def create_group(ctx: RequestContext, params: dict) -> ModelPackageGroup:
                 model_package_group_name=name,
                 model_package_group_arn=arn,
                 description=params.get("ModelPackageGroupDescription", ""),
+                managed_configuration=params.get("ManagedConfiguration"),
                 tags=params.get("Tags", []),
                 created_by=_user_context(ctx),
                 creation_time=timezone.now(),

@@ -93,6 +93,17 @@ def test_another_account_s_arn_names_nothing(sagemaker):
     assert error_of(raised)[0] == "ValidationException"
 
 
+def test_a_group_keeps_its_description_and_managed_configuration(sagemaker):
+    sagemaker.create_model_package_group(
+        ModelPackageGroupName="g",
+        ModelPackageGroupDescription="churn models",
+        ManagedConfiguration={"ManagedStorageType": "Restricted"},
+    )
+    described = sagemaker.describe_model_package_group(ModelPackageGroupName="g")
+    assert described["ModelPackageGroupDescription"] == "churn models"
+    assert described["ManagedConfiguration"] == {"ManagedStorageType": "Restricted"}
+
+
 def test_a_group_name_is_taken_once_whatever_its_case(sagemaker):
     sagemaker.create_model_package_group(ModelPackageGroupName="Fraud")
     with pytest.raises(ClientError) as raised:
