@@ -6,6 +6,7 @@ from console import (
     views_capacity,
     views_hosting,
     views_processing,
+    views_registry,
     views_training,
     views_transform,
 )
@@ -44,5 +45,10 @@ urlpatterns = [
     path("endpoint-configs/<int:pk>/", views_hosting.config_detail, name="endpoint-config"),
     path("models/", views_hosting.model_list, name="models"),
     path("models/<int:pk>/", views_hosting.model_detail, name="model"),
+    path("model-package-groups/", views_registry.group_list, name="model-package-groups"),
+    path("model-package-groups/<int:pk>/", views_registry.group_detail, name="model-package-group"),
+    path("model-packages/", views_registry.package_list, name="model-packages"),
+    path("model-packages/<int:pk>/", views_registry.package_detail, name="model-package"),
+    path("model-packages/<int:pk>/approval", views_registry.package_approval, name="model-package-approval"),
     path("capacity/", views_capacity.capacity, name="capacity"),
 ]

@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "identity",
     "training",
     "processing",
+    "modelregistry",
     "hosting",
     "batchtransform",
     "clusters",

@@ -15,7 +15,6 @@ UNSUPPORTED_MODEL_MEMBERS = {
     "EnableNetworkIsolation": "serving containers need the network to receive requests",
 }
 UNSUPPORTED_CONTAINER_MEMBERS = {
-    "ModelPackageName": "give Image (and ModelDataUrl) instead of a model package",
     "InferenceSpecificationName": "give Image (and ModelDataUrl) instead of an inference specification",
     "AdditionalModelDataSources": "only one model data source is unpacked, at /opt/ml/model",
     "MultiModelConfig": "multi-model endpoints are not available",
@@ -76,6 +75,8 @@ def check_create_model(params: dict) -> None:
 
 def _container_problems(container: dict) -> list[str]:
     problems = _unsupported(UNSUPPORTED_CONTAINER_MEMBERS, container, "Container ")
+    if "ModelPackageName" in container:
+        return problems + _package_reference_problems(container)
     if not container.get("Image"):
         problems.append("The container's Image is required.")
     if container.get("Mode", "SingleModel") != "SingleModel":
@@ -89,6 +90,25 @@ def _container_problems(container: dict) -> list[str]:
     if source is not None:
         problems += _model_data_source_problems(source)
     return problems
+
+
+# What a model package's InferenceSpecification gives a container that names the package.
+PACKAGE_MEMBERS = ("Image", "ModelDataUrl", "ModelDataSource")
+
+
+def _package_reference_problems(container: dict) -> list[str]:
+    """A container naming a model package takes its image and model data from the package."""
+    given = [member for member in PACKAGE_MEMBERS if member in container]
+    return [
+        f"Container {member} cannot be given with ModelPackageName: the model package gives it."
+        for member in given
+    ]
+
+
+def check_package_container(container: dict) -> None:
+    """The container a model package resolved to, held to the rules of one given directly."""
+    direct = {key: value for key, value in container.items() if key != "ModelPackageName"}
+    _raise_if(_container_problems(direct))
 
 
 def _model_data_source_problems(source: dict) -> list[str]:

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from accounts import s3_tenancy
 from hosting import history, requests
 from hosting import tasks as hosting_tasks
 from hosting import transitions as t
@@ -21,6 +22,7 @@ from hosting.models import (
     SageMakerModel,
 )
 from hosting.runtime_api import routing
+from modelregistry.services import inference_container
 from protocol.arns import make_arn
 from protocol.context import RequestContext
 from protocol.errors import ValidationException
@@ -47,7 +49,32 @@ def model_arn(ctx: RequestContext, name: str) -> str:
 def create_model(ctx: RequestContext, params: dict) -> SageMakerModel:
     requests.check_create_model(params)
     request = {key: value for key, value in params.items() if key != "Tags"}
+    if "ModelPackageName" in requests.model_container(request):
+        request = _with_package_container(ctx, request)
     return _create(ctx, SageMakerModel, params["ModelName"], request, params.get("Tags", []))
+
+
+def _with_package_container(ctx: RequestContext, request: dict) -> dict:
+    """The request with its container completed from the model package it names: the package's
+    image, model data and hostname, its Environment under the request's. The model keeps them, so
+    deleting or updating the package later changes nothing it runs; the completed request goes
+    through the tenancy rule as if the caller had written it."""
+    given = requests.model_container(request)
+    package = inference_container(ctx, given["ModelPackageName"])
+    container = {member: package[member] for member in PACKAGE_CONTAINER_MEMBERS if member in package}
+    container.update(given)
+    container["Environment"] = {**package.get("Environment", {}), **given.get("Environment", {})}
+    requests.check_package_container(container)
+    member = "PrimaryContainer" if "PrimaryContainer" in request else "Containers"
+    completed = {**request, member: container if member == "PrimaryContainer" else [container]}
+    s3_tenancy.refuse_foreign_locations(ctx, "sagemaker", "CreateModel", completed)
+    return completed
+
+
+# What a model package's container gives the model's (the rest of it describes the package).
+PACKAGE_CONTAINER_MEMBERS = (
+    "ContainerHostname", "Image", "ModelDataUrl", "ModelDataSource", "AdditionalModelDataSources"
+)
 
 
 # Per creatable kind: its ARN resource type and its noun in SageMaker's messages.

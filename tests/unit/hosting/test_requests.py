@@ -14,7 +14,11 @@ def test_a_model_needs_one_container_with_an_image_and_a_tar_gz_model():
     for params, complaint in [
         ({"ModelName": "m"}, "PrimaryContainer is required"),
         ({"ModelName": "m", "Containers": [{"Image": "i"}, {"Image": "j"}]}, "inference pipelines"),
-        ({"ModelName": "m", "PrimaryContainer": {"ModelPackageName": "p"}}, "Image is required"),
+        ({"ModelName": "m", "PrimaryContainer": {"Environment": {}}}, "Image is required"),
+        (
+            {"ModelName": "m", "PrimaryContainer": {"ModelPackageName": "p", "Image": "i"}},
+            "Image cannot be given with ModelPackageName",
+        ),
         ({"ModelName": "m", "PrimaryContainer": {"Image": "i", "ModelDataUrl": "s3://b/k.tar"}}, ".tar.gz"),
         ({"ModelName": "m", "PrimaryContainer": {"Image": "i"}, "EnableNetworkIsolation": True}, "network"),
     ]:

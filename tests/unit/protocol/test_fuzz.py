@@ -51,6 +51,9 @@ NAME_HINTS = {
     "EndpointName": "fuzz-endpoint",
     "EndpointConfigName": "fuzz-config",
     "TrainingJobName": "fuzz-job",
+    "ModelPackageGroupName": "fuzz-group",
+    "ModelPackageName": "fuzz-group/1",
+    "ModelPackageArn": f"arn:aws:sagemaker:{REGION}:210987654321:model-package/fuzz-group/1",
     "logGroupName": LOG_GROUP,
     "logStreamName": "fuzz-job/algo-1",
 }
@@ -425,6 +428,10 @@ def seeded(make_client, access_key):
         ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
         StoppingCondition={"MaxRuntimeInSeconds": 60},
     )
+    client.create_model_package_group(ModelPackageGroupName="fuzz-group")
+    client.create_model_package(
+        ModelPackageGroupName="fuzz-group", InferenceSpecification={"Containers": [{"Image": "busybox"}]}
+    )
     stream = LogStream.objects.create(
         account_id=access_key.account_id, region=REGION, group_name=LOG_GROUP, stream_name="fuzz-job/algo-1"
     )
@@ -504,6 +511,15 @@ STATE_CHANGING = [
     ("SageMaker.DeleteEndpointConfig", {"EndpointConfigName": "fuzz-config"}),
     ("SageMaker.DeleteEndpoint", {"EndpointName": "fuzz-endpoint"}),
     ("SageMaker.StopTrainingJob", {"TrainingJobName": "fuzz-job"}),
+    ("SageMaker.DeleteModelPackage", {"ModelPackageName": "fuzz-group/1"}),
+    ("SageMaker.DeleteModelPackageGroup", {"ModelPackageGroupName": "fuzz-group"}),
+    (
+        "SageMaker.UpdateModelPackage",
+        {
+            "ModelPackageArn": f"arn:aws:sagemaker:{REGION}:210987654321:model-package/fuzz-group/1",
+            "ModelApprovalStatus": "Approved",
+        },
+    ),
     (
         "SageMaker.CreateModel",
         {"ModelName": "forged", "ExecutionRoleArn": ROLE, "PrimaryContainer": {"Image": "x"}},

@@ -12,6 +12,7 @@ from django.utils import timezone
 from batchtransform.models import TransformJob
 from clusters.models import Cluster, ClusterMember, ClusterPolicy
 from hosting.models import Endpoint, EndpointConfig, SageMakerModel
+from modelregistry.models import ModelPackage, ModelPackageGroup
 from processing.models import ProcessingJob
 from protocol import registry, shapes
 from protocol.listing import default_order, documented_order
@@ -22,6 +23,9 @@ SORTED_LISTS = sorted(
     name
     for service, name in registry.served()
     if "SortOrder" in shapes.operation_model(service.botocore_name, name).input_shape.members
+    # Search sorts by any property (its SortBy is free text, not an enum): its defaults are
+    # checked with it, tests/unit/modelregistry/test_search.py.
+    and name != "Search"
 )
 OLDER, NEWER = "older", "newer"
 
@@ -132,6 +136,21 @@ def _compute_quotas() -> tuple[dict, str, str]:
     return {}, "ComputeQuotaSummaries", "Name"
 
 
+def _model_package_groups() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        call("CreateModelPackageGroup", ModelPackageGroupName=name)
+    _aged(ModelPackageGroup, "model_package_group_name")
+    return {}, "ModelPackageGroupSummaryList", "ModelPackageGroupName"
+
+
+def _model_packages() -> tuple[dict, str, str]:
+    specification = {"Containers": [{"Image": "serve:1"}]}
+    for name in (NEWER, OLDER):  # unversioned: what ListModelPackages lists by default
+        call("CreateModelPackage", ModelPackageName=name, InferenceSpecification=specification)
+    _aged(ModelPackage, "model_package_name")
+    return {}, "ModelPackageSummaryList", "ModelPackageName"
+
+
 # Per operation: make an OLDER and a NEWER resource; answer the request's other required members,
 # the list member of the answer and the member that names a resource in it.
 MAKERS = {
@@ -145,6 +164,8 @@ MAKERS = {
     "ListClusterNodes": _cluster_nodes,
     "ListClusterSchedulerConfigs": _scheduler_configs,
     "ListComputeQuotas": _compute_quotas,
+    "ListModelPackageGroups": _model_package_groups,
+    "ListModelPackages": _model_packages,
 }
 
 
