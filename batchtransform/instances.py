@@ -31,6 +31,12 @@ from runtime.docker import get_runtime
 
 PING_INTERVAL_SECONDS = 0.25
 STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
+# How much of a container's output one look copies into its stream: a container that floods its
+# stdout delays neither the job's watcher (which also sees StopTransformJob) nor its end, and
+# never makes the worker hold its whole output. While the job runs, every WATCH_SECONDS; at its end,
+# once more: what a flood wrote past that stays in the engine's log, not in CloudWatch.
+LOG_BYTES_PER_LOOK = 1 << 20
+LOG_BYTES_AT_END = 16 << 20
 
 
 class InstanceFailed(Exception):
@@ -116,7 +122,7 @@ def _wait_healthy(
             return
         state = _state(runtime, job, instance.host)
         if state is None or state.exited:
-            log_streams.collect(runtime, job_id, {instance.host: state})
+            log_streams.collect(runtime, job_id, {instance.host: state}, max_bytes=LOG_BYTES_AT_END)
             tail = " | ".join(log_streams.tail(job_id, instance.host)[-5:])
             code = "" if state is None else f" with exit code {state.exit_code}"
             raise InstanceFailed(

@@ -100,7 +100,9 @@ def _run(job: TransformJob) -> tuple[str, str]:
         halt.set()
         watcher.join()
         instances.stop(job)
-        log_streams.collect(get_runtime(), identity(job), instances.states(job))
+        log_streams.collect(
+            get_runtime(), identity(job), instances.states(job), max_bytes=instances.LOG_BYTES_AT_END
+        )
     if reason:
         return TransformJobStatus.FAILED, reason
     if _status(job) == TransformJobStatus.STOPPING:
@@ -236,6 +238,11 @@ class _Watcher(threading.Thread):
             while not self._halt.wait(WATCH_SECONDS):
                 if _status(self._job) == TransformJobStatus.STOPPING:
                     self._halt.set()
-                log_streams.collect(get_runtime(), identity(self._job), instances.states(self._job))
+                log_streams.collect(
+                    get_runtime(),
+                    identity(self._job),
+                    instances.states(self._job),
+                    max_bytes=instances.LOG_BYTES_PER_LOOK,
+                )
         finally:
             connection.close()  # this thread's own database connection

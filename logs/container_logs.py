@@ -24,9 +24,16 @@ class LineObserver(Protocol):
 
 
 def collect(
-    runtime: ContainerRuntime, container_name: str, stream: LogStream, observer: LineObserver | None = None
-) -> None:
-    lines = runtime.logs(container_name, since=stream.source_cursor or None)
+    runtime: ContainerRuntime,
+    container_name: str,
+    stream: LogStream,
+    observer: LineObserver | None = None,
+    max_bytes: int | None = None,
+) -> bool:
+    """Copy the container's new output into `stream`; with `max_bytes`, about that much of it at
+    most (a container flooding its output cannot make one call long or large). Whether all of
+    its output so far is copied."""
+    lines = runtime.logs(container_name, since=stream.source_cursor or None, max_bytes=max_bytes)
     if lines:
         events = [(rfc3339_to_ms(line.timestamp), line.message) for line in lines]
         # The lines, what the observer derives from them and the cursor commit together: a crash
@@ -35,3 +42,4 @@ def collect(
             store.append(stream, events, cursor=lines[-1].timestamp)
             if observer is not None:
                 observer.record(events)
+    return max_bytes is None or sum(len(line.message) for line in lines) < max_bytes
