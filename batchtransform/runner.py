@@ -182,13 +182,13 @@ def _failure(job: TransformJob, host: str, obj: str, error: BaseException) -> st
 
 
 def _client(job: TransformJob, instance: instances.Instance, memory_bytes: int = READ_BYTES) -> ModelClient:
-    config = job.request.get("ModelClientConfig") or {}
+    invocations = parameters.invocations(job.request)
     return ModelClient(
         instance.port,
         job.request["TransformInput"].get("ContentType"),
         job.request["TransformOutput"].get("Accept"),
-        timeout=config.get("InvocationsTimeoutInSeconds", parameters.DEFAULT_INVOCATIONS_TIMEOUT_SECONDS),
-        retries=config.get("InvocationsMaxRetries", parameters.DEFAULT_INVOCATIONS_MAX_RETRIES),
+        timeout=invocations.timeout_seconds,
+        retries=invocations.max_retries,
         memory_bytes=memory_bytes,
     )
 
