@@ -31,12 +31,21 @@ from runtime.docker import get_runtime
 
 PING_INTERVAL_SECONDS = 0.25
 STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
-# How much of a container's output one look copies into its stream: a container that floods its
-# stdout delays neither the job's watcher (which also sees StopTransformJob) nor its end, and
-# never makes the worker hold its whole output. While the job runs, every WATCH_SECONDS; at its end,
-# once more: what a flood wrote past that stays in the engine's log, not in CloudWatch.
-LOG_BYTES_PER_LOOK = 1 << 20
-LOG_BYTES_AT_END = 16 << 20
+# How much of a container's output one look copies into its stream, in one transaction: a
+# container that floods its stdout delays neither the job's watcher (which also sees
+# StopTransformJob) nor its end, never makes the worker hold its whole output, and never holds the
+# database's write lock long (SQLite has one for everyone). While the job runs, one look every
+# WATCH_SECONDS; at its end, looks until caught up, LOG_LOOKS_AT_END at most: what a flood wrote
+# past that stays in the engine's log, not in CloudWatch.
+LOG_BYTES_PER_LOOK = 256 << 10
+LOG_LOOKS_AT_END = 32
+
+
+def collect_logs(job: TransformJob, looks: int = 1) -> None:
+    """Copy the instances' new output into their streams, `looks` slices at most."""
+    for _ in range(looks):
+        if log_streams.collect(get_runtime(), identity(job), states(job), max_bytes=LOG_BYTES_PER_LOOK):
+            return
 
 
 class InstanceFailed(Exception):
@@ -122,7 +131,7 @@ def _wait_healthy(
             return
         state = _state(runtime, job, instance.host)
         if state is None or state.exited:
-            log_streams.collect(runtime, job_id, {instance.host: state}, max_bytes=LOG_BYTES_AT_END)
+            collect_logs(job, LOG_LOOKS_AT_END)
             tail = " | ".join(log_streams.tail(job_id, instance.host)[-5:])
             code = "" if state is None else f" with exit code {state.exit_code}"
             raise InstanceFailed(

@@ -26,7 +26,7 @@ from batchtransform.model_client import READ_BYTES, ModelClient, ModelError
 from batchtransform.models import TransformJob, TransformJobStatus
 from batchtransform.objects import Plan, Sender, Stopped, transform
 from capacity import nodes, single_node
-from jobs import cleanup, log_streams, outputs, staging
+from jobs import cleanup, outputs, staging
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime.docker import get_runtime
@@ -100,9 +100,7 @@ def _run(job: TransformJob) -> tuple[str, str]:
         halt.set()
         watcher.join()
         instances.stop(job)
-        log_streams.collect(
-            get_runtime(), identity(job), instances.states(job), max_bytes=instances.LOG_BYTES_AT_END
-        )
+        instances.collect_logs(job, instances.LOG_LOOKS_AT_END)
     if reason:
         return TransformJobStatus.FAILED, reason
     if _status(job) == TransformJobStatus.STOPPING:
@@ -238,11 +236,6 @@ class _Watcher(threading.Thread):
             while not self._halt.wait(WATCH_SECONDS):
                 if _status(self._job) == TransformJobStatus.STOPPING:
                     self._halt.set()
-                log_streams.collect(
-                    get_runtime(),
-                    identity(self._job),
-                    instances.states(self._job),
-                    max_bytes=instances.LOG_BYTES_PER_LOOK,
-                )
+                instances.collect_logs(self._job)
         finally:
             connection.close()  # this thread's own database connection

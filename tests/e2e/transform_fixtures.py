@@ -1,11 +1,13 @@
 """Fixtures of the batch-transform tests: the model image (tests/e2e/transform_probe/transformer.py on
-the serving example's scaffolding). Test modules load them with `pytest_plugins`, after
-tests.e2e.hosting_fixtures (serve_image)."""
+the serving example's scaffolding) and `model` (a SageMaker model of it, with an Environment).
+Test modules load them with `pytest_plugins`, after tests.e2e.hosting_fixtures (serve_image)."""
 
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.conftest import unique_name
 
 TRANSFORMER_TAG = "sageport-test/transformer:latest"
 TRANSFORMER_DOCKERFILE = """
@@ -25,3 +27,15 @@ def transformer_image(serve_image, tmp_path_factory) -> str:
         ["docker", "build", "-q", "-t", TRANSFORMER_TAG, str(context)], check=True, capture_output=True
     )
     return TRANSFORMER_TAG
+
+
+@pytest.fixture
+def model(sagemaker, transformer_image):
+    def create(**environment) -> str:
+        name = unique_name("transformer")
+        sagemaker.create_model(
+            ModelName=name, PrimaryContainer={"Image": transformer_image, "Environment": environment}
+        )
+        return name
+
+    return create
