@@ -118,11 +118,13 @@ class ModelClient:
 
     def _exchange(self, method: str, path: str, body, headers: dict) -> tuple[int, Answer]:
         connection = self._connection()
-        deadline = time.monotonic() + self._timeout
         try:
             connection.request(
                 method, path, body=body, headers=headers, encode_chunked=not isinstance(body, bytes | None)
             )
+            # The model's time runs once the body is sent (a streamed object may take long to
+            # send; each write is bounded by the socket's timeout meanwhile).
+            deadline = time.monotonic() + self._timeout
             response = connection.getresponse()
             return response.status, self._read(response, deadline)
         except BaseException:
