@@ -339,10 +339,11 @@ class DockerRuntime:
             container = self._container(name)
             if container is None:
                 return []
-            # The engine's `since` has one-second resolution and is inclusive: it only trims
-            # what is certainly old; the exact, strict cut is made on normalised strings as the
-            # lines are read, so old lines never count against `max_bytes`.
-            engine_since = int(_parse_timestamp(since)[0].timestamp()) if since else None
+            # The engine's `since` (seconds with a fraction, inclusive) trims what is certainly
+            # old, to the microsecond below the cursor, so a look reads little more than what is
+            # new even when a container wrote megabytes within one second; the exact, strict cut
+            # is made on normalised strings as the lines are read.
+            engine_since = _engine_since(since) if since else None
             read = {
                 stream: _read_log(
                     stream,
@@ -617,6 +618,13 @@ def normalize_timestamp(value: str) -> str:
     """`value` as UTC `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`, which orders correctly as a string."""
     instant, fraction = _parse_timestamp(value)
     return f"{instant.astimezone(UTC):%Y-%m-%dT%H:%M:%S}.{fraction}Z"
+
+
+def _engine_since(since: str) -> float:
+    """The engine's `since` for lines after `since`: a microsecond earlier, as the float the
+    Docker SDK passes through (the engine scales the fraction by its digits)."""
+    instant, fraction = _parse_timestamp(since)
+    return int(instant.timestamp()) + (int(fraction[:6]) - 1) / 1_000_000
 
 
 def _read_log(
