@@ -31,14 +31,15 @@ from runtime.docker import get_runtime
 
 PING_INTERVAL_SECONDS = 0.25
 STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
-# How much of a container's output one look copies into its stream, in one transaction: a
-# container that floods its stdout delays neither the job's watcher (which also sees
-# StopTransformJob) nor its end, never makes the worker hold its whole output, and never holds the
-# database's write lock long (SQLite has one for everyone). While the job runs, one look every
-# WATCH_SECONDS; at its end, looks until caught up, LOG_LOOKS_AT_END at most: what a flood wrote
-# past that stays in the engine's log, not in CloudWatch.
-LOG_BYTES_PER_LOOK = 256 << 10
-LOG_LOOKS_AT_END = 32
+# How much of a container's output one look copies into its stream: a container that floods its
+# stdout never makes the worker hold its whole output, and the job's watcher (which also sees
+# StopTransformJob) goes on looking. The engine scans a container's whole log file to answer each
+# look, so looks are few and large (logs/container_logs.py stores them in short transactions).
+# While the job runs, one look every WATCH_SECONDS; at its end, looks until caught up,
+# LOG_LOOKS_AT_END at most: what a flood wrote past that stays in the engine's log, not in
+# CloudWatch.
+LOG_BYTES_PER_LOOK = 4 << 20
+LOG_LOOKS_AT_END = 4
 
 
 def collect_logs(job: TransformJob, looks: int = 1) -> None:
