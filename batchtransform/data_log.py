@@ -3,7 +3,9 @@
 (amazon-sagemaker-examples#1620): `<time>:[sagemaker logs]: MaxConcurrentTransforms=1,
 MaxPayloadInMB=6, BatchStrategy=MULTI_RECORD`, then for an object the model rejects
 `<bucket>/<key>: ClientError: 400`, `<bucket>/<key>: `, `<bucket>/<key>: Message:` and the
-model's message, a line each."""
+model's message, a line each; for a request the model never answered, one line
+`<bucket>/<key>: <why>` (e.g. "Model server did not respond to /invocations request within 600
+seconds", batchtransform/model_client.py)."""
 
 import time
 from datetime import UTC, datetime
@@ -26,6 +28,9 @@ def write(job: JobIdentity, host: str, lines: list[str]) -> None:
 
 
 def rejection_lines(obj: str, status: int | None, message: str) -> list[str]:
-    """What the data log says of an object whose payload the model did not answer with 200."""
-    head = f"{obj}: ClientError: {status}" if status is not None else f"{obj}: {message}"
+    """What the data log says of an object whose payload the model did not answer with 200
+    (`status` None: did not answer at all)."""
+    if status is None:
+        return [f"{obj}: {message}"]
+    head = f"{obj}: ClientError: {status}"
     return [head, f"{obj}: ", f"{obj}: Message:", *(f"{obj}: {line}" for line in message.splitlines())]

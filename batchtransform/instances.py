@@ -31,6 +31,22 @@ from runtime.docker import get_runtime
 
 PING_INTERVAL_SECONDS = 0.25
 STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
+# How much of a container's output one look copies into its stream: a container that floods its
+# stdout never makes the worker hold its whole output, and the job's watcher (which also sees
+# StopTransformJob) goes on looking. The engine scans a container's whole log file to answer each
+# look, so looks are few and large (logs/container_logs.py stores them in short transactions).
+# While the job runs, one look every WATCH_SECONDS; at its end, looks until caught up,
+# LOG_LOOKS_AT_END at most: what a flood wrote past that stays in the engine's log, not in
+# CloudWatch.
+LOG_BYTES_PER_LOOK = 4 << 20
+LOG_LOOKS_AT_END = 4
+
+
+def collect_logs(job: TransformJob, looks: int = 1) -> None:
+    """Copy the instances' new output into their streams, `looks` slices at most."""
+    for _ in range(looks):
+        if log_streams.collect(get_runtime(), identity(job), states(job), max_bytes=LOG_BYTES_PER_LOOK):
+            return
 
 
 class InstanceFailed(Exception):
@@ -116,7 +132,7 @@ def _wait_healthy(
             return
         state = _state(runtime, job, instance.host)
         if state is None or state.exited:
-            log_streams.collect(runtime, job_id, {instance.host: state})
+            collect_logs(job, LOG_LOOKS_AT_END)
             tail = " | ".join(log_streams.tail(job_id, instance.host)[-5:])
             code = "" if state is None else f" with exit code {state.exit_code}"
             raise InstanceFailed(

@@ -4,22 +4,38 @@ Each sending thread keeps its own keep-alive connection (a connection carries on
 time). ModelClientConfig bounds each request (InvocationsTimeoutInSeconds) and how often a
 request that failed for want of an answer (a timeout, a broken connection, a 5xx) is sent again
 (InvocationsMaxRetries); an answer the model gives with a 4xx status is its verdict, never retried.
-A streamed body (one request carrying a whole object) cannot be sent again."""
+A streamed body (one request carrying a whole object) cannot be sent again.
+
+Answers are read in chunks (with Content-Length or `Transfer-Encoding: chunked`, as http.client
+frames them): one up to `memory_bytes` is returned as bytes, a larger one spills to a temporary
+file, and one over MAX_ANSWER_BYTES is refused. So a container that floods its answer costs the
+worker disk up to that bound, never memory."""
 
 import http.client
 import json
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from django.conf import settings
 
 from hosting.health import PLATFORM_USER_AGENT
 
 EXCERPT_BYTES = 1024
-# The most one answer may hold: answers are held whole until written in order, so a container that
-# floods its answer fails the object instead of exhausting the worker's memory. SageMaker documents
-# no limit for batch transform; this is 2.5x the largest payload a request may carry (100 MB).
+READ_BYTES = 1 << 16
+# The most one answer may hold: answers wait (spilled to disk past `memory_bytes`) until written
+# in order, so a container that floods its answer fails the object instead of filling the
+# worker's disk. SageMaker documents no limit for batch transform; this is 2.5x the largest
+# payload a request may carry (100 MB).
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
+# SageMaker's words in the data log for a request unanswered within InvocationsTimeoutInSeconds
+# (callers match on them: grand-challenge.org's SageMaker batch backend reads the data log for
+# "Model server did not respond to /invocations request within").
+TIMED_OUT = "Model server did not respond to /invocations request within {seconds:g} seconds"
+
+Answer = bytes | BinaryIO  # a file: an answer over `memory_bytes`, at its start; the reader closes it
 
 
 class ModelError(Exception):
@@ -36,10 +52,19 @@ class AnswerTooLarge(http.client.HTTPException):
 
 
 class ModelClient:
-    def __init__(self, port: int, content_type: str | None, accept: str | None, timeout: float, retries: int):
+    def __init__(
+        self,
+        port: int,
+        content_type: str | None,
+        accept: str | None,
+        timeout: float,
+        retries: int,
+        memory_bytes: int = READ_BYTES,
+    ):
         self._port = port
         self._timeout = timeout
         self._retries = retries
+        self._memory_bytes = memory_bytes
         self._headers = {"User-Agent": PLATFORM_USER_AGENT}
         if content_type:
             self._headers["Content-Type"] = content_type
@@ -51,18 +76,18 @@ class ModelClient:
         """The container's answer to GET /execution-parameters; None when it serves none."""
         try:
             status, body = self._request("GET", "/execution-parameters", None, {})
-            answer = json.loads(body) if status == 200 else None
+            answer = json.loads(_bytes(body)) if status == 200 else None
         except (OSError, http.client.HTTPException, ValueError):
             return None
         return answer if isinstance(answer, dict) else None
 
-    def invoke(self, body: bytes | Iterator[bytes]) -> bytes:
+    def invoke(self, body: bytes | Iterator[bytes]) -> Answer:
         attempts = 1 if not isinstance(body, bytes) else 1 + self._retries
         for attempt in range(1, attempts + 1):
             try:
                 status, answer = self._request("POST", "/invocations", body, self._headers)
             except TimeoutError:
-                error = ModelError(None, f"the model did not answer within {self._timeout:g} seconds")
+                error = ModelError(None, TIMED_OUT.format(seconds=self._timeout))
             except AnswerTooLarge as failure:
                 raise ModelError(None, str(failure)) from None  # the same request would flood again
             except (OSError, http.client.HTTPException) as failure:
@@ -72,14 +97,15 @@ class ModelClient:
             else:
                 if status == 200:
                     return answer
-                error = ModelError(status, answer[:EXCERPT_BYTES].decode("utf-8", errors="replace"))
+                excerpt = _bytes(answer)[:EXCERPT_BYTES]
+                error = ModelError(status, excerpt.decode("utf-8", errors="replace"))
                 if status < 500:
                     raise error
             if attempt == attempts:
                 raise error
         raise AssertionError("unreachable")
 
-    def _request(self, method: str, path: str, body, headers: dict) -> tuple[int, bytes]:
+    def _request(self, method: str, path: str, body, headers: dict) -> tuple[int, Answer]:
         reused = getattr(self._local, "connection", None) is not None
         try:
             return self._exchange(method, path, body, headers)
@@ -90,20 +116,46 @@ class ModelClient:
                 raise
             return self._exchange(method, path, body, headers)
 
-    def _exchange(self, method: str, path: str, body, headers: dict) -> tuple[int, bytes]:
+    def _exchange(self, method: str, path: str, body, headers: dict) -> tuple[int, Answer]:
         connection = self._connection()
         try:
             connection.request(
                 method, path, body=body, headers=headers, encode_chunked=not isinstance(body, bytes | None)
             )
+            # The model's time runs once the body is sent (a streamed object may take long to
+            # send; each write is bounded by the socket's timeout meanwhile).
+            deadline = time.monotonic() + self._timeout
             response = connection.getresponse()
-            answer = response.read(MAX_ANSWER_BYTES + 1)
-            if len(answer) > MAX_ANSWER_BYTES:
-                raise AnswerTooLarge(f"the model's answer to one request is over {MAX_ANSWER_BYTES} bytes")
-            return response.status, answer
+            return response.status, self._read(response, deadline)
         except BaseException:
             connection.close()  # a half-read answer must not be read as the next request's
             self._local.connection = None
+            raise
+
+    def _read(self, response: http.client.HTTPResponse, deadline: float) -> Answer:
+        """The answer, in chunks as they arrive: bytes up to `memory_bytes`, else a temporary
+        file. InvocationsTimeoutInSeconds bounds the whole answer, so a trickle cannot hold the
+        request open past it."""
+        spool = tempfile.SpooledTemporaryFile(max_size=self._memory_bytes)
+        try:
+            size = 0
+            while chunk := response.read1(READ_BYTES):
+                if time.monotonic() > deadline:
+                    raise TimeoutError()
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise AnswerTooLarge(
+                        f"the model's answer to one request is over {MAX_ANSWER_BYTES} bytes"
+                    )
+                spool.write(chunk)
+            response.read()  # ends the answer, so that the connection may carry the next request
+            spool.seek(0)
+            if size <= self._memory_bytes:
+                with spool:
+                    return spool.read()
+            return spool
+        except BaseException:
+            spool.close()
             raise
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -114,3 +166,12 @@ class ModelClient:
             )
             self._local.connection = connection
         return connection
+
+
+def _bytes(answer: Answer) -> bytes:
+    """A short answer (an error's, the execution parameters) as bytes: a file is read up to
+    EXCERPT_BYTES and closed."""
+    if isinstance(answer, bytes):
+        return answer
+    with answer:
+        return answer.read(EXCERPT_BYTES)

@@ -6,7 +6,9 @@ of them in flight on the instance (a semaphore the instance's objects share); an
 in input order (transform/assembly: a reorder window as wide as the concurrency) into a multipart
 upload that runs while the object is read (storage/upload_stream). So memory holds a few payloads
 and a few upload parts, whatever the object's size (SplitType None with MaxPayloadInMB 0 is one
-chunked request, read as it is sent).
+chunked request, read as it is sent); an answer larger than a payload waits on disk
+(batchtransform/model_client.py), except where DataProcessing must read it, which it cannot do
+past that bound: the object fails.
 
 SageMaker uploads no `.out` for an object that fails (API reference, TransformOutput.S3OutputPath:
 "If any of the objects in the input fail, the job fails and no output is written for them"): a
@@ -17,11 +19,12 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
-from batchtransform.model_client import ModelClient
+from batchtransform.model_client import Answer, ModelClient
 from storage.s3 import iter_object
 from storage.upload_stream import upload_stream
 from transform.assembly import OrderedOutput
 from transform.batching import Payload, StreamedPayload, object_payloads
+from transform.errors import ObjectFailed
 from transform.filters import DataProcessing
 from transform.records import decompressed
 
@@ -155,8 +158,20 @@ class _ObjectRun:
         with self._changed:
             try:
                 if self._error is None:
-                    self._ordered.put(payload.sequence, self._processing.output(payload, done.result()))
+                    self._ordered.put(payload.sequence, self._written(payload, done.result()))
             except BaseException as error:  # the model's, the filters' or S3's: the object fails
                 self._error = self._error or error
             self._pending -= 1
             self._changed.notify_all()
+
+    def _written(self, payload: Payload | StreamedPayload, answer: Answer) -> Answer:
+        """What goes into `.out` for this answer (DataProcessing's output of it)."""
+        if self._processing.answers_pass_through:
+            return answer
+        if not isinstance(answer, bytes):  # over the bound an answer may be held in memory
+            answer.close()
+            raise ObjectFailed(
+                "The model's answer to one request is too large for OutputFilter or JoinSource "
+                "(larger than MaxPayloadInMB)"
+            )
+        return self._processing.output(payload, answer)

@@ -23,6 +23,23 @@ _ENVIRONMENT_STRATEGIES = {api: environment for environment, api in _STRATEGIES.
 
 
 @dataclass(frozen=True)
+class Invocations:
+    """ModelClientConfig as the job runs with it: each member the request leaves out takes
+    SageMaker's default."""
+
+    timeout_seconds: int
+    max_retries: int
+
+
+def invocations(request: dict) -> Invocations:
+    config = request.get("ModelClientConfig") or {}
+    return Invocations(
+        timeout_seconds=config.get("InvocationsTimeoutInSeconds", DEFAULT_INVOCATIONS_TIMEOUT_SECONDS),
+        max_retries=config.get("InvocationsMaxRetries", DEFAULT_INVOCATIONS_MAX_RETRIES),
+    )
+
+
+@dataclass(frozen=True)
 class Effective:
     max_concurrent_transforms: int
     batch_strategy: str  # MultiRecord | SingleRecord

@@ -22,16 +22,18 @@ from django.utils import timezone
 
 from batchtransform import data_log, instances, parameters, placement
 from batchtransform.kind import identity
-from batchtransform.model_client import ModelClient, ModelError
+from batchtransform.model_client import READ_BYTES, ModelClient, ModelError
 from batchtransform.models import TransformJob, TransformJobStatus
 from batchtransform.objects import Plan, Sender, Stopped, transform
 from capacity import nodes, single_node
-from jobs import cleanup, instance_metrics, log_streams, outputs, staging
+from jobs import cleanup, instance_metrics, outputs, staging
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime.docker import get_runtime
+from transform.batching import DEFAULT_MAX_PAYLOAD_IN_MB
 from transform.errors import ObjectFailed
 
+MIB = 1024 * 1024
 WATCH_SECONDS = 0.5  # how often a running job looks for a stop request, copies its logs, reads its metrics
 _RUNNING = (TransformJobStatus.IN_PROGRESS, TransformJobStatus.STOPPING)
 
@@ -98,7 +100,7 @@ def _run(job: TransformJob) -> tuple[str, str]:
         halt.set()
         watcher.join()
         instances.stop(job)
-        log_streams.collect(get_runtime(), identity(job), instances.states(job))
+        instances.collect_logs(job, instances.LOG_LOOKS_AT_END)
     if reason:
         return TransformJobStatus.FAILED, reason
     if _status(job) == TransformJobStatus.STOPPING:
@@ -109,8 +111,11 @@ def _run(job: TransformJob) -> tuple[str, str]:
 def _transform_all(job: TransformJob, started: list[instances.Instance], halt: threading.Event) -> str:
     """Every instance's share of the input objects; the FailureReason of the first object that
     failed, "" when none did."""
-    clients = {instance.host: _client(job, instance) for instance in started}
-    effective = parameters.effective(job.request, clients[started[0].host].execution_parameters())
+    effective = parameters.effective(job.request, _client(job, started[0]).execution_parameters())
+    # An answer up to a payload's size is held in memory, a larger one waits on disk: the worker's
+    # memory holds about MaxConcurrentTransforms x MaxPayloadInMB (at most 100 MB, SageMaker's rule).
+    memory_bytes = (effective.max_payload_in_mb or DEFAULT_MAX_PAYLOAD_IN_MB) * MIB
+    clients = {instance.host: _client(job, instance, memory_bytes) for instance in started}
     plan = _plan(job, effective)
     source = _input(job)
     for instance in started:
@@ -174,14 +179,15 @@ def _failure(job: TransformJob, host: str, obj: str, error: BaseException) -> st
     raise error  # S3 or a bug: reconcile/loop.py sorts it (retry, or fail the job)
 
 
-def _client(job: TransformJob, instance: instances.Instance) -> ModelClient:
-    config = job.request.get("ModelClientConfig") or {}
+def _client(job: TransformJob, instance: instances.Instance, memory_bytes: int = READ_BYTES) -> ModelClient:
+    invocations = parameters.invocations(job.request)
     return ModelClient(
         instance.port,
         job.request["TransformInput"].get("ContentType"),
         job.request["TransformOutput"].get("Accept"),
-        timeout=config.get("InvocationsTimeoutInSeconds", parameters.DEFAULT_INVOCATIONS_TIMEOUT_SECONDS),
-        retries=config.get("InvocationsMaxRetries", parameters.DEFAULT_INVOCATIONS_MAX_RETRIES),
+        timeout=invocations.timeout_seconds,
+        retries=invocations.max_retries,
+        memory_bytes=memory_bytes,
     )
 
 
@@ -241,6 +247,5 @@ class _Watcher(threading.Thread):
         /aws/sagemaker/TransformJobs, Host `<job>/algo-N`, no DiskUtilization: SageMaker has none
         for transform). Once more when the run ends, before its containers are stopped, so that a
         job shorter than a look still has its minute."""
-        states = instances.states(self._job)
-        log_streams.collect(get_runtime(), identity(self._job), states)
-        instance_metrics.publish(get_runtime(), identity(self._job), states)
+        instances.collect_logs(self._job)
+        instance_metrics.publish(get_runtime(), identity(self._job), instances.states(self._job))

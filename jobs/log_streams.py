@@ -21,12 +21,17 @@ def collect(
     job: JobIdentity,
     states: dict[str, ContainerState | None],
     observer: Callable[[str], LineObserver | None] = lambda host: None,
-) -> None:
+    max_bytes: int | None = None,
+) -> bool:
     """Copy the new output of these containers (by host; None: no container) into their streams;
-    `observer(host)` derives data from the lines as they are stored (training's metrics)."""
+    `observer(host)` derives data from the lines as they are stored (training's metrics); with
+    `max_bytes`, at most about that much of each container's output. Whether all is copied."""
+    copied = True
     for host, state in states.items():
         if state is not None:
-            container_logs.collect(runtime, state.name, stream(job, host), observer(host))
+            into = stream(job, host)
+            copied &= container_logs.collect(runtime, state.name, into, observer(host), max_bytes)
+    return copied
 
 
 def tail(job: JobIdentity, host: str) -> list[str]:

@@ -223,8 +223,10 @@ class ContainerRuntime(Protocol):
     def remove(self, name: str) -> None:
         """Force-remove the container if it exists (missing is fine)."""
 
-    def logs(self, name: str, since: str | None = None) -> list[LogLine]:
-        """Log lines after the RFC 3339 timestamp `since` (all when None), oldest first."""
+    def logs(self, name: str, since: str | None = None, max_bytes: int | None = None) -> list[LogLine]:
+        """Log lines after the RFC 3339 timestamp `since` (all when None), oldest first; with
+        `max_bytes`, the oldest of them until their messages hold that many bytes (a caller that
+        asks again from the last line's timestamp gets the rest)."""
 
     def container_events(
         self, labels: dict[str, str], actions: Sequence[str], since: str | None = None

@@ -371,24 +371,41 @@ class DockerRuntime:
                 if error.status_code != _HTTP_CONFLICT:  # 409: removal already in progress
                     raise RuntimeError_(f'Could not remove container "{name}": {_reason(error)}') from None
 
-    def logs(self, name: str, since: str | None = None) -> list[LogLine]:
+    def logs(self, name: str, since: str | None = None, max_bytes: int | None = None) -> list[LogLine]:
         since = normalize_timestamp(since) if since else None
         with _engine_errors():
             container = self._container(name)
             if container is None:
                 return []
-            # The engine's `since` has one-second resolution and is inclusive: it only trims
-            # what is certainly old; the exact, strict cut is done on normalised strings below.
-            engine_since = int(_parse_timestamp(since)[0].timestamp()) if since else None
-            lines = [
-                line
+            # The engine's `since` (seconds with a fraction, inclusive) trims what is certainly
+            # old, to the microsecond below the cursor, so a look reads little more than what is
+            # new even when a container wrote megabytes within one second; the exact, strict cut
+            # is made on normalised strings as the lines are read.
+            engine_since = _engine_since(since) if since else None
+            read = {
+                stream: _read_log(
+                    stream,
+                    container.logs(
+                        stdout=stream == "stdout",
+                        stderr=stream == "stderr",
+                        timestamps=True,
+                        since=engine_since,
+                        stream=True,
+                        follow=False,
+                    ),
+                    since,
+                    max_bytes,
+                )
                 for stream in ("stdout", "stderr")
-                for line in _parse_log(stream, container.logs(
-                    stdout=stream == "stdout", stderr=stream == "stderr", timestamps=True, since=engine_since
-                ))
-            ]
-        lines.sort(key=lambda line: line.timestamp)  # stable: stdout first on equal timestamps
-        return [line for line in lines if since is None or line.timestamp > since]
+            }
+        lines = sorted(
+            (line for stream_lines, _ in read.values() for line in stream_lines),
+            key=lambda line: line.timestamp,
+        )  # stable: stdout first on equal timestamps
+        # A stream cut short at its budget: the other's lines after its last one wait for the
+        # next call, so that a cursor at the newest line returned skips nothing.
+        cuts = [found[-1].timestamp for found, whole in read.values() if not whole and found]
+        return [line for line in lines if line.timestamp <= min(cuts)] if cuts else lines
 
     def container_events(
         self, labels: dict[str, str], actions: Sequence[str], since: str | None = None
@@ -667,11 +684,41 @@ def normalize_timestamp(value: str) -> str:
     return f"{instant.astimezone(UTC):%Y-%m-%dT%H:%M:%S}.{fraction}Z"
 
 
-def _parse_log(stream: str, raw: bytes) -> list[LogLine]:
-    lines = []
-    for entry in raw.decode("utf-8", errors="replace").split("\n"):
-        if not entry:  # the text after the final newline
-            continue
-        stamp, _, message = entry.partition(" ")
-        lines.append(LogLine(timestamp=normalize_timestamp(stamp), stream=stream, message=message))
-    return lines
+def _engine_since(since: str) -> float:
+    """The engine's `since` for lines after `since`: a microsecond earlier, as the float the
+    Docker SDK passes through (the engine scales the fraction by its digits)."""
+    instant, fraction = _parse_timestamp(since)
+    return int(instant.timestamp()) + (int(fraction[:6]) - 1) / 1_000_000
+
+
+def _read_log(
+    stream: str, chunks: Iterator[bytes], since: str | None, max_bytes: int | None
+) -> tuple[list[LogLine], bool]:
+    """The lines of one stream after `since` as the engine streams them, until their messages
+    hold `max_bytes` (None: all); (lines, whether the stream was read to its end). A container
+    that floods its output costs one call `max_bytes`, however much it wrote."""
+    lines, size, pending = [], 0, b""
+    try:
+        for chunk in chunks:
+            *entries, pending = (pending + chunk).split(b"\n")
+            for entry in entries:
+                line = _parse_entry(stream, entry)
+                if line is None or (since is not None and line.timestamp <= since):
+                    continue
+                lines.append(line)
+                size += len(line.message)
+                if max_bytes is not None and size >= max_bytes:
+                    return lines, False
+        line = _parse_entry(stream, pending)  # the text after the final newline, if any
+        return lines + ([line] if line and (since is None or line.timestamp > since) else []), True
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # stop the engine's stream of what is left unread
+
+
+def _parse_entry(stream: str, entry: bytes) -> LogLine | None:
+    if not entry:
+        return None
+    stamp, _, message = entry.decode("utf-8", errors="replace").partition(" ")
+    return LogLine(timestamp=normalize_timestamp(stamp), stream=stream, message=message)

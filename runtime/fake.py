@@ -280,12 +280,19 @@ class FakeRuntime:
         self._answer()
         self.containers.pop(name, None)
 
-    def logs(self, name: str, since: str | None = None) -> list[LogLine]:
+    def logs(self, name: str, since: str | None = None, max_bytes: int | None = None) -> list[LogLine]:
         self._answer()
         container = self.containers.get(name)
         if container is None:
             return []
-        return [line for line in container.output if since is None or line.timestamp > since]
+        lines, size = [], 0
+        for line in container.output:
+            if since is None or line.timestamp > since:
+                lines.append(line)
+                size += len(line.message)
+                if max_bytes is not None and size >= max_bytes:
+                    break
+        return lines
 
     def container_events(
         self, labels: dict[str, str], actions: Sequence[str], since: str | None = None

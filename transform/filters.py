@@ -118,10 +118,15 @@ class DataProcessing:
         sent = (formatted.dump(select(self.input_filter, formatted.parse(text))) + ending).encode()
         return Record(sent, sent)
 
+    @property
+    def answers_pass_through(self) -> bool:
+        """No OutputFilter and no JoinSource: answers are written as returned, unread."""
+        return not self.join_input and self.output_filter.is_root
+
     def output(self, payload: Payload, answer: bytes) -> bytes:
         """What is written for one payload's answer: the answer itself, or one joined and
         filtered record per input record, a newline between them."""
-        if not self.join_input and self.output_filter.is_root:
+        if self.answers_pass_through:
             return answer
         answers = _answers_per_record(payload, answer)
         if self.join_input:

@@ -9,69 +9,16 @@ Prediction Results with Input Records" (JoinSource, InputFilter); botocore's wai
 
 import gzip
 import struct
-import time
 import uuid
 from datetime import timedelta
 
 import pytest
-from botocore.exceptions import ClientError, WaiterError
+from botocore.exceptions import ClientError
 
 from tests.e2e.conftest import unique_name
+from tests.e2e.transform_requests import read_object, transform_request, wait_for_transform
 
 pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.transform_fixtures"]  # transformer_image
-
-WAIT = {"Delay": 1, "MaxAttempts": 120}
-
-
-@pytest.fixture
-def model(sagemaker, transformer_image):
-    def create(**environment) -> str:
-        name = unique_name("transformer")
-        sagemaker.create_model(
-            ModelName=name, PrimaryContainer={"Image": transformer_image, "Environment": environment}
-        )
-        return name
-
-    return create
-
-
-def _job(name: str, model: str, bucket: str, prefix: str = "in/", **overrides) -> dict:
-    request = {
-        "TransformJobName": name,
-        "ModelName": model,
-        "TransformInput": {
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{bucket}/{prefix}"}},
-            "ContentType": "text/csv",
-            "SplitType": "Line",
-        },
-        "TransformOutput": {
-            "S3OutputPath": f"s3://{bucket}/out/",
-            "Accept": "text/csv",
-            "AssembleWith": "Line",
-        },
-        "TransformResources": {"InstanceType": "ml.m5.large", "InstanceCount": 1},
-    }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and key in request:
-            request[key] = {**request[key], **value}
-        else:
-            request[key] = value
-    return request
-
-
-def _read(s3, bucket: str, key: str) -> str:
-    return s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
-
-
-def _wait(sagemaker, name: str) -> dict:
-    try:
-        sagemaker.get_waiter("transform_job_completed_or_stopped").wait(
-            TransformJobName=name, WaiterConfig=WAIT
-        )
-    except WaiterError:
-        pass  # a Failed job ends the waiter with an error: the test reads the job's reason
-    return sagemaker.describe_transform_job(TransformJobName=name)
-
 
 def test_lines_are_transformed_in_order_into_object_out_files(sagemaker, s3, bucket, model, stack):
     rows = [f"row-{index},{index}" for index in range(200)]
@@ -80,7 +27,7 @@ def test_lines_are_transformed_in_order_into_object_out_files(sagemaker, s3, buc
     name = unique_name("transform")
     model_name = model()
     arn = sagemaker.create_transform_job(
-        **_job(
+        **transform_request(
             name,
             model_name,
             bucket,
@@ -92,12 +39,12 @@ def test_lines_are_transformed_in_order_into_object_out_files(sagemaker, s3, buc
         )
     )["TransformJobArn"]
     assert arn == f"arn:aws:sagemaker:us-east-1:{stack.account_id}:transform-job/{name.lower()}"
-    job = _wait(sagemaker, name)
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
     assert job["ModelName"] == model_name and job["BatchStrategy"] == "SingleRecord"
     assert job["TransformStartTime"] <= job["TransformEndTime"]
     # One answer per record, in input order, each followed by a newline (AssembleWith Line).
-    assert _read(s3, bucket, "out/a.csv.out") == "".join(f"{row.upper()}\n" for row in rows)
+    assert read_object(s3, bucket, "out/a.csv.out") == "".join(f"{row.upper()}\n" for row in rows)
     # The .gz object was sent as it is (CompressionType None): its answer is one line per line
     # of what the model got; its path below the prefix is kept.
     assert s3.head_object(Bucket=bucket, Key="out/sub/b.csv.gz.out")["ContentLength"] > 0
@@ -128,17 +75,17 @@ def test_gzip_input_multirecord_and_execution_parameters(sagemaker, s3, bucket, 
     name = unique_name("transform")
     served = '{"MaxConcurrentTransforms": 2, "BatchStrategy": "MULTI_RECORD", "MaxPayloadInMB": 5}'
     sagemaker.create_transform_job(
-        **_job(
+        **transform_request(
             name,
             model(TRANSFORM_EXECUTION_PARAMETERS=served),
             bucket,
             TransformInput={"CompressionType": "Gzip"},
         )
     )
-    job = _wait(sagemaker, name)
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
     # MultiRecord: the three lines went in one request, answered as three lines, then one newline.
-    assert _read(s3, bucket, "out/c.csv.gz.out") == "A\nB\nC\n"
+    assert read_object(s3, bucket, "out/c.csv.gz.out") == "A\nB\nC\n"
 
 
 def test_join_source_and_input_filter(sagemaker, s3, bucket, model):
@@ -147,18 +94,20 @@ def test_join_source_and_input_filter(sagemaker, s3, bucket, model):
     s3.put_object(Bucket=bucket, Key="in/d.csv", Body=b"1,foo\n2,bar\n")
     name = unique_name("transform")
     sagemaker.create_transform_job(
-        **_job(name, model(), bucket, DataProcessing={"InputFilter": "$[1:]", "JoinSource": "Input"})
+        **transform_request(
+            name, model(), bucket, DataProcessing={"InputFilter": "$[1:]", "JoinSource": "Input"}
+        )
     )
-    job = _wait(sagemaker, name)
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
-    assert _read(s3, bucket, "out/d.csv.out") == "1,foo,FOO\n2,bar,BAR\n"
+    assert read_object(s3, bucket, "out/d.csv.out") == "1,foo,FOO\n2,bar,BAR\n"
 
 
 def test_a_record_the_model_rejects_fails_the_job_naming_the_object(sagemaker, s3, bucket, model, stack):
     s3.put_object(Bucket=bucket, Key="in/bad.csv", Body=b"fine\nreject me\n")
     name = unique_name("transform")
-    sagemaker.create_transform_job(**_job(name, model(), bucket, BatchStrategy="SingleRecord"))
-    job = _wait(sagemaker, name)
+    sagemaker.create_transform_job(**transform_request(name, model(), bucket, BatchStrategy="SingleRecord"))
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Failed"
     assert f"{bucket}/in/bad.csv" in job["FailureReason"] and "400" in job["FailureReason"]
     with pytest.raises(ClientError):  # no .out for an object that failed
@@ -180,43 +129,15 @@ def test_a_record_the_model_rejects_fails_the_job_naming_the_object(sagemaker, s
     assert any("cannot transform: reject me" in message for message in messages), messages
 
 
-def test_stop_ends_a_running_job_stopped(sagemaker, s3, bucket, model, stack):
-    """StopTransformJob while a request hangs in the model: the job does not wait for its answer."""
-    s3.put_object(Bucket=bucket, Key="in/slow.csv", Body=b"sleep\n")
-    name = unique_name("transform")
-    sagemaker.create_transform_job(**_job(name, model(), bucket))
-    logs = stack.client("logs")
-    deadline = time.monotonic() + 60
-    while not _sending(logs, name):  # the data log's first line: the container is up, sending starts
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    sagemaker.stop_transform_job(TransformJobName=name)
-    assert sagemaker.describe_transform_job(TransformJobName=name)["TransformJobStatus"] in (
-        "Stopping",
-        "Stopped",
-    )
-    job = _wait(sagemaker, name)
-    assert job["TransformJobStatus"] == "Stopped"
-    with pytest.raises(ClientError):  # nothing written for the object that was not transformed
-        s3.head_object(Bucket=bucket, Key="out/slow.csv.out")
-
-
-def _sending(logs, name: str) -> bool:
-    streams = logs.describe_log_streams(
-        logGroupName="/aws/sagemaker/TransformJobs", logStreamNamePrefix=f"{name}/"
-    )
-    return any(stream["logStreamName"].endswith("/data-log") for stream in streams["logStreams"])
-
-
 def test_bad_requests_are_refused_before_anything_is_created(sagemaker, bucket, model, stack):
     name = unique_name("transform")
     with pytest.raises(ClientError) as missing:
-        sagemaker.create_transform_job(**_job(name, "no-such-model", bucket))
+        sagemaker.create_transform_job(**transform_request(name, "no-such-model", bucket))
     assert missing.value.response["Error"]["Code"] == "ValidationException"
     assert "Could not find model" in missing.value.response["Error"]["Message"]
     with pytest.raises(ClientError) as too_much:
         sagemaker.create_transform_job(
-            **_job(name, model(), bucket, MaxConcurrentTransforms=30, MaxPayloadInMB=5)
+            **transform_request(name, model(), bucket, MaxConcurrentTransforms=30, MaxPayloadInMB=5)
         )
     assert too_much.value.response["Error"]["Code"] == "ValidationException"
     with pytest.raises(ClientError) as described:
@@ -230,7 +151,7 @@ def test_bad_requests_are_refused_before_anything_is_created(sagemaker, bucket, 
         Bucket=foreign_bucket
     )
     with pytest.raises(ClientError) as foreign:
-        sagemaker.create_transform_job(**_job(name, model(), foreign_bucket))
+        sagemaker.create_transform_job(**transform_request(name, model(), foreign_bucket))
     assert foreign.value.response["Error"]["Code"] == "ValidationException"
     with pytest.raises(ClientError):
         sagemaker.describe_transform_job(TransformJobName=name)
@@ -243,11 +164,13 @@ def test_instances_share_the_input_objects(sagemaker, s3, bucket, model, stack):
         s3.put_object(Bucket=bucket, Key=f"in/part-{index}.csv", Body=f"p{index}\n".encode())
     name = unique_name("transform")
     sagemaker.create_transform_job(
-        **_job(name, model(), bucket, TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 2})
+        **transform_request(
+            name, model(), bucket, TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 2}
+        )
     )
-    job = _wait(sagemaker, name)
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
-    assert [_read(s3, bucket, f"out/part-{index}.csv.out") for index in range(4)] == [
+    assert [read_object(s3, bucket, f"out/part-{index}.csv.out") for index in range(4)] == [
         f"P{index}\n" for index in range(4)
     ]
     logs = stack.client("logs")
@@ -287,24 +210,10 @@ def test_instances_share_the_input_objects(sagemaker, s3, bucket, model, stack):
 
 def test_no_input_object_fails_the_job_with_sagemakers_reason(sagemaker, bucket, model):
     name = unique_name("transform")
-    sagemaker.create_transform_job(**_job(name, model(), bucket, prefix="nothing-here/"))
-    job = _wait(sagemaker, name)
+    sagemaker.create_transform_job(**transform_request(name, model(), bucket, prefix="nothing-here/"))
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Failed"
     assert f"no S3 objects found under S3 URL 's3://{bucket}/nothing-here/'" in job["FailureReason"]
-
-
-def test_invocations_timeout_fails_the_job_after_its_retries(sagemaker, s3, bucket, model):
-    """ModelClientConfig: a request unanswered within InvocationsTimeoutInSeconds, sent again
-    InvocationsMaxRetries times, fails the job naming the object."""
-    s3.put_object(Bucket=bucket, Key="in/hangs.csv", Body=b"sleep\n")
-    name = unique_name("transform")
-    client_config = {"InvocationsTimeoutInSeconds": 1, "InvocationsMaxRetries": 1}
-    sagemaker.create_transform_job(**_job(name, model(), bucket, ModelClientConfig=client_config))
-    job = _wait(sagemaker, name)
-    assert job["TransformJobStatus"] == "Failed"
-    assert f"{bucket}/in/hangs.csv" in job["FailureReason"]
-    assert "did not answer within 1 seconds" in job["FailureReason"]
-    assert job["ModelClientConfig"] == client_config
 
 
 def test_json_lines_joined_with_their_input(sagemaker, s3, bucket, model):
@@ -314,7 +223,7 @@ def test_json_lines_joined_with_their_input(sagemaker, s3, bucket, model):
     name = unique_name("transform")
     json_lines = "application/jsonlines"
     sagemaker.create_transform_job(
-        **_job(
+        **transform_request(
             name,
             model(),
             bucket,
@@ -323,9 +232,9 @@ def test_json_lines_joined_with_their_input(sagemaker, s3, bucket, model):
             DataProcessing={"JoinSource": "Input"},
         )
     )
-    job = _wait(sagemaker, name)
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
-    written = _read(s3, bucket, "out/e.jsonl.out")
+    written = read_object(s3, bucket, "out/e.jsonl.out")
     assert (
         written
         == '{"word":"hi","SageMakerOutput":{"WORD":"HI"}}\n{"word":"yo","SageMakerOutput":{"WORD":"YO"}}\n'
@@ -343,7 +252,7 @@ def test_recordio_records_are_sent_without_their_framing(sagemaker, s3, bucket, 
     s3.put_object(Bucket=bucket, Key="in/f.rec", Body=record(b"abc") + record(b"defgh"))
     name = unique_name("transform")
     sagemaker.create_transform_job(
-        **_job(
+        **transform_request(
             name,
             model(),
             bucket,
@@ -351,6 +260,29 @@ def test_recordio_records_are_sent_without_their_framing(sagemaker, s3, bucket, 
             TransformInput={"SplitType": "RecordIO", "ContentType": "application/x-recordio"},
         )
     )
-    job = _wait(sagemaker, name)
+    job = wait_for_transform(sagemaker, name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
-    assert _read(s3, bucket, "out/f.rec.out") == "ABC\nDEFGH\n"
+    assert read_object(s3, bucket, "out/f.rec.out") == "ABC\nDEFGH\n"
+
+
+def test_chunked_answers_and_a_whole_object_streamed_to_the_model(sagemaker, s3, bucket, model):
+    """An object over the default 6 MB payload sent whole (SplitType None, MaxPayloadInMB 0: "the
+    payload will be the full input file", API reference, CreateTransformJob.MaxPayloadInMB) goes
+    as one chunked request body; the model answers with `Transfer-Encoding: chunked` and no
+    Content-Length, which HTTP/1.1 allows any server: the answer is written whole."""
+    lines = [f"chunked line {index:07d}" for index in range(400_000)]  # 8.4 MB
+    s3.put_object(Bucket=bucket, Key="in/whole.txt", Body="\n".join(lines).encode())
+    name = unique_name("transform")
+    sagemaker.create_transform_job(
+        **transform_request(
+            name,
+            model(),
+            bucket,
+            MaxPayloadInMB=0,
+            TransformInput={"SplitType": "None", "ContentType": "text/plain"},
+            TransformOutput={"AssembleWith": "None", "Accept": "text/plain"},
+        )
+    )
+    job = wait_for_transform(sagemaker, name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    assert read_object(s3, bucket, "out/whole.txt.out") == "\n".join(lines).upper()

@@ -1,12 +1,18 @@
 """Batch transform with the SageMaker Python SDK v2, unchanged: `Transformer(...).transform(...,
 wait=True, logs=True)` and `estimator.transformer(...).transform(...)` (the SDK's
-`Session.logs_for_transform_job` reads /aws/sagemaker/TransformJobs while it waits)."""
+`Session.logs_for_transform_job` reads /aws/sagemaker/TransformJobs while it waits); and SDK v3's
+`sagemaker.core.transformer.Transformer`, the same API on sagemaker-core's `TransformJob`
+resource, whose `wait(logs=True)` polls DescribeTransformJob and prints the job's streams."""
 
+import os
+import subprocess
 import sys
+import textwrap
 
 from sagemaker.estimator import Estimator
 from sagemaker.transformer import Transformer
 
+from tests.conftest import read_env_file
 from tests.e2e.conftest import unique_name
 from tests.e2e.sdk import ROLE, WatchedOutput
 
@@ -74,3 +80,43 @@ def test_estimator_transformer_runs_the_trained_model(sdk_session, sagemaker, s3
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
     # No AssembleWith: the answers are concatenated as the model gave them (AssembleWith None).
     assert _read(s3, bucket, "est-out/rows.csv.out") == "A,1\nB,2"
+
+
+SDK_V3_SCRIPT = textwrap.dedent("""
+    import logging
+    import sys
+    from sagemaker.core.transformer import Transformer
+
+    logging.basicConfig(level=logging.INFO)  # where sagemaker-core's wait(logs=True) prints
+
+    model_name, source, destination = sys.argv[1:4]
+    transformer = Transformer(
+        model_name=model_name, instance_count=1, instance_type="ml.m5.large",
+        output_path=destination, assemble_with="Line", accept="text/csv", strategy="SingleRecord",
+    )
+    transformer.transform(source, content_type="text/csv", split_type="Line", wait=True, logs=True)
+    print(transformer.latest_transform_job.transform_job_name)
+""")
+
+
+def test_sdk_v3_transformer_runs_and_waits_with_logs(
+    stack, sagemaker, s3, bucket, transformer_image, sdk_v3_python, tmp_path
+):
+    """SDK v3 (sagemaker 3.x, its own virtualenv), configured by the stack's env file alone."""
+    model_name = unique_name("sdk3-model")
+    sagemaker.create_model(ModelName=model_name, PrimaryContainer={"Image": transformer_image})
+    s3.put_object(Bucket=bucket, Key="v3in/rows.csv", Body=b"one\ntwo\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **read_env_file(stack.data_dir / "env")}
+
+    result = subprocess.run(
+        [sdk_v3_python, "-c", SDK_V3_SCRIPT, model_name, f"s3://{bucket}/v3in/", f"s3://{bucket}/v3out"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    name = result.stdout.split()[-1]
+    job = sagemaker.describe_transform_job(TransformJobName=name)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    assert _read(s3, bucket, "v3out/rows.csv.out") == "ONE\nTWO\n"
+    # logs=True logged the container's output while the SDK waited.
+    assert "invocation content-type=text/csv" in result.stderr, result.stderr[-4000:]

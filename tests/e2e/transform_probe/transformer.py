@@ -3,17 +3,25 @@
 POST /invocations answers each line of the body upper-cased, one line each (a payload of several
 records gets several lines); a line holding "reject" is answered 400 with "cannot transform:
 <line>"; a body starting with "sleep" waits until the job is stopped, one starting with "nap"
-2 s. Run with `train` it writes a model file and exits, so that an Estimator trains with it.
+2 s. Hostile and unusual answers: a body starting with "chunked" is answered with
+`Transfer-Encoding: chunked` (no Content-Length), one starting with "flood" with an endless chunked
+answer, one starting with "shout" after printing SHOUT_LINES lines to stdout at once. A request
+body sent chunked (a whole object streamed) is read as such. Run with `train` it writes a model
+file and exits, so that an Estimator trains with it.
 GET /execution-parameters answers the JSON in TRANSFORM_EXECUTION_PARAMETERS, 404 without it. Every request's
 Content-Type and Accept, and the GPUs the container was given (NVIDIA_VISIBLE_DEVICES), go to the
 container's output, where the tests read them in the logs."""
 
+import itertools
 import os
 import sys
 import time
 from pathlib import Path
 
 from serve import BadRequest, InferenceHandler, run
+
+SHOUT_LINES = 300_000
+CHUNK_BYTES = 1 << 16
 
 
 class TransformHandler(InferenceHandler):
@@ -24,6 +32,44 @@ class TransformHandler(InferenceHandler):
                 return self.answer(404, "text/plain", b"not served")
             return self.answer(200, "application/json", parameters.encode())
         return super().do_GET()
+
+    def do_POST(self):
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        else:
+            body = self._chunked_body()
+        if body.startswith(b"flood"):
+            return self._answer_chunked(itertools.repeat(b"f" * CHUNK_BYTES))
+        if body.startswith(b"shout"):
+            shouted = (f"shouting line {index:09d} {'!' * 72}\n" for index in range(SHOUT_LINES))
+            sys.stdout.write("".join(shouted))
+            sys.stdout.flush()
+        try:
+            content_type, payload, headers = self.invoke(body)
+        except BadRequest as error:
+            return self.answer(error.status, "text/plain", str(error).encode())
+        if body.startswith(b"chunked"):
+            starts = range(0, len(payload), CHUNK_BYTES)
+            return self._answer_chunked(payload[start : start + CHUNK_BYTES] for start in starts)
+        self.answer(200, content_type, payload, headers)
+
+    def _chunked_body(self) -> bytes:
+        parts = []
+        while size := int(self.rfile.readline().split(b";")[0], 16):
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()  # the CRLF after the chunk
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+            pass
+        return b"".join(parts)
+
+    def _answer_chunked(self, chunks):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for chunk in chunks:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.write(b"0\r\n\r\n")
 
     def ping(self) -> tuple[int, str]:
         return 200, ""

@@ -14,6 +14,7 @@ from batchtransform.model_client import ModelError
 from batchtransform.objects import ChunkReader, Sender, Stopped, _ObjectRun
 from transform.assembly import OrderedOutput
 from transform.batching import object_payloads
+from transform.errors import ObjectFailed
 from transform.filters import DataProcessing
 
 
@@ -41,12 +42,25 @@ class FakeClient:
                 self.in_flight -= 1
 
 
-def _run(data: bytes, client: FakeClient, concurrency: int, halt: threading.Event | None = None) -> bytes:
+class SpillingClient(FakeClient):
+    """Answers as a file, as ModelClient does an answer over its memory bound."""
+
+    def invoke(self, body: bytes):
+        return io.BytesIO(super().invoke(body))
+
+
+def _run(
+    data: bytes,
+    client: FakeClient,
+    concurrency: int,
+    halt: threading.Event | None = None,
+    data_processing: dict | None = None,
+) -> bytes:
     written = io.BytesIO()
     with ThreadPoolExecutor(concurrency) as pool:
         sender = Sender(client, pool, threading.Semaphore(concurrency), halt or threading.Event())
         ordered = OrderedOutput(written.write, "Line", concurrency)
-        run = _ObjectRun(ordered, DataProcessing.from_request(None, "text/csv", None), sender)
+        run = _ObjectRun(ordered, DataProcessing.from_request(data_processing, "text/csv", None), sender)
         run.send_all(object_payloads(io.BytesIO(data), "Line", "SingleRecord", 6))
     return written.getvalue()
 
@@ -109,3 +123,13 @@ def _run_without_waiting(data: bytes, client: FakeClient, halt: threading.Event)
         run.send_all(object_payloads(io.BytesIO(data), "Line", "SingleRecord", 6))
     finally:
         pool.shutdown(wait=False)
+
+
+def test_answers_spilled_to_files_are_written_as_they_are():
+    assert _run(b"a\nb\n", SpillingClient(), concurrency=2) == b"A\nB\n"
+
+
+def test_an_answer_too_large_for_memory_fails_an_object_whose_answers_are_filtered():
+    """JoinSource and OutputFilter read every answer; one past the memory bound is not read."""
+    with pytest.raises(ObjectFailed, match="too large for OutputFilter or JoinSource"):
+        _run(b"a\n", SpillingClient(), concurrency=1, data_processing={"JoinSource": "Input"})

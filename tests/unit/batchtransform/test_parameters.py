@@ -4,7 +4,7 @@ MaxConcurrentTransforms "If the execution-parameters endpoint is not enabled, th
 1", MaxPayloadInMB "The default value is 6 MB"); and the data log's first line as SageMaker writes
 it (amazon-sagemaker-examples#1620)."""
 
-from batchtransform.parameters import container_environment, effective
+from batchtransform.parameters import Invocations, container_environment, effective, invocations
 
 
 def test_defaults_without_request_members_or_execution_parameters():
@@ -59,3 +59,11 @@ def test_container_environment_as_the_sdk_local_mode_sets_it():
         "SAGEMAKER_MAX_CONCURRENT_TRANSFORMS": "3",
     }
     assert container_environment({}) == {"SAGEMAKER_BATCH": "True"}
+
+
+def test_model_client_config_defaults_are_sagemakers():
+    """API reference, ModelClientConfig: InvocationsTimeoutInSeconds "The default value is 600",
+    InvocationsMaxRetries "The default value is 3"; each member left out takes its default."""
+    assert invocations({}) == Invocations(timeout_seconds=600, max_retries=3)
+    assert invocations({"ModelClientConfig": {"InvocationsTimeoutInSeconds": 5}}) == Invocations(5, 3)
+    assert invocations({"ModelClientConfig": {"InvocationsMaxRetries": 0}}) == Invocations(600, 0)

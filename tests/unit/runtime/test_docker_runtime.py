@@ -365,6 +365,24 @@ def test_logs_keep_streams_apart_in_order_and_filter_strictly_after_since(runtim
     assert runtime.logs(container.name, since=lines[-1].timestamp) == []
 
 
+def test_logs_read_a_flood_in_bounded_slices_without_losing_a_line(runtime, busybox_image):
+    """A container that floods its output: each call returns at most `max_bytes` of each stream, and
+    calls from the last line returned read the rest, every line once, both streams in order."""
+    script = "i=0; while [ $i -lt 3000 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done"
+    container = spec(busybox_image, "sh", "-c", script)
+    runtime.run(container)
+    wait_until_exited(runtime, container.name)
+    read, since, calls = [], None, 0
+    while batch := runtime.logs(container.name, since=since, max_bytes=4096):
+        assert sum(len(line.message) for line in batch) < 2 * 4096 + 16
+        read += batch
+        since, calls = batch[-1].timestamp, calls + 1
+    assert calls >= 4  # 36 kB in all, at most 4 kB of each stream per call
+    assert [line.message for line in read if line.stream == "stdout"] == [f"out{i}" for i in range(3000)]
+    assert [line.message for line in read if line.stream == "stderr"] == [f"err{i}" for i in range(3000)]
+    assert [line.timestamp for line in read] == sorted(line.timestamp for line in read)
+
+
 def test_log_timestamps_are_normalised_to_nanoseconds_in_utc():
     assert normalize_timestamp("2024-05-01T10:00:05.1Z") == "2024-05-01T10:00:05.100000000Z"
     assert normalize_timestamp("2024-05-01T12:00:05+02:00") == "2024-05-01T10:00:05.000000000Z"

@@ -52,3 +52,16 @@ def test_an_answer_cannot_be_written_twice():
     output.put(0, b"a")
     with pytest.raises(ValueError, match="already answered"):
         output.put(0, b"a")
+
+
+def test_a_large_answer_held_in_a_file_is_copied_in_order_and_closed():
+    """An answer too large for memory waits in a file (batchtransform/model_client.py); it is
+    written in its place among the others, then its file is closed."""
+    out = io.BytesIO()
+    output = OrderedOutput(out.write, "Line", window=2)
+    large = io.BytesIO(b"L" * 3_000_000)
+    output.put(1, large)
+    assert out.getvalue() == b"" and not large.closed
+    output.put(0, b"small")
+    assert out.getvalue() == b"small\n" + b"L" * 3_000_000 + b"\n"
+    assert large.closed

@@ -19,6 +19,7 @@ from transform.batching import (
     object_payloads,
     payload_limit_bytes,
 )
+from transform.crc32c import masked_crc32c
 from transform.errors import ObjectFailed
 from transform.records import CHUNK_BYTES, PAYLOAD_TOO_LARGE, Record, split
 
@@ -70,6 +71,21 @@ def test_single_record_recordio_strips_the_framing_and_multi_record_keeps_it():
     single = object_payloads(io.BytesIO(data), "RecordIO", "SingleRecord", 6)
     multi = object_payloads(io.BytesIO(data), "RecordIO", "MultiRecord", 6)
     assert bodies(single) == [b"abcde", b"fg"]
+    assert bodies(multi) == [data]
+
+
+def test_single_record_tfrecord_strips_the_framing_and_multi_record_keeps_it():
+    """TFRecord framing (TensorFlow): uint64 length, masked CRC-32C of the length, the data, masked
+    CRC-32C of the data, little-endian; SingleRecord sends the data alone."""
+    framed = [
+        struct.pack("<Q", len(d)) + struct.pack("<I", masked_crc32c(struct.pack("<Q", len(d))))
+        + d + struct.pack("<I", masked_crc32c(d))
+        for d in (b"example one", b"two")
+    ]
+    data = b"".join(framed)
+    single = object_payloads(TrickleStream(data), "TFRecord", "SingleRecord", 6)
+    multi = object_payloads(io.BytesIO(data), "TFRecord", "MultiRecord", 6)
+    assert bodies(single) == [b"example one", b"two"]
     assert bodies(multi) == [data]
 
 
