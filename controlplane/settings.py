@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "processing",
     "hosting",
     "batchtransform",
+    "tuning",
     "clusters",
     "elastic",
     "logs",
