@@ -25,14 +25,18 @@ class NumericRange:
     integer: bool
 
     def sample(self, rng: random.Random) -> str:
+        # An integer range is drawn over [low - 0.5, high + 0.5] and rounded, so that its end
+        # values are as likely as the others (low - 0.5 > 0 for a Logarithmic one: low >= 1).
+        low, high = (self.low - 0.5, self.high + 0.5) if self.integer else (self.low, self.high)
         if self.scaling == LOGARITHMIC:
-            value = math.exp(rng.uniform(math.log(self.low), math.log(self.high)))
+            value = math.exp(rng.uniform(math.log(low), math.log(high)))
         elif self.scaling == REVERSE_LOGARITHMIC:
-            value = 1 - math.exp(rng.uniform(math.log(1 - self.high), math.log(1 - self.low)))
+            value = 1 - math.exp(rng.uniform(math.log(1 - high), math.log(1 - low)))
         else:
-            value = rng.uniform(self.low, self.high)
-        value = min(max(value, self.low), self.high)  # rounding in exp/log may step past a bound
-        return str(round(value)) if self.integer else repr(value)
+            value = rng.uniform(low, high)
+        if self.integer:
+            return str(min(max(round(value), self.low), self.high))
+        return repr(min(max(value, self.low), self.high))  # exp/log may step past a bound
 
 
 @dataclass(frozen=True)
@@ -85,12 +89,13 @@ def _numeric(spec: dict, integer: bool) -> tuple[NumericRange | None, list[str]]
     problems = []
     if low > high:
         problems.append(
-            f"The {kind} hyperparameter range '{name}' has MinValue {low} greater than MaxValue {high}."
+            f"The {kind} hyperparameter range '{name}' has MinValue {spec['MinValue']} greater than "
+            f"MaxValue {spec['MaxValue']}."
         )
     if scaling == LOGARITHMIC and low <= 0:
         problems.append(
             f"The {kind} hyperparameter range '{name}' uses Logarithmic scaling, which needs every value "
-            f"to be greater than 0 (MinValue is {low})."
+            f"to be greater than 0 (MinValue is {spec['MinValue']})."
         )
     if scaling == REVERSE_LOGARITHMIC and integer:
         problems.append(
@@ -100,7 +105,7 @@ def _numeric(spec: dict, integer: bool) -> tuple[NumericRange | None, list[str]]
     elif scaling == REVERSE_LOGARITHMIC and not (0 <= low and high < 1):
         problems.append(
             f"The continuous hyperparameter range '{name}' uses ReverseLogarithmic scaling, which needs "
-            f"every value within 0 <= value < 1 (the range is {low} to {high})."
+            f"every value within 0 <= value < 1 (the range is {spec['MinValue']} to {spec['MaxValue']})."
         )
     return (None if problems else NumericRange(name, low, high, scaling, integer)), problems
 
