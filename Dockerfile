@@ -35,6 +35,7 @@ COPY elastic ./elastic
 COPY jobs ./jobs
 COPY transform ./transform
 COPY batchtransform ./batchtransform
+COPY tuning ./tuning
 COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity

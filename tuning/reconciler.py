@@ -49,22 +49,30 @@ def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
     config = job.request["HyperParameterTuningJobConfig"]
     parsed, _ = ranges.parse(config.get("ParameterRanges"))
     planned = strategies.planned_jobs(config, parsed)
-    running = sum(trial.running for trial in found)
+    history = _history(found)
     for number in range(len(found) + 1, planned + 1):
-        if running >= config["ResourceLimits"]["MaxParallelTrainingJobs"]:
+        if len(history.running) >= config["ResourceLimits"]["MaxParallelTrainingJobs"]:
             break
-        row = _record(job, number, strategies.hyperparameters_for(config, parsed, job.seed, number))
+        row = _record(job, number, strategies.hyperparameters_for(config, parsed, job.seed, number, history))
         if row is None:
             return _poll()  # another step recorded it: look again
         unmade.append(row)
-        running += 1
+        history.running.append(row.tuned_hyperparameters)
     for row in unmade:
         refused = _launch(job, row)
         if refused:
             return _give_up(job, refused)
-    if len(found) == planned and running == 0:
+    if len(found) == planned and not history.running:
         return _end(job, found)
     return _poll()
+
+
+def _history(found: list[t.Trial]) -> strategies.History:
+    return strategies.History(
+        finished=[(trial.row.tuned_hyperparameters, trial.objective) for trial in found
+                  if trial.objective_status == t.SUCCEEDED],
+        running=[trial.row.tuned_hyperparameters for trial in found if trial.running],
+    )
 
 
 def _record(job: HyperParameterTuningJob, number: int, tuned: dict[str, str]) -> TuningTrainingJob | None:

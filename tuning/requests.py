@@ -2,7 +2,7 @@
 the CreateTrainingJob request of each training job the tuning job launches.
 
 Each refusal is a ValidationException whose text says what to change; what Sageport does not
-carry out (Bayesian and Hyperband searches, warm start, several training job definitions, early
+carry out (the Hyperband search, warm start, several training job definitions, early
 stopping, completion criteria) is refused rather than silently ignored."""
 import copy
 
@@ -36,7 +36,7 @@ UNSUPPORTED_DEFINITION = {
     "TuningObjective": "give HyperParameterTuningJobConfig.HyperParameterTuningJobObjective",
     "HyperParameterRanges": "give HyperParameterTuningJobConfig.ParameterRanges",
 }
-STRATEGIES = (strategies.RANDOM, strategies.GRID)
+STRATEGIES = (strategies.RANDOM, strategies.GRID, strategies.BAYESIAN)
 
 
 def check_create_request(params: dict) -> None:
@@ -56,7 +56,8 @@ def check_create_request(params: dict) -> None:
     # The training jobs must pass CreateTrainingJob's own checks: try the first one now, so that
     # a mistake is told at create rather than as N failed training jobs.
     parsed, _ = ranges.parse(config.get("ParameterRanges"))
-    sample = training_request(params, "check", strategies.hyperparameters_for(config, parsed, 0, 1), [])
+    first = strategies.hyperparameters_for(config, parsed, 0, 1, strategies.History())
+    sample = training_request(params, "check", first, [])
     validate_input("sagemaker", "CreateTrainingJob", sample)
     training.check_create_request(sample)
 
@@ -67,7 +68,7 @@ def _config_problems(config: dict) -> list[str]:
     strategy = config["Strategy"]
     if strategy not in STRATEGIES:
         problems.append(
-            f"The {strategy} strategy is not supported by Sageport: give Strategy Random or Grid."
+            f"The {strategy} strategy is not supported by Sageport: give Strategy Bayesian, Random or Grid."
         )
     if config.get("TrainingJobEarlyStoppingType", "Off") != "Off":
         problems.append("TrainingJobEarlyStoppingType Auto is not supported by Sageport: give Off.")

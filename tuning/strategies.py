@@ -2,26 +2,42 @@
 
 - Random: each training job an independent random point of the ranges, drawn from a generator
   seeded by the job's seed and N, so the choice never depends on which worker makes it or when;
-- Grid: every combination of the categorical values exactly once, N-th job the N-th combination.
+- Grid: every combination of the categorical values exactly once, N-th job the N-th combination;
+- Bayesian: the next point given the objectives so far (tuning/bayesian.py).
 
-Bayesian and Hyperband are refused at create (tuning/requests.py)."""
+Hyperband is refused at create (tuning/requests.py)."""
 import random
+from dataclasses import dataclass, field
 
+from tuning import bayesian
 from tuning import ranges as r
 
-RANDOM, GRID = "Random", "Grid"
+RANDOM, GRID, BAYESIAN = "Random", "Grid", "Bayesian"
+
+
+@dataclass
+class History:
+    """The training jobs chosen before: those that reported the objective, and those still running."""
+
+    finished: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    running: list[dict[str, str]] = field(default_factory=list)
 
 
 def planned_jobs(config: dict, parsed: list[r.Range]) -> int:
-    """How many training jobs the search launches in all: Grid every combination, Random
+    """How many training jobs the search launches in all: Grid every combination, the others
     MaxNumberOfTrainingJobs."""
     if config["Strategy"] == GRID:
         return r.grid_size(parsed)
     return config["ResourceLimits"]["MaxNumberOfTrainingJobs"]
 
 
-def hyperparameters_for(config: dict, parsed: list[r.Range], seed: int, number: int) -> dict[str, str]:
+def hyperparameters_for(
+    config: dict, parsed: list[r.Range], seed: int, number: int, history: History
+) -> dict[str, str]:
     """The tuned hyperparameters of training job `number` (1, 2, ...)."""
     if config["Strategy"] == GRID:
         return r.grid_point(parsed, number - 1)
+    if config["Strategy"] == BAYESIAN:
+        maximize = config["HyperParameterTuningJobObjective"]["Type"] == "Maximize"
+        return bayesian.suggest(parsed, seed, number, maximize, history.finished, history.running)
     return r.sample(parsed, random.Random(f"{seed}:{number}"))
