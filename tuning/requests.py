@@ -15,10 +15,12 @@ from tuning import ranges, strategies
 OBJECTIVE_HYPERPARAMETER = "_tuning_objective_metric"
 # Members of HyperParameterTrainingJobDefinition that a CreateTrainingJob request takes as they are.
 COPIED_MEMBERS = (
-    "AlgorithmSpecification", "RoleArn", "InputDataConfig", "VpcConfig", "OutputDataConfig", "ResourceConfig",
+    "AlgorithmSpecification", "RoleArn", "InputDataConfig", "VpcConfig", "OutputDataConfig",
     "StoppingCondition", "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption",
     "EnableManagedSpotTraining", "CheckpointConfig", "RetryStrategy", "Environment",
 )
+# HyperParameterTuningResourceConfig's members that a training job's ResourceConfig has too.
+RESOURCE_MEMBERS = ("InstanceType", "InstanceCount", "VolumeSizeInGB", "VolumeKmsKeyId")
 UNSUPPORTED_MEMBERS = {
     "TrainingJobDefinitions": "several training job definitions are not supported; "
     "give one TrainingJobDefinition",
@@ -31,7 +33,6 @@ UNSUPPORTED_CONFIG = {
     "ResourceLimits.MaxNumberOfTrainingJobs training jobs",
 }
 UNSUPPORTED_DEFINITION = {
-    "HyperParameterTuningResourceConfig": "give ResourceConfig",
     "DefinitionName": "it names one of several TrainingJobDefinitions, which are not supported",
     "TuningObjective": "give HyperParameterTuningJobConfig.HyperParameterTuningJobObjective",
     "HyperParameterRanges": "give HyperParameterTuningJobConfig.ParameterRanges",
@@ -108,6 +109,7 @@ def _grid_problems(config: dict, parsed: list[ranges.Range]) -> list[str]:
 def _definition_problems(definition: dict, config: dict) -> list[str]:
     problems = [f"TrainingJobDefinition.{member} is not supported by Sageport: {why}."
                 for member, why in UNSUPPORTED_DEFINITION.items() if member in definition]
+    problems += _resource_problems(definition)
     static = definition.get("StaticHyperParameters", {})
     tuned, _ = ranges.parse(config.get("ParameterRanges"))
     both = sorted(found.name for found in tuned if found.name in static)
@@ -123,6 +125,30 @@ def _definition_problems(definition: dict, config: dict) -> list[str]:
     return problems
 
 
+def _resource_problems(definition: dict) -> list[str]:
+    """ResourceConfig, or HyperParameterTuningResourceConfig (what the SageMaker SDK sends) with
+    one instance type; its InstanceConfigs (alternatives tried in order) are not carried out."""
+    tuning_resources = definition.get("HyperParameterTuningResourceConfig")
+    if tuning_resources is None:
+        return [] if "ResourceConfig" in definition else ["TrainingJobDefinition.ResourceConfig is required."]
+    if "ResourceConfig" in definition:
+        return ["Give TrainingJobDefinition.ResourceConfig or HyperParameterTuningResourceConfig, not both."]
+    if "InstanceConfigs" in tuning_resources:
+        return [
+            "HyperParameterTuningResourceConfig.InstanceConfigs is not supported by Sageport: give its "
+            "InstanceType and InstanceCount."
+        ]
+    return []
+
+
+def _resource_config(definition: dict) -> dict:
+    """The training jobs' ResourceConfig."""
+    if "ResourceConfig" in definition:
+        return copy.deepcopy(definition["ResourceConfig"])
+    tuning_resources = definition["HyperParameterTuningResourceConfig"]
+    return {member: tuning_resources[member] for member in RESOURCE_MEMBERS if member in tuning_resources}
+
+
 def training_request(params: dict, name: str, tuned: dict[str, str], tags: list[dict]) -> dict:
     """The CreateTrainingJob request of one training job: the definition, the static and tuned
     hyperparameters, the objective's name, the tuning job's tags."""
@@ -131,6 +157,7 @@ def training_request(params: dict, name: str, tuned: dict[str, str], tags: list[
     objective = params["HyperParameterTuningJobConfig"]["HyperParameterTuningJobObjective"]
     request.update(
         TrainingJobName=name,
+        ResourceConfig=_resource_config(definition),
         HyperParameters={
             **definition.get("StaticHyperParameters", {}),
             **tuned,

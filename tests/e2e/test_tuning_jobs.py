@@ -146,7 +146,7 @@ def test_stopping_a_random_search_stops_its_running_training_jobs_and_launches_n
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"Strategy": "Bayesian"}, "The Bayesian strategy is not supported by Sageport"),
+        ({"Strategy": "Hyperband"}, "The Hyperband strategy is not supported by Sageport"),
         (
             {"Strategy": "Grid", "ParameterRanges": {"IntegerParameterRanges": [
                 {"Name": "depth", "MinValue": "1", "MaxValue": "3"}]}},
@@ -175,3 +175,43 @@ def test_a_search_sageport_cannot_run_is_refused_at_create(
     with pytest.raises(sagemaker.exceptions.ClientError) as missing:
         sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
     assert missing.value.response["Error"]["Code"] == "ResourceNotFound"
+
+
+def test_the_sdks_tuner_fits_a_bayesian_search_and_names_its_best_training_job(
+    sdk_session, sagemaker, bucket, shell_algo_image
+):
+    """SDK v2's HyperparameterTuner as its documentation shows it, with its default strategy
+    (Bayesian): fit(wait=True), best_training_job(), analytics().dataframe()."""
+    from sagemaker.estimator import Estimator
+    from sagemaker.tuner import HyperparameterTuner, IntegerParameter
+
+    from tests.e2e.sdk import ROLE
+
+    estimator = Estimator(
+        image_uri=shell_algo_image, role=ROLE, instance_count=1, instance_type="ml.m5.large",
+        output_path=f"s3://{bucket}/sdk-tuning", environment={"ALGO_SCRIPT": SCRIPT},
+        sagemaker_session=sdk_session,
+    )
+    tuner = HyperparameterTuner(
+        estimator,
+        objective_metric_name="validation:loss",
+        objective_type="Minimize",
+        hyperparameter_ranges={"depth": IntegerParameter(1, 6)},
+        metric_definitions=[{"Name": "validation:loss", "Regex": r"validation:loss=([0-9.]+)"}],
+        max_jobs=3,
+        max_parallel_jobs=2,
+        base_tuning_job_name="sdk-tuner",
+    )
+
+    tuner.fit(wait=True)
+
+    name = tuner.latest_tuning_job.name
+    job = sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+    assert job["HyperParameterTuningJobStatus"] == "Completed", job.get("FailureReason")
+    assert job["HyperParameterTuningJobConfig"]["Strategy"] == "Bayesian"
+    assert job["TrainingJobStatusCounters"]["Completed"] == 3
+    frame = tuner.analytics().dataframe()
+    assert len(frame) == 3
+    best = frame.sort_values("FinalObjectiveValue").iloc[0]
+    assert tuner.best_training_job() == best["TrainingJobName"]
+    assert best["FinalObjectiveValue"] == (int(best["depth"]) - 3) ** 2

@@ -111,3 +111,15 @@ def test_a_training_job_gets_static_tuned_and_objective_hyperparameters_and_the_
     assert made["Tags"] == tags
     assert made["AlgorithmSpecification"]["TrainingImage"] == "algo:1"
     assert "StaticHyperParameters" not in made
+
+
+def test_the_sdks_tuning_resource_config_becomes_the_training_jobs_resource_config():
+    """SDK v2's tuner sends HyperParameterTuningResourceConfig instead of ResourceConfig."""
+    params = request()
+    definition = params["TrainingJobDefinition"]
+    definition["HyperParameterTuningResourceConfig"] = definition.pop("ResourceConfig")
+    requests.check_create_request(params)
+    made = requests.training_request(params, "t-001-0a1b2c3d", {"opt": "adam"}, [])
+    assert made["ResourceConfig"] == {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1}
+    definition["HyperParameterTuningResourceConfig"]["InstanceConfigs"] = []
+    assert "InstanceConfigs is not supported by Sageport" in refusal(params)
