@@ -215,3 +215,42 @@ def test_the_sdks_tuner_fits_a_bayesian_search_and_names_its_best_training_job(
     best = frame.sort_values("FinalObjectiveValue").iloc[0]
     assert tuner.best_training_job() == best["TrainingJobName"]
     assert best["FinalObjectiveValue"] == (int(best["depth"]) - 3) ** 2
+
+
+def test_a_worker_killed_mid_search_loses_and_repeats_no_training_job(
+    stack, sagemaker, bucket, shell_algo_image
+):
+    """The search state is the database's: a worker restart finishes the search with exactly
+    MaxNumberOfTrainingJobs training jobs, the first one's hyperparameters kept."""
+    name = unique_name("crash")
+    config = {
+        "Strategy": "Random",
+        "ResourceLimits": {"MaxNumberOfTrainingJobs": 3, "MaxParallelTrainingJobs": 1},
+        "ParameterRanges": {"IntegerParameterRanges": [{"Name": "depth", "MinValue": "1", "MaxValue": "6"}]},
+    }
+    sagemaker.create_hyper_parameter_tuning_job(
+        **tuning_request(name, shell_algo_image, bucket, config, script=f"sleep 3; {SCRIPT}")
+    )
+    deadline = time.monotonic() + 60
+    while not (first := sagemaker.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=name
+    )["TrainingJobSummaries"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+
+    stack.kill_worker()
+    try:
+        time.sleep(4)  # the first training job's container ends while no worker is watching
+    finally:
+        stack.start_worker()
+    job = wait_for_tuning(sagemaker, name, timeout=300)
+
+    assert job["HyperParameterTuningJobStatus"] == "Completed", job.get("FailureReason")
+    assert job["TrainingJobStatusCounters"]["Completed"] == 3
+    summaries = sagemaker.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=name, SortBy="CreationTime"
+    )["TrainingJobSummaries"]
+    assert [s["TrainingJobName"][len(name) + 1:len(name) + 4] for s in summaries] == ["001", "002", "003"]
+    assert summaries[0]["TunedHyperParameters"] == first[0]["TunedHyperParameters"]
+    trainings = [sagemaker.describe_training_job(TrainingJobName=s["TrainingJobName"]) for s in summaries]
+    assert most_at_once(trainings) == 1
