@@ -7,7 +7,7 @@ planned number (tuning/strategies.py) exist; a training job is first recorded (n
 hyperparameters), then created, so a crash between the two leaves a row whose training job the
 next step creates (or finds made). Once all planned jobs ended: Completed when one of them
 reported the objective, else Failed. Stopping: stop every running training job, Stopped once
-none runs (a recorded training job not yet created is never created)."""
+none runs (a recorded training job not yet created is never created, and its row is removed)."""
 import logging
 import secrets
 
@@ -121,6 +121,8 @@ def _end(job: HyperParameterTuningJob, found: list[t.Trial]) -> None:
 
 
 def _stop(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
+    # Recorded but never created: only these steps create training jobs, so none ever will be.
+    TuningTrainingJob.objects.filter(pk__in=[trial.row.pk for trial in found if trial.job is None]).delete()
     running = [trial for trial in found if trial.job is not None and not trial.job.is_terminal]
     for trial in running:
         if trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS:

@@ -50,7 +50,8 @@ def objective_of(tuning_job: HyperParameterTuningJob) -> dict:
 
 
 def _objective(job: TrainingJob | None, metric: str) -> float | None:
-    if job is None:
+    """The objective of an ended training job (one still running has no final value yet)."""
+    if job is None or not job.is_terminal:
         return None
     values = [datum.value for datum in metrics.final_metric_data(job) if datum.metric_name == metric]
     return values[0] if values else None

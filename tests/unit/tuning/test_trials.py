@@ -23,7 +23,7 @@ TRIALS = [
     trial(4, "Failed", reason="AlgorithmError: exit 1"),
     trial(5, "Failed", reason="InternalServerError: the engine went away"),
     trial(6, "Completed"),  # never printed its objective
-    trial(7, "InProgress", 0.1),
+    trial(7, "InProgress"),
     trial(8, None),  # recorded, not created yet
 ]
 
@@ -38,7 +38,7 @@ def test_a_tie_goes_to_the_earliest_training_job():
 
 
 def test_no_best_training_job_while_none_reported_the_objective():
-    assert best([trial(1, "Failed"), trial(2, "InProgress", 0.3)], "Minimize") is None
+    assert best([trial(1, "Failed"), trial(2, "InProgress")], "Minimize") is None
 
 
 def test_the_counters_count_every_training_job_once():
