@@ -10,8 +10,11 @@ job launches": the Tags member's documentation); Grid search runs every combinat
 categorical values once (automatic-model-tuning-how-it-works); MaxParallelTrainingJobs bounds
 the training jobs running at once; sorting by FinalObjectiveMetricValue."""
 import re
+import threading
 import time
+from contextlib import contextmanager
 
+import docker
 import pytest
 
 from tests.e2e.conftest import unique_name
@@ -67,6 +70,28 @@ def most_at_once(jobs: list[dict]) -> int:
     return most
 
 
+@contextmanager
+def engine_watch(name: str):
+    """The most training containers of the tuning job `name` running at once on the engine, seen
+    by polling it while the block runs (the list holds the count once the block ends)."""
+    engine, seen, done = docker.from_env(), [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            running = engine.containers.list(filters={"label": "sageport.role=train"})
+            ours = [c for c in running if f"training-job/{name}-" in c.labels.get("sageport.resource", "")]
+            seen[0] = max(seen[0], len(ours))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        watcher.join()
+
+
 def test_a_grid_search_runs_every_combination_at_most_two_at_once_and_finds_the_best(
     sagemaker, bucket, shell_algo_image
 ):
@@ -78,10 +103,10 @@ def test_a_grid_search_runs_every_combination_at_most_two_at_once_and_finds_the_
             "CategoricalParameterRanges": [{"Name": "depth", "Values": ["1", "2", "3", "6"]}],
         },
     }
-    request = tuning_request(name, shell_algo_image, bucket, config)
-    arn = sagemaker.create_hyper_parameter_tuning_job(**request)["HyperParameterTuningJobArn"]
-
-    job = wait_for_tuning(sagemaker, name)
+    request = tuning_request(name, shell_algo_image, bucket, config, script=f"sleep 2; {SCRIPT}")
+    with engine_watch(name) as most_running:
+        arn = sagemaker.create_hyper_parameter_tuning_job(**request)["HyperParameterTuningJobArn"]
+        job = wait_for_tuning(sagemaker, name)
 
     assert job["HyperParameterTuningJobStatus"] == "Completed", job.get("FailureReason")
     assert job["TrainingJobStatusCounters"] == {
@@ -105,6 +130,7 @@ def test_a_grid_search_runs_every_combination_at_most_two_at_once_and_finds_the_
         tags = sagemaker.list_tags(ResourceArn=training["TrainingJobArn"])["Tags"]
         assert {"Key": "team", "Value": "search"} in tags
     assert most_at_once(trainings) <= 2
+    assert most_running[0] == 2  # two at once, seen on the engine, and never more
     listed = sagemaker.list_hyper_parameter_tuning_jobs(NameContains=name)["HyperParameterTuningJobSummaries"]
     assert [(s["HyperParameterTuningJobName"], s["Strategy"]) for s in listed] == [(name, "Grid")]
 
