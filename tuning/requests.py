@@ -149,6 +149,19 @@ def _resource_config(definition: dict) -> dict:
     return {member: tuning_resources[member] for member in RESOURCE_MEMBERS if member in tuning_resources}
 
 
+def as_stored(params: dict) -> dict:
+    """The request as Describe shows it: without Tags, with `_tuning_objective_metric` among the
+    static hyperparameters, where SageMaker puts it, and with the training jobs' ResourceConfig
+    (the SDK's `HyperparameterTuner.attach` reads both there, although its `fit` sends
+    HyperParameterTuningResourceConfig)."""
+    stored = copy.deepcopy({key: value for key, value in params.items() if key != "Tags"})
+    stored["TrainingJobDefinition"]["ResourceConfig"] = _resource_config(params["TrainingJobDefinition"])
+    objective = params["HyperParameterTuningJobConfig"]["HyperParameterTuningJobObjective"]
+    static = stored["TrainingJobDefinition"].setdefault("StaticHyperParameters", {})
+    static[OBJECTIVE_HYPERPARAMETER] = objective["MetricName"]
+    return stored
+
+
 def training_request(params: dict, name: str, tuned: dict[str, str], tags: list[dict]) -> dict:
     """The CreateTrainingJob request of one training job: the definition, the static and tuned
     hyperparameters, the objective's name, the tuning job's tags."""

@@ -36,7 +36,7 @@ def create_tuning_job(ctx: RequestContext, params: dict) -> HyperParameterTuning
                 region=ctx.region,
                 name=name,
                 arn=arn,
-                request={key: value for key, value in params.items() if key != "Tags"},
+                request=requests.as_stored(params),
                 tags=params.get("Tags", []),
                 seed=config.get("RandomSeed", secrets.randbelow(MAX_SEED)),
                 creation_time=now,

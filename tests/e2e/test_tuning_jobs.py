@@ -207,7 +207,7 @@ def test_the_sdks_tuner_fits_a_bayesian_search_and_names_its_best_training_job(
     sdk_session, sagemaker, bucket, shell_algo_image
 ):
     """SDK v2's HyperparameterTuner as its documentation shows it, with its default strategy
-    (Bayesian): fit(wait=True), best_training_job(), analytics().dataframe()."""
+    (Bayesian): fit(wait=True), best_training_job(), analytics().dataframe(), attach()."""
     from sagemaker.estimator import Estimator
     from sagemaker.tuner import HyperparameterTuner, IntegerParameter
 
@@ -241,6 +241,9 @@ def test_the_sdks_tuner_fits_a_bayesian_search_and_names_its_best_training_job(
     best = frame.sort_values("FinalObjectiveValue").iloc[0]
     assert tuner.best_training_job() == best["TrainingJobName"]
     assert best["FinalObjectiveValue"] == (int(best["depth"]) - 3) ** 2
+    attached = HyperparameterTuner.attach(name, sagemaker_session=sdk_session)
+    assert attached.best_training_job() == best["TrainingJobName"]
+    assert attached.estimator.image_uri == shell_algo_image
 
 
 def test_a_worker_killed_mid_search_loses_and_repeats_no_training_job(

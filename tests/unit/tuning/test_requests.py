@@ -123,3 +123,20 @@ def test_the_sdks_tuning_resource_config_becomes_the_training_jobs_resource_conf
     assert made["ResourceConfig"] == {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1}
     definition["HyperParameterTuningResourceConfig"]["InstanceConfigs"] = []
     assert "InstanceConfigs is not supported by Sageport" in refusal(params)
+
+
+def test_describe_shows_the_objective_among_the_static_hyperparameters_and_a_resource_config():
+    """Where SageMaker's Describe has them: SDK v2's HyperparameterTuner.attach deletes
+    StaticHyperParameters['_tuning_objective_metric'] and reads ResourceConfig."""
+    params = request()
+    definition = params["TrainingJobDefinition"]
+    definition["HyperParameterTuningResourceConfig"] = definition.pop("ResourceConfig")
+    stored = requests.as_stored({**params, "Tags": [{"Key": "a", "Value": "b"}]})
+    assert "Tags" not in stored
+    assert stored["TrainingJobDefinition"]["StaticHyperParameters"] == {
+        "epochs": "2", "_tuning_objective_metric": "loss",
+    }
+    assert stored["TrainingJobDefinition"]["ResourceConfig"] == {
+        "InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1,
+    }
+    assert "_tuning_objective_metric" not in params["TrainingJobDefinition"]["StaticHyperParameters"]
