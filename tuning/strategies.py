@@ -9,7 +9,6 @@ Hyperband is refused at create (tuning/requests.py)."""
 import random
 from dataclasses import dataclass, field
 
-from tuning import bayesian
 from tuning import ranges as r
 
 RANDOM, GRID, BAYESIAN = "Random", "Grid", "Bayesian"
@@ -38,6 +37,10 @@ def hyperparameters_for(
     if config["Strategy"] == GRID:
         return r.grid_point(parsed, number - 1)
     if config["Strategy"] == BAYESIAN:
+        # Imported here: Optuna takes half a second to import, which every process that loads the
+        # tuning app (the API's, the worker's, each manage.py command) would pay at start.
+        from tuning import bayesian
+
         maximize = config["HyperParameterTuningJobObjective"]["Type"] == "Maximize"
         return bayesian.suggest(parsed, seed, number, maximize, history.finished, history.running)
     return r.sample(parsed, random.Random(f"{seed}:{number}"))
