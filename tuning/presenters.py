@@ -17,9 +17,9 @@ def describe_tuning_job(job: HyperParameterTuningJob) -> dict:
         LastModifiedTime=job.last_modified_time,
         TrainingJobStatusCounters=t.status_counters(found),
         ObjectiveStatusCounters=t.objective_counters(found),
-        # One training job definition and no warm start: the best of this job is the best overall.
+        # OverallBestTrainingJob is left out: SageMaker documents it for warm start tuning jobs
+        # (the best of this job and its parents), which are refused here.
         BestTrainingJob=training_job_summary(job, best) if best else None,
-        OverallBestTrainingJob=training_job_summary(job, best) if best else None,
         FailureReason=job.failure_reason or None,
         ConsumedResources={"RuntimeInSeconds": _runtime_seconds(job)},
     )
