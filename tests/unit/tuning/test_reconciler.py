@@ -80,6 +80,12 @@ def test_a_search_runs_at_most_its_parallel_limit_and_ends_with_the_best(db):
     assert answer["BestTrainingJob"]["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] == 0.9
     assert answer["TrainingJobStatusCounters"]["NonRetryableError"] == 1
     assert answer["ObjectiveStatusCounters"] == {"Succeeded": 2, "Pending": 0, "Failed": 1}
+    # By the objective, a training job that reported none is left out (the SortBy documentation).
+    order = {"SortBy": "FinalObjectiveMetricValue", "SortOrder": "Descending"}
+    by_objective, _ = services.list_trials(job, order)
+    assert [trial.objective for trial in by_objective] == [0.9, 0.5]
+    failed, _ = services.list_trials(job, {"StatusEquals": "Failed"})
+    assert [trial.job.training_job_name for trial in failed] == [first[1].training_job_name]
 
 
 def test_a_search_where_no_training_job_reported_the_objective_fails(db):
