@@ -35,6 +35,8 @@ COPY elastic ./elastic
 COPY jobs ./jobs
 COPY transform ./transform
 COPY batchtransform ./batchtransform
+COPY tuning ./tuning
+COPY modelregistry ./modelregistry
 COPY gateway ./gateway
 COPY logs ./logs
 COPY capacity ./capacity

@@ -9,6 +9,7 @@ from console import (
     views_registry,
     views_training,
     views_transform,
+    views_tuning,
 )
 
 app_name = "console"
@@ -33,6 +34,9 @@ urlpatterns = [
     path("transform-jobs/", views_transform.job_list, name="transform-jobs"),
     path("transform-jobs/<int:pk>/", views_transform.job_detail, name="transform-job"),
     path("transform-jobs/<int:pk>/stop", views_transform.job_stop, name="transform-job-stop"),
+    path("tuning-jobs/", views_tuning.job_list, name="tuning-jobs"),
+    path("tuning-jobs/<int:pk>/", views_tuning.job_detail, name="tuning-job"),
+    path("tuning-jobs/<int:pk>/stop", views_tuning.job_stop, name="tuning-job-stop"),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
     path("endpoints/<int:pk>/", views_hosting.endpoint_detail, name="endpoint"),
     path("endpoints/<int:pk>/live", views_hosting.endpoint_live, name="endpoint-live"),

@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "modelregistry",
     "hosting",
     "batchtransform",
+    "tuning",
     "clusters",
     "elastic",
     "logs",

@@ -25,11 +25,16 @@ def jobs_of(ctx: RequestContext):
     return TrainingJob.objects.filter(account_id=ctx.account_id, region=ctx.region)
 
 
-def create_training_job(ctx: RequestContext, params: dict) -> TrainingJob:
+def create_training_job(ctx: RequestContext, params: dict, tuning_job_arn: str | None = None) -> TrainingJob:
+    """`tuning_job_arn`: the hyperparameter tuning job launching this one (DescribeTrainingJob's
+    TuningJobArn, kept in the stored request Describe shows)."""
     requests.check_create_request(params)
     name = params["TrainingJobName"]
     arn = make_arn(ctx.region, ctx.account_id, "training-job", name)
     now = timezone.now()
+    request = requests.with_defaults(params)
+    if tuning_job_arn is not None:
+        request["TuningJobArn"] = tuning_job_arn
     try:
         with transaction.atomic():
             job = TrainingJob.objects.create(
@@ -37,7 +42,7 @@ def create_training_job(ctx: RequestContext, params: dict) -> TrainingJob:
                 region=ctx.region,
                 training_job_name=name,
                 training_job_arn=arn,
-                request=requests.with_defaults(params),
+                request=request,
                 tags=params.get("Tags", []),
                 creation_time=now,
                 last_modified_time=now,
@@ -78,6 +83,12 @@ def get_training_job(ctx: RequestContext, name: str) -> TrainingJob:
     if not found:
         raise ValidationException(NOT_FOUND_MESSAGE)
     return found[0]
+
+
+def training_jobs_named(account_id: str, region: str, names: list[str]) -> dict[str, TrainingJob]:
+    """The account's training jobs of these names, by name (those that exist)."""
+    jobs = TrainingJob.objects.filter(account_id=account_id, region=region, training_job_name__in=names)
+    return {job.training_job_name: job for job in jobs}
 
 
 def stop_training_job(ctx: RequestContext, name: str) -> None:

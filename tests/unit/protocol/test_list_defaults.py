@@ -18,6 +18,7 @@ from protocol import registry, shapes
 from protocol.listing import default_order, documented_order
 from tests.unit.clusters.helpers import CTX, ROLE, call, group, register_node
 from training.models import TrainingJob
+from tuning.models import HyperParameterTuningJob, TuningTrainingJob
 
 SORTED_LISTS = sorted(
     name
@@ -151,6 +152,38 @@ def _model_packages() -> tuple[dict, str, str]:
     return {}, "ModelPackageSummaryList", "ModelPackageName"
 
 
+def _tuning_job(name: str) -> HyperParameterTuningJob:
+    config = {
+        "Strategy": "Random",
+        "ResourceLimits": {"MaxNumberOfTrainingJobs": 2, "MaxParallelTrainingJobs": 1},
+        "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+    }
+    return HyperParameterTuningJob.objects.create(
+        account_id=CTX.account_id, region=CTX.region, name=name, seed=1,
+        request={"HyperParameterTuningJobName": name, "HyperParameterTuningJobConfig": config},
+        creation_time=timezone.now(), last_modified_time=timezone.now(),
+        arn=f"arn:aws:sagemaker:{CTX.region}:{CTX.account_id}:hyper-parameter-tuning-job/{name}",
+    )
+
+
+def _tuning_jobs() -> tuple[dict, str, str]:
+    for name in (NEWER, OLDER):
+        _tuning_job(name)
+    _aged(HyperParameterTuningJob, "name")
+    return {}, "HyperParameterTuningJobSummaries", "HyperParameterTuningJobName"
+
+
+def _tuning_job_training_jobs() -> tuple[dict, str, str]:
+    tuning_job = _tuning_job("t")
+    _training_jobs()
+    for number, name in enumerate((NEWER, OLDER), start=1):
+        TuningTrainingJob.objects.create(
+            tuning_job=tuning_job, number=number, training_job_name=name, tuned_hyperparameters={}
+        )
+    TrainingJob.objects.update(request={"AlgorithmSpecification": {}})
+    return {"HyperParameterTuningJobName": "t"}, "TrainingJobSummaries", "TrainingJobName"
+
+
 # Per operation: make an OLDER and a NEWER resource; answer the request's other required members,
 # the list member of the answer and the member that names a resource in it.
 MAKERS = {
@@ -166,6 +199,8 @@ MAKERS = {
     "ListComputeQuotas": _compute_quotas,
     "ListModelPackageGroups": _model_package_groups,
     "ListModelPackages": _model_packages,
+    "ListHyperParameterTuningJobs": _tuning_jobs,
+    "ListTrainingJobsForHyperParameterTuningJob": _tuning_job_training_jobs,
 }
 
 
@@ -185,8 +220,9 @@ def test_a_request_without_an_order_gets_the_documented_one(db, operation):
     required, list_member, name_member = MAKERS[operation]()
     listed = [summary[name_member] for summary in call(operation, **required)[list_member]]
     sort_by, sort_order = default_order(operation)
-    assert sort_by.replace("_", "").lower() == "creationtime"
-    assert listed == ([OLDER, NEWER] if sort_order == "Ascending" else [NEWER, OLDER])
+    assert sort_by.replace("_", "").lower() in ("creationtime", "name")
+    ascending = [NEWER, OLDER] if sort_by == "Name" else [OLDER, NEWER]  # "newer" < "older"
+    assert listed == (ascending if sort_order == "Ascending" else ascending[::-1])
     reversed_order = "Descending" if sort_order == "Ascending" else "Ascending"
     answer = call(operation, **required, SortOrder=reversed_order)
     assert [summary[name_member] for summary in answer[list_member]] == listed[::-1]
@@ -201,3 +237,5 @@ def test_the_documented_defaults_as_read_from_the_model():
     assert default_order("ListTrainingJobs") == ("CreationTime", "Descending")
     assert documented_order("ListModels") == ("CreationTime", "Descending")
     assert documented_order("ListComputeQuotas") == ("CreationTime", "Descending")
+    assert documented_order("ListHyperParameterTuningJobs") == ("Name", "Ascending")
+    assert documented_order("ListTrainingJobsForHyperParameterTuningJob") == ("Name", "Ascending")

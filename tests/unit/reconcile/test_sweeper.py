@@ -13,6 +13,7 @@ from logs import retention
 from processing import tasks as processing_tasks
 from reconcile import sweeper
 from training import tasks as training_tasks
+from tuning import tasks as tuning_tasks
 
 
 def test_the_features_register_their_share_in_the_order_of_the_apps():
@@ -22,6 +23,7 @@ def test_the_features_register_their_share_in_the_order_of_the_apps():
         processing_tasks.sweep_processing,
         hosting_tasks.sweep_hosting,
         transform_tasks.sweep_transform,
+        tuning_tasks.sweep_tuning,
         membership.settle_all,
         elastic_tasks.sweep_hyperpod_jobs,
         retention.purge_expired_events,

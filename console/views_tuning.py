@@ -1,0 +1,70 @@
+"""Hyperparameter tuning jobs: the list, filtered and paged as ListHyperParameterTuningJobs does,
+a job's page (its counters, the best training job, every training job with its hyperparameters
+and objective, what DescribeHyperParameterTuningJob answers), and Stop (the API's own operation)."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from console.actions import perform
+from console.viewer import Viewer, console_view
+from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from tuning import presenters, trials
+from tuning import services as tuning_services
+from tuning.models import HyperParameterTuningJob, TuningJobStatus
+
+PAGE_SIZE = 50
+
+
+@console_view
+def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    params = {}
+    name = request.GET.get("name", "").strip()[:32]
+    if name:
+        params["NameContains"] = name
+    status = request.GET.get("status", "")
+    if status in TuningJobStatus.values:
+        params["StatusEquals"] = status
+    rows = filtered_and_sorted(
+        viewer.visible(HyperParameterTuningJob.objects.all()),
+        {**NEWEST_FIRST, **params},
+        operation="ListHyperParameterTuningJobs",
+        name_field="name",
+        sort_fields=tuning_services.SORT_FIELDS,
+        status_field="status",
+    )
+    context = {
+        "page": Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page")),
+        "statuses": TuningJobStatus.values,
+        "status": status,
+        "name": request.GET.get("name", ""),
+    }
+    return render(request, "console/tuning_jobs.html", context)
+
+
+@console_view
+def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = viewer.get(HyperParameterTuningJob.objects.all(), pk=pk)
+    described = presenters.describe_tuning_job(job)
+    context = {
+        "job": job,
+        "described": described,
+        "best": described.get("BestTrainingJob"),
+        "trials": trials.trials_of(job),
+        "objective": trials.objective_of(job),
+    }
+    return render(request, "console/tuning_job.html", context)
+
+
+@console_view
+@require_POST
+def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    job = viewer.get(HyperParameterTuningJob.objects.all(), pk=pk)
+    params = {"HyperParameterTuningJobName": job.name}
+    outcome = perform(viewer.context_for(job), "StopHyperParameterTuningJob", params)
+    if outcome.ok:
+        messages.success(request, f"Stopping {job.name}: its running training jobs are stopped.")
+    else:
+        messages.error(request, outcome.error)
+    return redirect("console:tuning-job", pk=job.pk)

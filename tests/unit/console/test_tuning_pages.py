@@ -1,0 +1,43 @@
+"""The tuning job pages: the list and a job's page (its training jobs, linked to theirs, with their
+tuned hyperparameters) for the owner only, and Stop through StopHyperParameterTuningJob."""
+from tests.unit.console.conftest import ACCOUNT_A, ACCOUNT_B, ctx, job_request, signed_in
+from training import services as training_services
+from tuning import services as tuning_services
+from tuning.models import TuningTrainingJob
+
+
+def tuning_request(name: str) -> dict:
+    definition = {key: value for key, value in job_request("x").items() if key != "TrainingJobName"}
+    definition["AlgorithmSpecification"]["MetricDefinitions"] = [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]
+    return {
+        "HyperParameterTuningJobName": name,
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Random",
+            "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": 2, "MaxParallelTrainingJobs": 1},
+            "ParameterRanges": {
+                "IntegerParameterRanges": [{"Name": "depth", "MinValue": "1", "MaxValue": "4"}],
+            },
+        },
+        "TrainingJobDefinition": definition,
+    }
+
+
+def test_tuning_job_pages_render_for_their_account_only(account_a):
+    job = tuning_services.create_tuning_job(ctx(ACCOUNT_A), tuning_request("search-1"))
+    TuningTrainingJob.objects.create(
+        tuning_job=job, number=1, training_job_name="search-1-001-0a1b2c3d",
+        tuned_hyperparameters={"depth": "3"},
+    )
+    training = training_services.create_training_job(
+        ctx(ACCOUNT_A), job_request("search-1-001-0a1b2c3d"), tuning_job_arn=job.arn
+    )
+
+    assert "search-1" in account_a.get("/console/tuning-jobs/").content.decode()
+    page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
+    assert f'href="/console/training-jobs/{training.pk}/">search-1-001-0a1b2c3d' in page
+    assert "depth=3" in page and "InProgress" in page
+    assert signed_in(ACCOUNT_B).get(f"/console/tuning-jobs/{job.pk}/").status_code == 404
+    account_a.post(f"/console/tuning-jobs/{job.pk}/stop")
+    job.refresh_from_db()
+    assert job.status == "Stopping"

@@ -1,0 +1,1 @@
+"""Hyperparameter tuning jobs: a search over hyperparameters that runs ordinary training jobs."""

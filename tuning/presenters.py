@@ -1,0 +1,71 @@
+"""Response bodies for tuning jobs, built explicitly from the rows (no reflection)."""
+from django.utils import timezone
+
+from tuning import trials as t
+from tuning.models import HyperParameterTuningJob
+
+
+def describe_tuning_job(job: HyperParameterTuningJob) -> dict:
+    found = t.trials_of(job)
+    best = t.best(found, t.objective_of(job)["Type"])
+    body = dict(job.request)
+    body.update(
+        HyperParameterTuningJobArn=job.arn,
+        HyperParameterTuningJobStatus=job.status,
+        CreationTime=job.creation_time,
+        HyperParameterTuningEndTime=job.end_time,
+        LastModifiedTime=job.last_modified_time,
+        TrainingJobStatusCounters=t.status_counters(found),
+        ObjectiveStatusCounters=t.objective_counters(found),
+        # OverallBestTrainingJob is left out: SageMaker documents it for warm start tuning jobs
+        # (the best of this job and its parents), which are refused here.
+        BestTrainingJob=training_job_summary(job, best) if best else None,
+        FailureReason=job.failure_reason or None,
+        ConsumedResources={"RuntimeInSeconds": _runtime_seconds(job)},
+    )
+    return body
+
+
+def _runtime_seconds(job: HyperParameterTuningJob) -> int:
+    end = job.end_time or timezone.now()
+    return max(0, round((end - job.creation_time).total_seconds()))
+
+
+def tuning_job_summary(job: HyperParameterTuningJob) -> dict:
+    found = t.trials_of(job)
+    config = job.request["HyperParameterTuningJobConfig"]
+    return {
+        "HyperParameterTuningJobName": job.name,
+        "HyperParameterTuningJobArn": job.arn,
+        "HyperParameterTuningJobStatus": job.status,
+        "Strategy": config["Strategy"],
+        "CreationTime": job.creation_time,
+        "HyperParameterTuningEndTime": job.end_time,
+        "LastModifiedTime": job.last_modified_time,
+        "TrainingJobStatusCounters": t.status_counters(found),
+        "ObjectiveStatusCounters": t.objective_counters(found),
+        "ResourceLimits": config["ResourceLimits"],
+    }
+
+
+def training_job_summary(job: HyperParameterTuningJob, trial: t.Trial) -> dict:
+    """HyperParameterTrainingJobSummary of a training job already created."""
+    objective = t.objective_of(job)
+    training = trial.job
+    body = {
+        "TrainingJobName": training.training_job_name,
+        "TrainingJobArn": training.training_job_arn,
+        "TuningJobName": job.name,
+        "CreationTime": training.creation_time,
+        "TrainingStartTime": training.training_start_time,
+        "TrainingEndTime": training.training_end_time,
+        "TrainingJobStatus": training.training_job_status,
+        "TunedHyperParameters": trial.row.tuned_hyperparameters,
+        "FailureReason": training.failure_reason or None,
+        "ObjectiveStatus": trial.objective_status,
+    }
+    if trial.objective is not None:
+        body["FinalHyperParameterTuningJobObjectiveMetric"] = {
+            "Type": objective["Type"], "MetricName": objective["MetricName"], "Value": trial.objective,
+        }
+    return body

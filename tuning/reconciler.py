@@ -1,0 +1,145 @@
+"""The reconciler of a tuning job: one step looks at its training jobs and launches, stops or
+ends as they require. Level-triggered: what a step does follows from the rows and the training
+jobs it reads, so a step run twice, or after a worker died mid-step, does the same.
+
+InProgress: launch training jobs while fewer than MaxParallelTrainingJobs run and fewer than the
+planned number (tuning/strategies.py) exist; a training job is first recorded (number, name,
+hyperparameters), then created, so a crash between the two leaves a row whose training job the
+next step creates (or finds made). Once all planned jobs ended: Completed when one of them
+reported the objective, else Failed. Stopping: stop every running training job, Stopped once
+none runs (a recorded training job not yet created is never created, and its row is removed)."""
+import logging
+import secrets
+
+from django.conf import settings
+from django.db import IntegrityError
+
+from protocol.context import RequestContext
+from protocol.errors import ResourceInUse, ServiceError
+from reconcile.loop import reconcile_once
+from training import services as training
+from training.models import TrainingJobStatus
+from tuning import ranges, requests, strategies, transitions
+from tuning import trials as t
+from tuning.models import HyperParameterTuningJob, TuningTrainingJob
+from tuning.models import TuningJobStatus as Status
+
+log = logging.getLogger(__name__)
+
+
+def reconcile(job_id: int) -> float | None:
+    return reconcile_once(
+        HyperParameterTuningJob, job_id, _step, give_up=_give_up, finished=lambda job: job.is_terminal
+    )
+
+
+def _step(job: HyperParameterTuningJob, token: str) -> float | None:
+    found = t.trials_of(job)
+    if job.status == Status.STOPPING:
+        return _stop(job, found)
+    return _search(job, found)
+
+
+def _poll() -> float:
+    return settings.SAGEPORT_POLL_INTERVAL_SECONDS
+
+
+def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
+    unmade = [trial.row for trial in found if trial.job is None]
+    config = job.request["HyperParameterTuningJobConfig"]
+    parsed, _ = ranges.parse(config.get("ParameterRanges"))
+    planned = strategies.planned_jobs(config, parsed)
+    history = _history(found)
+    for number in range(len(found) + 1, planned + 1):
+        if len(history.running) >= config["ResourceLimits"]["MaxParallelTrainingJobs"]:
+            break
+        row = _record(job, number, strategies.hyperparameters_for(config, parsed, job.seed, number, history))
+        if row is None:
+            return _poll()  # another step recorded it: look again
+        unmade.append(row)
+        history.running.append(row.tuned_hyperparameters)
+    for row in unmade:
+        refused = _launch(job, row)
+        if refused:
+            return _give_up(job, refused)
+    if len(found) == planned and not history.running:
+        return _end(job, found)
+    return _poll()
+
+
+def _history(found: list[t.Trial]) -> strategies.History:
+    return strategies.History(
+        finished=[(trial.row.tuned_hyperparameters, trial.objective) for trial in found
+                  if trial.objective_status == t.SUCCEEDED],
+        running=[trial.row.tuned_hyperparameters for trial in found if trial.running],
+    )
+
+
+def _record(job: HyperParameterTuningJob, number: int, tuned: dict[str, str]) -> TuningTrainingJob | None:
+    """Training job `number`'s row, named as SageMaker names them: `<tuning job>-NNN-<8 hex>`."""
+    name = f"{job.name}-{number:03d}-{secrets.token_hex(4)}"
+    try:
+        return TuningTrainingJob.objects.create(
+            tuning_job=job, number=number, training_job_name=name, tuned_hyperparameters=tuned
+        )
+    except IntegrityError:
+        return None
+
+
+def _launch(job: HyperParameterTuningJob, row: TuningTrainingJob) -> str | None:
+    """Create the training job through the training feature, as CreateTrainingJob would; the
+    tuning job's FailureReason when the training feature refuses it."""
+    name = row.training_job_name
+    request = requests.training_request(job.request, name, row.tuned_hyperparameters, job.tags)
+    try:
+        training.create_training_job(_context(job), request, tuning_job_arn=job.arn)
+    except ResourceInUse:
+        pass  # created by an earlier attempt of this step
+    except ServiceError as exc:
+        # The request was checked at create, so only a change since gets here.
+        return f"ClientError: training job {name} could not be created: {exc.message}"
+    return None
+
+
+def _context(job: HyperParameterTuningJob) -> RequestContext:
+    """The tuning job's owner, as whom its training jobs are created and stopped."""
+    return RequestContext(account_id=job.account_id, region=job.region, access_key_id="")
+
+
+def _end(job: HyperParameterTuningJob, found: list[t.Trial]) -> None:
+    if t.best(found, t.objective_of(job)["Type"]) is not None:
+        transitions.transition(job, Status.COMPLETED)
+        return None
+    counters = t.status_counters(found)
+    failed = counters["NonRetryableError"] + counters["RetryableError"]
+    transitions.transition(
+        job, Status.FAILED,
+        failure_reason=f"No training job reported the objective metric {t.objective_of(job)['MetricName']} "
+        f"({failed} of {len(found)} training jobs failed).",
+    )
+    return None
+
+
+def _stop(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
+    # Recorded but never created: only these steps create training jobs, so none ever will be.
+    TuningTrainingJob.objects.filter(pk__in=[trial.row.pk for trial in found if trial.job is None]).delete()
+    running = [trial for trial in found if trial.job is not None and not trial.job.is_terminal]
+    for trial in running:
+        if trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS:
+            training.stop_training_job(_context(job), trial.row.training_job_name)
+    if running:
+        return _poll()
+    transitions.transition(job, Status.STOPPED)
+    return None
+
+
+def _give_up(job: HyperParameterTuningJob, reason: str) -> float | None:
+    """A step failed for good: fail the tuning job and stop the training jobs it still runs."""
+    for trial in t.trials_of(job):
+        if trial.job is not None and trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS:
+            try:
+                training.stop_training_job(_context(job), trial.row.training_job_name)
+            except ServiceError:
+                log.warning("tuning job %s: could not stop %s", job.name, trial.row.training_job_name)
+    transitions.transition(job, Status.FAILED, failure_reason=reason[:1024])
+    return None

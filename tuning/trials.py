@@ -1,0 +1,88 @@
+"""What a tuning job's training jobs are now: each one's status and objective, read from the
+training feature (its services and metrics, never its tables), and what the tuning job's
+Describe and its reconciler derive from them (counters, the best training job)."""
+from collections import Counter
+from dataclasses import dataclass
+
+from training import metrics
+from training import services as training
+from training.models import TrainingJob, TrainingJobStatus
+from tuning.models import HyperParameterTuningJob, TuningTrainingJob
+
+SUCCEEDED, PENDING, FAILED = "Succeeded", "Pending", "Failed"
+# A training job that failed on the platform's side (SageMaker: "an internal service error") counts
+# as RetryableError; any other failure (the algorithm's, a client error) as NonRetryableError.
+INTERNAL_FAILURE_PREFIX = "InternalServerError"
+STATUS_COUNTERS = ("Completed", "InProgress", "RetryableError", "NonRetryableError", "Stopped")
+
+
+@dataclass(frozen=True)
+class Trial:
+    row: TuningTrainingJob
+    job: TrainingJob | None  # None: not created yet
+    objective: float | None  # the objective metric's final value, once reported
+
+    @property
+    def running(self) -> bool:
+        """Counts against MaxParallelTrainingJobs: created or about to be, and not ended."""
+        return self.job is None or not self.job.is_terminal
+
+    @property
+    def objective_status(self) -> str:
+        """Succeeded: ended with a value of the objective; Failed: ended without one; else Pending."""
+        if self.running:
+            return PENDING
+        ended_well = self.job.training_job_status in (TrainingJobStatus.COMPLETED, TrainingJobStatus.STOPPED)
+        return SUCCEEDED if ended_well and self.objective is not None else FAILED
+
+
+def trials_of(tuning_job: HyperParameterTuningJob) -> list[Trial]:
+    rows = list(tuning_job.trials.all())
+    names = [row.training_job_name for row in rows]
+    jobs = training.training_jobs_named(tuning_job.account_id, tuning_job.region, names)
+    metric = objective_of(tuning_job)["MetricName"]
+    return [Trial(row, jobs.get(row.training_job_name), _objective(jobs.get(row.training_job_name), metric))
+            for row in rows]
+
+
+def objective_of(tuning_job: HyperParameterTuningJob) -> dict:
+    return tuning_job.request["HyperParameterTuningJobConfig"]["HyperParameterTuningJobObjective"]
+
+
+def _objective(job: TrainingJob | None, metric: str) -> float | None:
+    """The objective of an ended training job (one still running has no final value yet)."""
+    if job is None or not job.is_terminal:
+        return None
+    values = [datum.value for datum in metrics.final_metric_data(job) if datum.metric_name == metric]
+    return values[0] if values else None
+
+
+def status_counters(trials: list[Trial]) -> dict:
+    """TrainingJobStatusCounters: a training job still to be created counts as InProgress."""
+    counts = Counter(_status_counter(trial) for trial in trials)
+    return {name: counts[name] for name in STATUS_COUNTERS}
+
+
+def _status_counter(trial: Trial) -> str:
+    if trial.running:
+        return "InProgress"
+    status = trial.job.training_job_status
+    if status == TrainingJobStatus.FAILED:
+        internal = trial.job.failure_reason.startswith(INTERNAL_FAILURE_PREFIX)
+        return "RetryableError" if internal else "NonRetryableError"
+    return status
+
+
+def objective_counters(trials: list[Trial]) -> dict:
+    counts = Counter(trial.objective_status for trial in trials)
+    return {name: counts[name] for name in (SUCCEEDED, PENDING, FAILED)}
+
+
+def best(trials: list[Trial], objective_type: str) -> Trial | None:
+    """The training job with the best objective (Maximize: the largest; Minimize: the smallest);
+    on a tie, the earliest."""
+    scored = [trial for trial in trials if trial.objective_status == SUCCEEDED]
+    if not scored:
+        return None
+    sign = -1 if objective_type == "Maximize" else 1
+    return min(scored, key=lambda trial: (sign * trial.objective, trial.row.number))
