@@ -12,7 +12,7 @@ import time
 import docker
 
 from tests.e2e.conftest import unique_name
-from tests.e2e.test_transform_jobs import _job, _sending, _wait, model  # noqa: F401 (a fixture)
+from tests.e2e.transform_requests import transform_request, wait_for_transform
 
 pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.transform_fixtures"]  # transformer_image
 
@@ -20,7 +20,7 @@ GROUP = "/aws/sagemaker/TransformJobs"
 
 
 def _gpu_job(name: str, model_name: str, bucket: str, prefix: str, instance_type: str) -> dict:
-    return _job(
+    return transform_request(
         name,
         model_name,
         bucket,
@@ -39,10 +39,12 @@ def _container_environment(arn: str) -> dict[str, str]:
 
 
 def _started(logs, name: str) -> bool:
+    """The job is sending: its data log (written once its container answered /ping) exists."""
     try:
-        return _sending(logs, name)
+        streams = logs.describe_log_streams(logGroupName=GROUP, logStreamNamePrefix=f"{name}/")["logStreams"]
     except logs.exceptions.ResourceNotFoundException:  # no transform job has logged yet
         return False
+    return any(stream["logStreamName"].endswith("/data-log") for stream in streams)
 
 
 def _said(logs, name: str) -> str:
@@ -53,7 +55,7 @@ def _said(logs, name: str) -> str:
 
 
 def test_gpu_transform_jobs_hold_their_own_gpus_wait_for_them_and_give_them_back(
-    sagemaker, s3, bucket, model, stack  # noqa: F811
+    sagemaker, s3, bucket, model, stack
 ):
     s3.put_object(Bucket=bucket, Key="slow/a.csv", Body=b"sleep\n")
     s3.put_object(Bucket=bucket, Key="fast/a.csv", Body=b"x,1\ny,2\n")
@@ -73,7 +75,7 @@ def test_gpu_transform_jobs_hold_their_own_gpus_wait_for_them_and_give_them_back
     sagemaker.create_transform_job(**_gpu_job(four, model_name, bucket, "fast/", "ml.g5.12xlarge"))
     never = unique_name("gpu8")  # ml.p3.16xlarge: eight GPUs, more than any node has
     sagemaker.create_transform_job(**_gpu_job(never, model_name, bucket, "fast/", "ml.p3.16xlarge"))
-    failed = _wait(sagemaker, never)
+    failed = wait_for_transform(sagemaker, never)
     assert failed["TransformJobStatus"] == "Failed"
     assert failed["FailureReason"] == (
         "ResourceLimitExceeded: ml.p3.16xlarge x 1 needs 8 NVIDIA GPUs on one node, "
@@ -82,8 +84,8 @@ def test_gpu_transform_jobs_hold_their_own_gpus_wait_for_them_and_give_them_back
     assert sagemaker.describe_transform_job(TransformJobName=four)["TransformJobStatus"] == "InProgress"
 
     sagemaker.stop_transform_job(TransformJobName=one)
-    assert _wait(sagemaker, one)["TransformJobStatus"] == "Stopped"
-    done = _wait(sagemaker, four)  # ran once `one` gave its GPU back: all four are its
+    assert wait_for_transform(sagemaker, one)["TransformJobStatus"] == "Stopped"
+    done = wait_for_transform(sagemaker, four)  # ran once `one` gave its GPU back: all four are its
     assert done["TransformJobStatus"] == "Completed", done.get("FailureReason")
     assert "gpus=0,1,2,3" in _said(logs, four)
     assert s3.get_object(Bucket=bucket, Key=f"out-{four}/a.csv.out")["Body"].read() == b"X,1\nY,2\n"
