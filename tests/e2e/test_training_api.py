@@ -223,6 +223,6 @@ def test_requests_with_bad_credentials_are_rejected_with_aws_error_codes(stack):
 
 
 def test_unimplemented_operation_answers_a_clear_error_instead_of_a_fake_success(sagemaker):
-    response = error_of(sagemaker.list_hyper_parameter_tuning_jobs)
+    response = error_of(sagemaker.list_pipelines)
     assert response["ResponseMetadata"]["HTTPStatusCode"] == 501
-    assert "ListHyperParameterTuningJobs" in response["Error"]["Message"]
+    assert "ListPipelines" in response["Error"]["Message"]
