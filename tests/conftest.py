@@ -35,6 +35,9 @@ from devstack.stack import (
 from gateway.network import SERVICES_NETWORK
 from runtime import labels
 
+# Logs kept at each failure, and a dead S3 service failing its tests fast (tests/diagnostics.py).
+from tests.diagnostics import keep_logs, pytest_runtest_makereport, s3_store_answers  # noqa: F401
+
 BUILD_IMAGES_SCRIPT = PROJECT_DIR / "scripts" / "build-images.sh"
 CRASH_RECOVERY_SECONDS = 90
 
@@ -80,9 +83,7 @@ def session_data_dir(request) -> Iterator[Path]:
     servers' logs of a session with failures are kept first, to find out why."""
     data_dir = Path(settings.DATA_DIR)
     yield data_dir
-    if request.session.testsfailed and (data_dir / "logs").is_dir():
-        kept = data_dir.with_name(data_dir.name + "-failed-logs")
-        shutil.copytree(data_dir / "logs", kept, dirs_exist_ok=True)
+    if request.session.testsfailed and (kept := keep_logs(data_dir)):
         print(f"\nThe servers' logs of this session are kept in {kept}")
     shutil.rmtree(data_dir, ignore_errors=True)
 
