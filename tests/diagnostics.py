@@ -9,6 +9,7 @@ logs were kept.
   timeouts and retries: that turned one broken store into a suite past its time limit."""
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import boto3
 import pytest
@@ -18,6 +19,7 @@ from django.conf import settings
 PROBE_CONFIG = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 1})
 S3_LOGS = ("seaweedfs.log", "s3gateway.log")
 TAIL_LINES = 5
+TCP_ESTABLISHED = "01"  # the state column of /proc/net/tcp
 
 
 def keep_logs(data_dir: Path) -> Path | None:
@@ -30,10 +32,25 @@ def keep_logs(data_dir: Path) -> Path | None:
     return kept
 
 
+def established_connections(port: int) -> int:
+    """TCP connections to this machine's `port` that are open now (the gateway's are bounded)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            next(rows)
+            for row in rows:
+                local, _remote, state = row.split()[1:4]
+                count += int(local.rsplit(":", 1)[1], 16) == port and state == TCP_ESTABLISHED
+    return count
+
+
 def s3_state(data_dir: Path) -> str:
-    """The free disk under the data dir and the last lines of the S3 servers' logs."""
+    """The free disk under the data dir, the connections open to the S3 gateway and the last lines
+    of the S3 servers' logs."""
     free_gib = shutil.disk_usage(data_dir if data_dir.exists() else data_dir.parent).free / 2**30
-    parts = [f"free disk {free_gib:.1f} GiB"]
+    gateway_port = urlsplit(settings.SAGEPORT_S3_ENDPOINT_URL).port
+    parts = [f"free disk {free_gib:.1f} GiB",
+             f"{established_connections(gateway_port)} connections open to the S3 gateway"]
     for name in S3_LOGS:
         path = data_dir / "logs" / name
         if path.is_file():
