@@ -37,7 +37,7 @@ def test_worker_killed_mid_transform_and_restarted_completes_the_job(
 
     # The dead worker's lease (SAGEPORT_LEASE_SECONDS) lapses before the sweeper hands the job on.
     sagemaker.get_waiter("transform_job_completed_or_stopped").wait(
-        TransformJobName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 240}
+        TransformJobName=name, WaiterConfig={"Delay": 0.25, "MaxAttempts": 960}
     )
     job = sagemaker.describe_transform_job(TransformJobName=name)
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
