@@ -30,7 +30,12 @@ SHOUT_LINES = 3 * (4 << 20) // (2 * 97)
 
 
 def _messages(logs, name: str, data_log: bool) -> list[str]:
-    streams = logs.describe_log_streams(logGroupName=GROUP, logStreamNamePrefix=f"{name}/")["logStreams"]
+    """The job's messages in CloudWatch; none before the session's first transform output creates
+    the log group."""
+    try:
+        streams = logs.describe_log_streams(logGroupName=GROUP, logStreamNamePrefix=f"{name}/")["logStreams"]
+    except logs.exceptions.ResourceNotFoundException:
+        return []
     chosen = [s["logStreamName"] for s in streams if s["logStreamName"].endswith("/data-log") == data_log]
     messages = []
     for stream in chosen:
