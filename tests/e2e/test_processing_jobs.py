@@ -109,7 +109,7 @@ def test_a_job_reads_its_inputs_and_config_and_its_outputs_and_message_reach_s3(
     arn = sagemaker.create_processing_job(**request)["ProcessingJobArn"]
     # The stock waiter (botocore's ProcessingJobCompletedOrStopped), quicker than its 60 s default.
     sagemaker.get_waiter("processing_job_completed_or_stopped").wait(
-        ProcessingJobName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+        ProcessingJobName=name, WaiterConfig={"Delay": 0.25, "MaxAttempts": 480}
     )
 
     job = sagemaker.describe_processing_job(ProcessingJobName=name)

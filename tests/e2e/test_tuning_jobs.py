@@ -92,6 +92,16 @@ def engine_watch(name: str):
         watcher.join()
 
 
+def training_container(training_job_arn: str, timeout: float = 60.0):
+    """The engine's container of a training job (running or ended), once its worker created it."""
+    engine, deadline = docker.from_env(), time.monotonic() + timeout
+    selector = {"label": ["sageport.role=train", f"sageport.resource={training_job_arn}"]}
+    while not (found := engine.containers.list(all=True, filters=selector)):
+        assert time.monotonic() < deadline, f"no container of {training_job_arn} within {timeout}s"
+        time.sleep(0.1)
+    return found[0]
+
+
 def test_a_grid_search_runs_every_combination_at_most_two_at_once_and_finds_the_best(
     sagemaker, bucket, shell_algo_image
 ):
@@ -246,6 +256,11 @@ def test_the_sdks_tuner_fits_a_bayesian_search_and_names_its_best_training_job(
     assert attached.estimator.image_uri == shell_algo_image
 
 
+# The first training job (`<tuning job>-001-<hex>`) runs 3 s, so that the worker is killed while
+# its container runs; the others need not.
+FIRST_JOB_LINGERS = 'case "$TRAINING_JOB_NAME" in *-001-*) sleep 3;; esac; '
+
+
 def test_a_worker_killed_mid_search_loses_and_repeats_no_training_job(
     stack, sagemaker, bucket, shell_algo_image
 ):
@@ -258,7 +273,7 @@ def test_a_worker_killed_mid_search_loses_and_repeats_no_training_job(
         "ParameterRanges": {"IntegerParameterRanges": [{"Name": "depth", "MinValue": "1", "MaxValue": "6"}]},
     }
     sagemaker.create_hyper_parameter_tuning_job(
-        **tuning_request(name, shell_algo_image, bucket, config, script=f"sleep 3; {SCRIPT}")
+        **tuning_request(name, shell_algo_image, bucket, config, script=FIRST_JOB_LINGERS + SCRIPT)
     )
     deadline = time.monotonic() + 60
     while not (first := sagemaker.list_training_jobs_for_hyper_parameter_tuning_job(
@@ -267,9 +282,10 @@ def test_a_worker_killed_mid_search_loses_and_repeats_no_training_job(
         assert time.monotonic() < deadline
         time.sleep(0.3)
 
+    container = training_container(first[0]["TrainingJobArn"])
     stack.kill_worker()
     try:
-        time.sleep(4)  # the first training job's container ends while no worker is watching
+        container.wait(timeout=60)  # the first training job's container ends while no worker watches
     finally:
         stack.start_worker()
     job = wait_for_tuning(sagemaker, name, timeout=300)

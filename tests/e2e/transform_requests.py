@@ -3,7 +3,9 @@ tests/e2e/transform_fixtures.py)."""
 
 from botocore.exceptions import WaiterError
 
-WAIT = {"Delay": 1, "MaxAttempts": 120}
+# Two minutes, looked at four times a second: a job's end is seen a quarter of a second after it
+# (the waiter's Delay is a float to botocore, whatever the model's default says).
+WAIT = {"Delay": 0.25, "MaxAttempts": 480}
 
 
 def transform_request(name: str, model: str, bucket: str, prefix: str = "in/", **overrides) -> dict:

@@ -5,9 +5,9 @@ records gets several lines); a line holding "reject" is answered 400 with "canno
 <line>"; a body starting with "sleep" waits until the job is stopped, one starting with "nap"
 2 s. Hostile and unusual answers: a body starting with "chunked" is answered with
 `Transfer-Encoding: chunked` (no Content-Length), one starting with "flood" with an endless chunked
-answer, one starting with "shout" after printing SHOUT_LINES lines to stdout at once. A request
-body sent chunked (a whole object streamed) is read as such. Run with `train` it writes a model
-file and exits, so that an Estimator trains with it.
+answer, one starting with "shout" after printing SHOUT_LINES (from its environment) lines to
+stdout at once. A request body sent chunked (a whole object streamed) is read as such. Run with
+`train` it writes a model file and exits, so that an Estimator trains with it.
 GET /execution-parameters answers the JSON in TRANSFORM_EXECUTION_PARAMETERS, 404 without it. Every request's
 Content-Type and Accept, and the GPUs the container was given (NVIDIA_VISIBLE_DEVICES), go to the
 container's output, where the tests read them in the logs."""
@@ -20,7 +20,6 @@ from pathlib import Path
 
 from serve import BadRequest, InferenceHandler, run
 
-SHOUT_LINES = 300_000
 CHUNK_BYTES = 1 << 16
 
 
@@ -41,7 +40,8 @@ class TransformHandler(InferenceHandler):
         if body.startswith(b"flood"):
             return self._answer_chunked(itertools.repeat(b"f" * CHUNK_BYTES))
         if body.startswith(b"shout"):
-            shouted = (f"shouting line {index:09d} {'!' * 72}\n" for index in range(SHOUT_LINES))
+            lines = int(os.environ.get("SHOUT_LINES", "0"))
+            shouted = (f"shouting line {index:09d} {'!' * 72}\n" for index in range(lines))
             sys.stdout.write("".join(shouted))
             sys.stdout.flush()
         try:
