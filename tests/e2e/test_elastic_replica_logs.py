@@ -25,7 +25,7 @@ def test_a_replicas_output_is_in_its_pods_log_stream_and_hyp_get_logs_shows_it(
 ):
     name = submit(kube_jobs, job_manifest(
         unique_name("logs"), pytorch_elastic_image, f"claim-{uuid.uuid4().hex[:8]}", replicas=1,
-        TOTAL_SAMPLES=8,
+        TOTAL_SAMPLES=8, STEP_SECONDS=0,  # no pause between steps: only the end is looked at
     ))
     wait_condition(kube_jobs, name, "Succeeded")
     pod = f"{name}-pods-0"

@@ -125,8 +125,9 @@ def test_a_failed_memory_write_is_in_the_jobs_status_though_s3_saved_the_step(
     sagemaker.update_cluster(ClusterName=cluster, InstanceGroups=[group],
                              TieredStorageConfig={"Mode": "Disable"})
     namespace, claim = unique_name("hpj-notier"), f"claim-{uuid.uuid4().hex[:8]}"
+    # No pause between steps: nothing here waits to watch the job while it trains.
     name = submit(kube_jobs, job_manifest(
-        unique_name("notier"), pytorch_elastic_image, claim, replicas=1, TOTAL_SAMPLES=20,
+        unique_name("notier"), pytorch_elastic_image, claim, replicas=1, TOTAL_SAMPLES=20, STEP_SECONDS=0,
         **tier_environment(namespace, bucket),
     ))
     finished = wait_condition(kube_jobs, name, "Succeeded")
