@@ -9,19 +9,22 @@ have passed (session.logs_for_job). Here `time.sleep(s)` waits at most MAX_REAL_
 for: its loops run as written and make the same calls, only sooner. Request signing reads the
 date from `datetime`, which keeps the real time."""
 
+import threading
 import time
 
 MAX_REAL_WAIT = 0.5  # seconds: a poll loop still gives the stack time to move between its calls
 
 _real_sleep, _real_time, _real_monotonic = time.sleep, time.time, time.monotonic
 _skipped = 0.0  # seconds the clock has moved on beyond the real time
+_skipping = threading.Lock()  # two threads' sleeps must not lose a skip: the clock never goes back
 
 
 def _sleep(seconds: float) -> None:
     global _skipped
     waited = min(seconds, MAX_REAL_WAIT)
     _real_sleep(waited)
-    _skipped += seconds - waited
+    with _skipping:
+        _skipped += seconds - waited
 
 
 def _time() -> float:
