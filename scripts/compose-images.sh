@@ -7,12 +7,17 @@
 #
 # The wheelhouse: the host downloads the control-plane image's Python dependencies as wheels for
 # the image's Python (BASE_PYTHON_VERSION on Linux), at the versions of the host's .venv (those the
-# tests ran with), into a machine-wide folder, so that a fresh clone finds them; build/wheels is
-# its copy (hard links) in the build's context, and the Dockerfile installs from there alone. It is
-# downloaded again only when the dependencies or the versions of the packages it holds change: the
-# .venv's other packages (the test tools) do not count. What it was downloaded for is kept beside
-# it (<folder>.request), not in it: the image's build copies build/wheels, and a file in it that
-# changed with every .venv change made Docker install the same wheels again (minutes).
+# tests ran with), into a machine-wide folder, so that a fresh clone finds them. It is downloaded
+# again only when the dependencies or the versions of the packages it holds change: the .venv's
+# other packages (the test tools) do not count. What it was downloaded for is kept beside it
+# (<folder>.request).
+#
+# The dependencies image: the wheelhouse installed into a virtualenv (/opt/sageport) on the python
+# base, by a throwaway container that mounts the wheelhouse read-only and is then committed; the
+# Dockerfile copies the virtualenv from it. The wheels (~100 MB) are thus never part of the build
+# context, which the legacy builder sends whole for every service that names `build:` (compose
+# builds the image once per service: six times). It is made again only when the wheelhouse or the
+# base image changes (a label records both).
 #
 # The stand-ins: one Debian bookworm root filesystem made with mmdebstrap (Python, PostgreSQL 15,
 # Redis 7: the versions the upstream images carry), `docker import`ed once, and a small image on
@@ -30,7 +35,8 @@ BASE_PYTHON_VERSION=3.11
 ROOTFS_TAG=sageport-compose/bookworm-rootfs:latest
 ROOTFS_PACKAGES=python3,python3-venv,postgresql-15,redis-server
 SHARED_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/sageport/wheels/controlplane-$BASE_PYTHON_VERSION-$(uname -m)
-WHEELHOUSE=build/wheels  # the build's copy
+DEPENDENCIES_IMAGE=sageport/controlplane-dependencies:latest  # the Dockerfile's COPY --from
+DEPENDENCIES_LABEL=sageport.dependencies  # the wheelhouse's request and the base image it was made for
 PIP=${PIP:-.venv/bin/pip}
 PYTHON=${PYTHON:-.venv/bin/python}
 
@@ -94,16 +100,6 @@ download_wheels() {
     wheelhouse_request "$SHARED_WHEELHOUSE" "$constraints" >"$SHARED_WHEELHOUSE.request"
 }
 
-# build/wheels, the same as the machine-wide wheelhouse: hard links where the file system allows.
-copy_wheels_into_the_build() {
-    cmp -s "$SHARED_WHEELHOUSE.request" "$WHEELHOUSE.request" && return 0
-    rm -rf "$WHEELHOUSE" "$WHEELHOUSE.request"
-    mkdir -p "$(dirname "$WHEELHOUSE")"
-    cp -al "$SHARED_WHEELHOUSE" "$WHEELHOUSE" 2>/dev/null \
-        || { rm -rf "$WHEELHOUSE"; cp -a "$SHARED_WHEELHOUSE" "$WHEELHOUSE"; }
-    cp "$SHARED_WHEELHOUSE.request" "$WHEELHOUSE.request"
-}
-
 prepare_wheels() {
     local constraints
     constraints=$(mktemp)
@@ -114,7 +110,6 @@ prepare_wheels() {
     mkdir -p "$(dirname "$SHARED_WHEELHOUSE")"
     exec 9>"$SHARED_WHEELHOUSE.lock" && flock 9  # two checkouts' test sessions may ask at once
     download_wheels "$constraints"
-    copy_wheels_into_the_build
     exec 9>&-
     rm -f "$constraints"
 }
@@ -145,6 +140,34 @@ build_stand_in() {
     fi
 }
 
+# What the dependencies image was made from: the wheelhouse's request and the base image's id.
+dependencies_source() {
+    { cat "$SHARED_WHEELHOUSE.request"; docker image inspect --format '{{.Id}}' "$PYTHON_IMAGE"; } \
+        | sha256sum | cut -d' ' -f1
+}
+
+ensure_dependencies_image() {
+    local source container status=0
+    have_image "$PYTHON_IMAGE" || docker pull --quiet "$PYTHON_IMAGE" >/dev/null
+    exec 9>"$SHARED_WHEELHOUSE.lock" && flock 9  # as the wheelhouse: one installation at a time
+    source=$(dependencies_source)
+    [ "$(docker image inspect --format "{{index .Config.Labels \"$DEPENDENCIES_LABEL\"}}" \
+        "$DEPENDENCIES_IMAGE" 2>/dev/null)" = "$source" ] && { exec 9>&-; return 0; }
+    log "installing the wheelhouse into $DEPENDENCIES_IMAGE"
+    # Compiled by compileall on every core afterwards: pip compiles one file at a time.
+    container=$(docker create --network none --volume "$SHARED_WHEELHOUSE:/wheels:ro" "$PYTHON_IMAGE" \
+        sh -c 'python -m venv /opt/sageport \
+               && /opt/sageport/bin/pip install --quiet --no-index --no-cache-dir \
+                  --disable-pip-version-check --no-compile /wheels/*.whl \
+               && python -m compileall -q -j 0 /opt/sageport >/dev/null')
+    docker start --attach "$container" >&2 || status=$?
+    [ "$status" = 0 ] && docker commit --change "LABEL $DEPENDENCIES_LABEL=$source" "$container" \
+        "$DEPENDENCIES_IMAGE" >/dev/null || status=$?
+    docker rm "$container" >/dev/null
+    exec 9>&-
+    [ "$status" = 0 ] || { log "installing the wheelhouse failed"; exit 1; }
+}
+
 case "${1:-}" in
     --offline) offline=true ;;
     "") offline=false ;;
@@ -156,3 +179,4 @@ if $offline; then
     build_stand_in "$POSTGRES_IMAGE" postgres
     build_stand_in "$REDIS_IMAGE" redis
 fi
+ensure_dependencies_image

@@ -28,9 +28,11 @@ class GuardedRun:
 
 
 class GuardedRunner:
-    """Runs programs with `env_file`'s variables, PATH, a HOME of its own and the guard."""
+    """Runs programs with `env_file`'s variables, PATH, a HOME of its own and the guard; with
+    `skip_ahead_sleeps`, also the clock that skips through their long sleeps
+    (egress_guard/skip_ahead_clock.py)."""
 
-    def __init__(self, env_file: Path, work_dir: Path):
+    def __init__(self, env_file: Path, work_dir: Path, skip_ahead_sleeps: bool = False):
         self.log = work_dir / "egress.jsonl"
         home = work_dir / "home"
         home.mkdir(exist_ok=True)
@@ -39,6 +41,8 @@ class GuardedRunner:
             "PATH": os.environ["PATH"], "HOME": str(home),
             "PYTHONPATH": str(GUARD_DIR), "SAGEPORT_EGRESS_LOG": str(self.log),
         }
+        if skip_ahead_sleeps:
+            self.env["SAGEPORT_SKIP_AHEAD_SLEEPS"] = "1"
 
     def __call__(self, *command: str, cwd: Path = PROJECT_DIR, timeout: float = 480) -> GuardedRun:
         self.log.unlink(missing_ok=True)

@@ -7,7 +7,8 @@ It watches Python's socket module, which botocore, urllib3, requests and asyncio
 host names (`getaddrinfo`, `gethostbyname[_ex]`: the DNS query would already leave) and IP
 literals (`socket.connect[_ex]`). Native code and programs that are not Python are not covered.
 Used by the SDK recipes of tests/e2e/test_egress.py and by `hyp` (tests/e2e/test_hyp_cli.py),
-whose usage telemetry has no opt-out (sagemaker/hyperpod/common/telemetry/telemetry_logging.py)."""
+whose usage telemetry has no opt-out (sagemaker/hyperpod/common/telemetry/telemetry_logging.py).
+Where SAGEPORT_SKIP_AHEAD_SLEEPS is set it also loads skip_ahead_clock (the SDKs' fixed waits)."""
 
 import errno
 import ipaddress
@@ -73,3 +74,6 @@ for _call in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
     setattr(socket, _call, _resolving(_call, getattr(socket, _call)))
 for _call in ("connect", "connect_ex"):
     setattr(socket.socket, _call, _connecting(_call, getattr(socket.socket, _call)))
+
+if os.environ.get("SAGEPORT_SKIP_AHEAD_SLEEPS"):
+    import skip_ahead_clock  # noqa: F401 (it patches the time module)
