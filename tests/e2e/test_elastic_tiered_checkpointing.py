@@ -22,6 +22,7 @@ from tests.e2e.test_elastic_training import (  # noqa: F401 (kube_jobs is a fixt
     PLURAL,
     ROLE,
     VERSION,
+    assert_every_sample_trained_once,
     claim_directory,
     condition,
     hold_gpus,
@@ -30,7 +31,6 @@ from tests.e2e.test_elastic_training import (  # noqa: F401 (kube_jobs is a fixt
     records,
     status_of,
     submit,
-    trained_samples,
     wait_condition,
     wait_running_at,
     wait_trained_at,
@@ -101,8 +101,7 @@ def test_replicas_save_to_the_tier_and_a_grown_world_resumes_from_it_resharded(
     first_world = f"{namespace}-world-1"
     assert {(e["checkpoint"], e["step"]) for e in resumed} == {(saved["checkpoint"], saved["step"])}
     assert saved["checkpoint"] == f"tier:{first_world}/step_{saved['step']}"
-    samples = trained_samples(entries)
-    assert sorted(samples) == list(range(len(samples)))  # none twice, none skipped
+    assert_every_sample_trained_once(entries)
     # The step is in the node's memory, in the job's account only; S3 got it too (the image's
     # CRT client starts: it has the CA bundle); nothing failed.
     assert saved["step"] in tier_a.latest(first_world, stack.account_id)

@@ -117,6 +117,16 @@ def trained_samples(entries: list[dict]) -> list[int]:
     return [sample for entry in entries if "samples" in entry for sample in entry["samples"]]
 
 
+def assert_every_sample_trained_once(entries: list[dict]) -> None:
+    """None trained twice, and none skipped before the last world started. The last world ends
+    when the test deletes the job, at any moment of a step: each of its ranks recorded that step
+    or was stopped first, so samples of its last step may be missing (a run in CI lost 2 of 8)."""
+    samples = trained_samples(entries)
+    assert len(samples) == len(set(samples)), "a sample was trained twice"
+    last_start = max(e["position"] for e in entries if e.get("event") == "started")
+    assert sorted(sample for sample in samples if sample < last_start) == list(range(last_start))
+
+
 def world_sizes(entries: list[dict]) -> list[int]:
     """The world size of each start, in the order the worlds started."""
     starts = [e for e in entries if e.get("event") == "started" and e["rank"] == 0]
@@ -224,8 +234,7 @@ def test_an_elastic_job_grows_as_capacity_frees_shrinks_for_a_higher_priority_jo
     _wait(lambda: _absent(api, elastic), "elastic job deleted", 60)
     entries = records(claim_dir)
     assert world_sizes(entries)[:4] == [1, 4, 2, 4]
-    samples = trained_samples(entries)
-    assert sorted(samples) == list(range(len(samples)))  # none twice, none skipped
+    assert_every_sample_trained_once(entries)
     events = [e for e in entries if e.get("event") == "elastic"]
     assert len(events) >= 1 + 4 + 2  # every rank of each stopped world saw SIGUSR1 and saved
     assert all(event["checkpoint"] for event in events)
