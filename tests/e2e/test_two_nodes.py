@@ -28,6 +28,9 @@ pytest_plugins = ["tests.e2e.hosting_fixtures"]
 
 NODE_A, NODE_B = settings.SAGEPORT_NODE_NAME, "two-nodes-b"
 EIGHT_GPUS = "ml.p3.16xlarge"  # node A declares four GPUs (tests/settings.py), node B eight
+# Node B, which this test kills, declares a shorter silence than the session's 20 s (it beats
+# every second): it is lost sooner, and nothing else changes (capacity/nodes.py).
+LOST_FAST = {"SAGEPORT_NODE_LOST_AFTER_SECONDS": "8"}
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +110,7 @@ class NodeB:
 
 @pytest.fixture(scope="module")
 def node_b(stack, node_b_address, tmp_path_factory):
-    node = NodeB(stack, node_b_address, tmp_path_factory.mktemp("node-b"))
+    node = NodeB(stack, node_b_address, tmp_path_factory.mktemp("node-b"), env=LOST_FAST)
     node.start()
     yield node
     if node.running:
