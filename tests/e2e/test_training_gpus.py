@@ -14,8 +14,7 @@ import pytest
 
 from devstack.stack import worker_spec
 from tests.conftest import _manage
-from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
-from tests.e2e.test_two_nodes import LOST_FAST
+from tests.e2e.conftest import LOST_FAST, read_tar_gz, shell_job, unique_name, wait_for_status
 
 # Each instance records the GPUs it was given, then works for a while.
 RECORD_DEVICES = 'echo "$NVIDIA_VISIBLE_DEVICES" > /opt/ml/model/devices-$(hostname); sleep {seconds}'

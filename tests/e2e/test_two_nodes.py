@@ -21,16 +21,13 @@ from django.conf import settings
 
 from devstack.stack import ServiceSpec, _celery_answers
 from tests.conftest import WORKER_ENV, _manage
-from tests.e2e.conftest import shell_job, unique_name, wait_for_status
+from tests.e2e.conftest import LOST_FAST, shell_job, unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, wait_for_endpoint, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
 
 NODE_A, NODE_B = settings.SAGEPORT_NODE_NAME, "two-nodes-b"
 EIGHT_GPUS = "ml.p3.16xlarge"  # node A declares four GPUs (tests/settings.py), node B eight
-# Node B, which this test kills, declares a shorter silence than the session's 20 s (it beats
-# every second): it is lost sooner, and nothing else changes (capacity/nodes.py).
-LOST_FAST = {"SAGEPORT_NODE_LOST_AFTER_SECONDS": "8"}
 
 
 @pytest.fixture(scope="module")
