@@ -42,6 +42,9 @@ class Node(models.Model):
     # When a manager removed `swarm_node_id` from the swarm while this node was lost; null while
     # that removal is still due (retried by every sweep) or was never needed.
     swarm_removed_at = models.DateTimeField(null=True)
+    # How long a silence makes it lost: its worker's SAGEPORT_NODE_LOST_AFTER_SECONDS, since a
+    # node knows how often it can beat (null: the deciding worker's own setting).
+    lost_after_seconds = models.FloatField(null=True)
 
     def __str__(self):
         return self.name

@@ -3,7 +3,8 @@
 A node is one worker host with one Docker engine, named by SAGEPORT_NODE_NAME (the host name by
 default): every worker process on that host shares the node. Its worker registers the node's
 inventory when it starts and heartbeats every SAGEPORT_NODE_HEARTBEAT_SECONDS. The sweeper
-declares a node whose heartbeat is older than SAGEPORT_NODE_LOST_AFTER_SECONDS lost; the
+declares a node whose heartbeat is older than its SAGEPORT_NODE_LOST_AFTER_SECONDS (the node's
+own, recorded when it registers) lost; the
 training reconciler then fails or restarts the jobs that ran there. A lost node that comes back
 first removes the containers it still runs for placements it no longer holds (the training
 feature registers that clean-up with `on_registered`). A node records the swarm node of its
@@ -52,6 +53,7 @@ def register() -> Node:
             "gpus": found.gpus_as_json(),
             "instance_type": found.instance_type,
             "tier_peer_port": settings.SAGEPORT_TIER_PEER_PORT,
+            "lost_after_seconds": settings.SAGEPORT_NODE_LOST_AFTER_SECONDS,
             **swarm.recorded(membership, previous),
             "registered_at": now,
             "heartbeat_at": now,
@@ -78,8 +80,13 @@ def heartbeat() -> None:
 
 def is_live(node: Node, now: datetime | None = None) -> bool:
     """Not declared lost, and its heartbeat is recent (the sweeper may not have looked yet)."""
-    fresh_after = (now or timezone.now()) - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
-    return node.lost_at is None and node.heartbeat_at >= fresh_after
+    return node.lost_at is None and not _silent(node, now or timezone.now())
+
+
+def _silent(node: Node, now: datetime) -> bool:
+    """Its heartbeat is older than the silence its worker declared it may keep."""
+    lost_after = node.lost_after_seconds or settings.SAGEPORT_NODE_LOST_AFTER_SECONDS
+    return node.heartbeat_at < now - timedelta(seconds=lost_after)
 
 
 def live_names() -> list[str]:
@@ -91,9 +98,9 @@ def live_names() -> list[str]:
 def declare_lost() -> list[Node]:
     """Mark every node whose heartbeat is too old as lost, and remove lost nodes' engines from the
     swarm (those an earlier sweep could not remove too); return the ones this call marked."""
-    stale_before = timezone.now() - timedelta(seconds=settings.SAGEPORT_NODE_LOST_AFTER_SECONDS)
+    now = timezone.now()
     lost = []
-    for node in Node.objects.filter(lost_at__isnull=True, heartbeat_at__lt=stale_before):
+    for node in [node for node in Node.objects.filter(lost_at__isnull=True) if _silent(node, now)]:
         # Compare-and-set on the heartbeat seen: a beat that lands meanwhile keeps the node alive.
         if Node.objects.filter(pk=node.pk, heartbeat_at=node.heartbeat_at).update(lost_at=timezone.now()):
             log.warning("node %s lost: no heartbeat since %s", node.name, node.heartbeat_at.isoformat())

@@ -70,6 +70,10 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+# The settings of a node's worker that a test makes lose: it declares a shorter silence than the
+# session's 20 s (it beats every second, tests/settings.py), so that its loss shows sooner;
+# nothing else changes (capacity/nodes.py).
+LOST_FAST = {"SAGEPORT_NODE_LOST_AFTER_SECONDS": "8"}
 TERMINAL = {"Completed", "Failed", "Stopped"}
 
 

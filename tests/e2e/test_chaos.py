@@ -17,6 +17,9 @@ pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image
 SEED = 20261123
 JOBS = 3
 KILLS = ("api", "worker", "api", "worker")  # the order is shuffled by the seed
+# Between one restart's end and the next kill. Each restart takes 5-8 s on a busy 2-core
+# machine, so the jobs (10-20 s each) still run across several kills.
+KILL_GAP_SECONDS = (1.0, 3.0)
 LOAD_THREADS = 2
 LOAD_INTERVAL_SECONDS = 0.2  # 2 threads x 5 requests a second: 10 requests/s
 # A request in flight when the API dies fails at once; one sent while it restarts waits in the
@@ -41,7 +44,7 @@ def test_killing_the_worker_and_the_api_loses_no_job_artifact_or_request_outside
     with Load(stack, endpoint, threads=LOAD_THREADS, interval=LOAD_INTERVAL_SECONDS) as load:
         began = time.monotonic()
         for target in targets:
-            time.sleep(rng.uniform(2.0, 6.0))
+            time.sleep(rng.uniform(*KILL_GAP_SECONDS))
             killed_at, ready_at = stack.crash(target)
             kills.append({"target": target, "killed_at": killed_at - began, "ready_at": ready_at - began})
         time.sleep(3.0)  # the load goes on after the last restart

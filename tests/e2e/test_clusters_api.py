@@ -8,12 +8,12 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.e2e.conftest import unique_name
+from tests.e2e.conftest import LOST_FAST, unique_name
 from tests.unit.protocol.test_authentication import error_of
 
 NODE_TYPE = "ml.g5.12xlarge"
 ROLE = "arn:aws:iam::123456789012:role/HyperPodRole"
-# The node is lost once silent for SAGEPORT_NODE_LOST_AFTER_SECONDS (20 in tests/settings.py).
+# The node is lost once silent for its SAGEPORT_NODE_LOST_AFTER_SECONDS (LOST_FAST's, below).
 LOST_PATIENCE_SECONDS = 60
 
 
@@ -129,6 +129,8 @@ def test_a_cluster_is_created_from_the_registered_node_described_listed_updated_
 
 def test_a_node_whose_worker_stops_shows_failure_and_running_again_when_it_returns(stack, sagemaker, cluster):
     name, _ = cluster
+    stack.kill_worker()  # started again with a short silence declared: it shows lost sooner
+    stack.start_worker(**LOST_FAST)
     assert _node_status(sagemaker, name) == {"Status": "Running"}
     stack.kill_worker()
     try:

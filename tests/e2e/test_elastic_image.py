@@ -34,11 +34,11 @@ GRACEFUL_STOP_TIMEOUT_SECONDS = 600
 STOPPED_TIMEOUT_SECONDS = 90
 COMPLETED_TIMEOUT_SECONDS = 180
 EXIT_TIMEOUT_SECONDS = 60
-# One sample per rank per step, 50 ms apart: the data would last 100 steps on two replicas, 200 on
+# One sample per rank per step, 50 ms apart: the data would last 50 steps on two replicas, 100 on
 # one, while the test scales the job a few steps into each world (its graceful stop lands two or
 # three steps after the fifth it waits for, even with the machine loaded twenty times over); what
-# is left is the last world's to train, within COMPLETED_TIMEOUT_SECONDS.
-TOTAL_SAMPLES = 200
+# is left (some 80 samples) is the last world's to train, within COMPLETED_TIMEOUT_SECONDS.
+TOTAL_SAMPLES = 100
 CHECKPOINT_EVERY = 4
 STEPS_BEFORE_SCALING = CHECKPOINT_EVERY + 1  # a periodic checkpoint precedes the first elastic one
 TRAINING_ENV = {

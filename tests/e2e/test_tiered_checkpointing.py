@@ -139,15 +139,26 @@ def _cluster_names(sagemaker) -> list[str]:
 def run_example(sagemaker, s3, bucket, image: str, hyperparameters: dict) -> tuple[dict, dict, str]:
     """A training job of the example: its checkpointing.json, its output.tar.gz members and the
     node it ran on."""
-    name = unique_name("tier-job")
-    sagemaker.create_training_job(**training_request(name, image, bucket, HyperParameters=hyperparameters))
+    name = start_example(sagemaker, bucket, image, hyperparameters)
     arn = sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobArn"]
     node = wait_until(lambda: _node_of(arn), timeout=120, what="the job's container")
+    return (*finish_example(sagemaker, s3, bucket, name), node)
+
+
+def start_example(sagemaker, bucket, image: str, hyperparameters: dict) -> str:
+    """A training job of the example, created: its name."""
+    name = unique_name("tier-job")
+    sagemaker.create_training_job(**training_request(name, image, bucket, HyperParameters=hyperparameters))
+    return name
+
+
+def finish_example(sagemaker, s3, bucket, name: str) -> tuple[dict, dict]:
+    """The job's checkpointing.json and output.tar.gz members, once it has completed."""
     job = wait_for_status(sagemaker, name, timeout=JOB_TIMEOUT_SECONDS)
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     model = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
     output = read_tar_gz(s3, bucket, f"output/{name}/output/output.tar.gz")
-    return json.loads(model["checkpointing.json"]), output, node
+    return json.loads(model["checkpointing.json"]), output
 
 
 def _node_of(arn: str) -> str | None:
@@ -194,11 +205,14 @@ def test_checkpoints_resume_from_memory_from_the_neighbours_replica_and_from_s3(
         return all(node.latest(namespace, account) == [] for node in nodes.values())
 
     assert wait_until(forgotten_everywhere, timeout=30, what="no node holding the namespace")
-    fourth, _, _ = run_example(sagemaker, s3, bucket, pytorch_tier_image, {**common, "steps": "12"})
-    assert fourth["resumed_from_step"] == 5  # S3's only step
-    straight, _, _ = run_example(
-        sagemaker, s3, bucket, pytorch_tier_image, {"namespace": namespace + "_straight", "steps": "12"}
+    # The uninterrupted run, in a namespace of its own, trains meanwhile: no node is wiped again.
+    fourth = start_example(sagemaker, bucket, pytorch_tier_image, {**common, "steps": "12"})
+    straight = start_example(
+        sagemaker, bucket, pytorch_tier_image, {"namespace": namespace + "_straight", "steps": "12"}
     )
+    fourth, _ = finish_example(sagemaker, s3, bucket, fourth)
+    assert fourth["resumed_from_step"] == 5  # S3's only step
+    straight, _ = finish_example(sagemaker, s3, bucket, straight)
     assert straight["resumed_from_step"] is None
     assert fourth["weights_sha256"] == straight["weights_sha256"]
 

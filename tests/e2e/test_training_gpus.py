@@ -14,7 +14,7 @@ import pytest
 
 from devstack.stack import worker_spec
 from tests.conftest import _manage
-from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
+from tests.e2e.conftest import LOST_FAST, read_tar_gz, shell_job, unique_name, wait_for_status
 
 # Each instance records the GPUs it was given, then works for a while.
 RECORD_DEVICES = 'echo "$NVIDIA_VISIBLE_DEVICES" > /opt/ml/model/devices-$(hostname); sleep {seconds}'
@@ -177,7 +177,7 @@ class SecondNode:
 
     def __init__(self, stack):
         self.supervisor = stack.supervisor
-        env = {"SAGEPORT_NODE_NAME": NODE_B, "SAGEPORT_NODE_GPUS": ",".join(map(str, range(16)))}
+        env = {"SAGEPORT_NODE_NAME": NODE_B, "SAGEPORT_NODE_GPUS": ",".join(map(str, range(16))), **LOST_FAST}
         self.spec = worker_spec(stack.data_dir, name="worker-b", env=env)
         self.running = False
 
@@ -206,7 +206,7 @@ def test_a_lost_node_fails_its_job_and_a_retry_strategy_restarts_it_when_capacit
     sagemaker, s3, bucket, shell_algo_image, node_b
 ):
     # Eight GPUs each: only node B (sixteen) can hold them, both at once, so that one loss of the
-    # node (tens of seconds of silence before it is declared lost) shows both outcomes.
+    # node (LOST_FAST's seconds of silence before it is declared lost) shows both outcomes.
     lost = unique_name("lost")
     retried = unique_name("retried")
     sagemaker.create_training_job(**gpu_job(lost, shell_algo_image, bucket, "ml.p3.16xlarge", seconds=60))

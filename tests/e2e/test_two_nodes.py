@@ -21,7 +21,7 @@ from django.conf import settings
 
 from devstack.stack import ServiceSpec, _celery_answers
 from tests.conftest import WORKER_ENV, _manage
-from tests.e2e.conftest import shell_job, unique_name, wait_for_status
+from tests.e2e.conftest import LOST_FAST, shell_job, unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, wait_for_endpoint, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
@@ -107,7 +107,7 @@ class NodeB:
 
 @pytest.fixture(scope="module")
 def node_b(stack, node_b_address, tmp_path_factory):
-    node = NodeB(stack, node_b_address, tmp_path_factory.mktemp("node-b"))
+    node = NodeB(stack, node_b_address, tmp_path_factory.mktemp("node-b"), env=LOST_FAST)
     node.start()
     yield node
     if node.running:

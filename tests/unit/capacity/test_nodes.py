@@ -24,6 +24,19 @@ def test_a_silent_node_is_declared_lost_once_and_a_heartbeat_brings_it_back(db, 
     assert node.lost_at is None and node.gpu_ids == ["0", "1"]
 
 
+def test_each_node_is_lost_after_the_silence_its_own_worker_declared(db, settings, monkeypatch):
+    """A node's worker says how long it may stay silent (its SAGEPORT_NODE_LOST_AFTER_SECONDS);
+    the sweeper on another node judges it by that, not by its own setting."""
+    monkeypatch.setattr(nodes, "_registered_hooks", [])
+    for name, lost_after in (("node-a", 60), ("node-b", 5)):
+        settings.SAGEPORT_NODE_NAME = name
+        settings.SAGEPORT_NODE_LOST_AFTER_SECONDS = lost_after
+        nodes.register()
+    Node.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=10))
+    assert [node.name for node in Node.objects.order_by("name") if nodes.is_live(node)] == ["node-a"]
+    assert [node.name for node in nodes.declare_lost()] == ["node-b"]
+
+
 def test_registration_runs_the_hooks_features_registered(db, settings, monkeypatch):
     """Training registers the removal of containers its instances no longer own on a node that
     comes back; capacity imports no feature, so it runs what was registered."""

@@ -8,15 +8,19 @@ the world.
 
 The torch ranks are forked from a fork server that imported the torch scenarios (torch and the
 library) once for the session: on a busy 2-core machine importing torch takes seconds per
-process, and a world of 8 paid that 8 times over.
+process, and a world of 8 paid that 8 times over. The ranks of another framework's world
+(TensorFlow's) are forked from a spawned parent of their own that imported that framework once
+(fork_ranks): one import per world instead of one per rank.
 """
 
 import functools
 import importlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
+import signal
 import socket
 import time
 import traceback
@@ -33,11 +37,15 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def _is_torch(scenarios_module):
+    return scenarios_module == f"{__package__}.scenarios"
+
+
 def _context(scenarios_module):
-    """Fork-server ranks for the torch scenarios; spawned ones for the others (TensorFlow's), so
-    that no rank holds both frameworks. The fork server imports only, before any thread or
-    process group exists, so forking it is safe."""
-    if scenarios_module != f"{__package__}.scenarios":
+    """Fork-server ranks for the torch scenarios; a spawned parent forking the ranks for the
+    others (TensorFlow's, fork_ranks), so that no rank holds both frameworks. Both parents import
+    only, before any rank starts a thread or a process group, so forking them is safe."""
+    if not _is_torch(scenarios_module):
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     # Read when the server starts (the first world). The server imports from the working
@@ -80,6 +88,34 @@ def serve(scenarios_module, rank, size, port, launcher, parameters_json, command
     os._exit(0)
 
 
+def fork_ranks(scenarios_module, size, port, launcher, parameters_json, commands, results):
+    """The parent of a world's ranks (their process group's leader): imports the scenarios module
+    (its framework) once, then forks every rank from itself. It ends with the first failing
+    rank's exit code after killing the others (the world sees a rank die), or with 0 once every
+    rank has stopped."""
+    os.setpgrp()  # World.close kills the whole group, ranks included
+    importlib.import_module(scenarios_module)
+    fork = multiprocessing.get_context("fork")
+    ranks = [
+        fork.Process(target=serve, args=(scenarios_module, rank, size, port, launcher, parameters_json,
+                                          commands[rank], results))
+        for rank in range(size)
+    ]
+    for rank in ranks:
+        rank.start()
+    running = list(ranks)
+    while running:
+        multiprocessing.connection.wait([rank.sentinel for rank in running])
+        for rank in [rank for rank in running if rank.exitcode is not None]:
+            running.remove(rank)
+            if rank.exitcode != 0:
+                for other in running:
+                    other.kill()
+                # a signal's death as a shell reports it (a negative exit code is no exit status)
+                os._exit(rank.exitcode if rank.exitcode > 0 else 128 - rank.exitcode)
+    os._exit(0)
+
+
 class World:
     def __init__(self, size, mp_parameters, launcher="torchrun", scenarios="scenarios",
                  scenario_timeout=SCENARIO_TIMEOUT):
@@ -90,15 +126,22 @@ class World:
         self._results = context.Queue()
         self._commands = [context.Queue() for _ in range(size)]
         port = free_port()
-        self._processes = [
-            context.Process(
-                target=serve,
-                args=(module, rank, size, port, launcher, json.dumps(mp_parameters),
-                      self._commands[rank], self._results),
-                daemon=True,
-            )
-            for rank in range(size)
-        ]
+        self._forked_ranks = not _is_torch(module)
+        if self._forked_ranks:  # not a daemon: a daemon may not have children
+            self._processes = [context.Process(
+                target=fork_ranks,
+                args=(module, size, port, launcher, json.dumps(mp_parameters), self._commands, self._results),
+            )]
+        else:
+            self._processes = [
+                context.Process(
+                    target=serve,
+                    args=(module, rank, size, port, launcher, json.dumps(mp_parameters),
+                          self._commands[rank], self._results),
+                    daemon=True,
+                )
+                for rank in range(size)
+            ]
         for process in self._processes:
             process.start()
         self._broken = None
@@ -137,13 +180,16 @@ class World:
         raise AssertionError(reason)
 
     def close(self):
-        for process, commands in zip(self._processes, self._commands, strict=True):
-            if process.is_alive():
+        if any(process.is_alive() for process in self._processes):
+            for commands in self._commands:
                 commands.put(None)
         deadline = time.monotonic() + CLOSE_TIMEOUT  # one for the whole world: its ranks stop together
         for process in self._processes:
             process.join(timeout=max(0.0, deadline - time.monotonic()))
         for process in self._processes:
-            if process.is_alive():
-                process.kill()  # one of this world's own ranks, stuck in a collective
+            if process.is_alive():  # one of this world's own ranks, stuck in a collective
+                if self._forked_ranks:
+                    os.killpg(process.pid, signal.SIGKILL)  # the parent and its ranks (its group)
+                else:
+                    process.kill()
                 process.join(timeout=5)
