@@ -62,3 +62,10 @@ $(BENCHES): bench-%: images up
 .PHONY: bench-modelparallel
 bench-modelparallel: bootstrap
 	$(VENV)/bin/python -m bench.modelparallel $(ARGS)
+
+## bench-overlay: a job's overlay network encrypted (SAGEPORT_OVERLAY_ENCRYPTED) against a plain one,
+## throughput and round trips between two engines in network namespaces (bench/overlay.py); needs
+## root, no stack
+.PHONY: bench-overlay
+bench-overlay: bootstrap
+	$(VENV)/bin/python -m bench.overlay $(ARGS)
