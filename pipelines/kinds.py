@@ -1,0 +1,73 @@
+"""The step types that create a SageMaker resource, each as the operations that make, read and
+stop it: a step's Arguments are the create request less the resource's name, which the
+execution chooses; its properties are the Describe answer (the SDK's `step.properties.…`)."""
+
+from dataclasses import dataclass
+
+from botocore.model import Shape
+
+from protocol.shapes import operation_model
+
+# A job's status → its step's (StepStatus).
+JOB_STEP_STATUS = {
+    "InProgress": "Executing",
+    "Completed": "Succeeded",
+    "Failed": "Failed",
+    "Stopping": "Stopping",
+    "Stopped": "Stopped",
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    create: str
+    describe: str
+    name_member: str  # the resource's name in the create request (and the Describe request)
+    arn_member: str  # its ARN in the create answer
+    metadata_key: str  # its member of PipelineExecutionStepMetadata
+    stop: str = ""  # a job: stopped with this operation; runs until its status member says it ended
+    status_member: str = ""
+
+
+KINDS: dict[str, Kind] = {
+    "Training": Kind(
+        "CreateTrainingJob",
+        "DescribeTrainingJob",
+        "TrainingJobName",
+        "TrainingJobArn",
+        "TrainingJob",
+        "StopTrainingJob",
+        "TrainingJobStatus",
+    ),
+    "Processing": Kind(
+        "CreateProcessingJob",
+        "DescribeProcessingJob",
+        "ProcessingJobName",
+        "ProcessingJobArn",
+        "ProcessingJob",
+        "StopProcessingJob",
+        "ProcessingJobStatus",
+    ),
+    "Transform": Kind(
+        "CreateTransformJob",
+        "DescribeTransformJob",
+        "TransformJobName",
+        "TransformJobArn",
+        "TransformJob",
+        "StopTransformJob",
+        "TransformJobStatus",
+    ),
+    # SDK v2's ModelStep(step_args=model.create()) and the older CreateModelStep.
+    "Model": Kind("CreateModel", "DescribeModel", "ModelName", "ModelArn", "Model"),
+    # ModelStep(step_args=model.register()) and RegisterModel: a version in a model package group,
+    # read back by its ARN (the request names the group, not the package).
+    "RegisterModel": Kind(
+        "CreateModelPackage", "DescribeModelPackage", "ModelPackageName", "ModelPackageArn", "RegisterModel"
+    ),
+}
+
+
+def properties_shape(step_type: str) -> Shape | None:
+    """The shape of a step's properties: its Describe answer's (None for Condition and Fail)."""
+    kind = KINDS.get(step_type)
+    return operation_model("sagemaker", kind.describe).output_shape if kind else None

@@ -1,0 +1,185 @@
+"""One look at one step of an execution: start it (record its row, then create its resource),
+follow its job, stop it. The step's row is written here only, by the reconcile step that holds
+the execution's lease.
+
+A resource's name is chosen and recorded before the resource is created, and looked up before
+it is created again, so a worker that dies between the two leaves nothing twice."""
+
+import hashlib
+import logging
+import re
+
+from django.db import IntegrityError
+from django.utils import timezone
+
+from pipelines import conditions, expressions, metrics
+from pipelines.calls import call
+from pipelines.definition import CONDITION, FAIL, Step
+from pipelines.kinds import JOB_STEP_STATUS, KINDS, Kind
+from pipelines.models import PipelineExecution, PipelineExecutionStep, StepStatus
+from pipelines.scope import ExecutionScope
+from protocol.context import RequestContext
+from protocol.errors import ServiceError
+
+log = logging.getLogger(__name__)
+
+# "Model Package Group already exists" (modelregistry): the group a RegisterModel step names may
+# have been made by an earlier execution; SageMaker Pipelines creates it when it is missing.
+GROUP_EXISTS = "already exists"
+
+
+def context(execution: PipelineExecution) -> RequestContext:
+    """The execution acts as its pipeline's account: its jobs and their S3 locations are that
+    account's."""
+    return RequestContext(
+        account_id=execution.pipeline.account_id, region=execution.pipeline.region, access_key_id=""
+    )
+
+
+def resource_name(execution: PipelineExecution, step_name: str) -> str:
+    """`pipelines-<execution id>-<step>-<hash>`, as SageMaker names a pipeline's jobs: a valid job,
+    model name (63 characters at most) for any step name, distinct for distinct steps."""
+    cleaned = re.sub(r"[^a-zA-Z0-9]+", "-", step_name).strip("-")[:32] or "step"
+    digest = hashlib.sha256(step_name.encode()).hexdigest()[:6]
+    return f"pipelines-{execution.execution_id}-{cleaned}-{digest}"
+
+
+def record(execution: PipelineExecution, step: Step) -> PipelineExecutionStep | None:
+    """The step's row, Starting; None when another look recorded it first."""
+    try:
+        row = PipelineExecutionStep.objects.create(
+            execution=execution,
+            step_name=step.name,
+            step_type=step.type,
+            resource_name=resource_name(execution, step.name) if step.type in KINDS else "",
+            start_time=timezone.now(),
+        )
+    except IntegrityError:
+        return None
+    metrics.step_started(row)
+    return row
+
+
+def advance(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> None:
+    """Move a step that has not ended as far as it goes now."""
+    if row.status == StepStatus.STARTING:
+        _launch(row, step, scope)
+    elif step.type in KINDS:
+        _observe(row, KINDS[step.type], context(scope.execution))
+
+
+def _launch(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> None:
+    try:
+        if step.type == CONDITION:
+            outcome = conditions.holds(
+                step.arguments["Conditions"], lambda value: expressions.evaluate(value, scope)
+            )
+            _end(
+                row,
+                StepStatus.SUCCEEDED,
+                metadata={"Condition": {"Outcome": str(outcome)}},
+                properties={"Outcome": outcome},
+            )
+        elif step.type == FAIL:
+            message = expressions.as_text(expressions.evaluate(step.arguments.get("ErrorMessage", ""), scope))
+            _end(row, StepStatus.FAILED, failure_reason=message, metadata={"Fail": {"ErrorMessage": message}})
+        else:
+            _create(
+                row, KINDS[step.type], expressions.evaluate(step.arguments, scope), context(scope.execution)
+            )
+    except expressions.ExpressionError as exc:
+        _end(row, StepStatus.FAILED, failure_reason=f"ClientError: {exc}")
+    except ServiceError as exc:
+        # SageMaker fails the step with the error the create call got.
+        _end(row, StepStatus.FAILED, failure_reason=f"ClientError: {exc.code}: {exc.message}")
+
+
+def _create(row: PipelineExecutionStep, kind: Kind, arguments: dict, ctx: RequestContext) -> None:
+    answer = _existing(row, kind, ctx)
+    if answer is None:
+        request = dict(arguments)
+        if kind.create == "CreateModelPackage":
+            _ensure_group(ctx, request)
+            request["ClientToken"] = hashlib.md5(f"{row.execution.arn}/{row.step_name}".encode()).hexdigest()
+        else:
+            request[kind.name_member] = row.resource_name
+        arn = call(ctx, kind.create, request)[kind.arn_member]
+        answer = _describe(ctx, kind, arn if kind.create == "CreateModelPackage" else row.resource_name)
+    metadata = {kind.metadata_key: {"Arn": answer[kind.arn_member]}}
+    if kind.status_member:
+        _set(row, status=StepStatus.EXECUTING, metadata=metadata)
+        _follow(row, answer, kind)
+    else:
+        _end(row, StepStatus.SUCCEEDED, metadata=metadata, properties=answer)
+
+
+def _existing(row: PipelineExecutionStep, kind: Kind, ctx: RequestContext) -> dict | None:
+    """The step's resource if an earlier look created it (a RegisterModel step's create call is
+    idempotent by its ClientToken instead)."""
+    if kind.create == "CreateModelPackage":
+        return None
+    try:
+        return _describe(ctx, kind, row.resource_name)
+    except ServiceError:
+        return None
+
+
+def _describe(ctx: RequestContext, kind: Kind, name: str) -> dict:
+    return call(ctx, kind.describe, {kind.name_member: name})
+
+
+def _ensure_group(ctx: RequestContext, request: dict) -> None:
+    group = request.get("ModelPackageGroupName")
+    if not group:
+        return
+    try:
+        call(ctx, "CreateModelPackageGroup", {"ModelPackageGroupName": group})
+    except ServiceError as exc:
+        if GROUP_EXISTS not in exc.message:
+            raise
+
+
+def _observe(row: PipelineExecutionStep, kind: Kind, ctx: RequestContext) -> None:
+    _follow(row, _describe(ctx, kind, row.resource_name), kind)
+
+
+def _follow(row: PipelineExecutionStep, answer: dict, kind: Kind) -> None:
+    status = JOB_STEP_STATUS[answer[kind.status_member]]
+    if status == StepStatus.SUCCEEDED:
+        _end(row, status, properties=answer)
+    elif status in (StepStatus.FAILED, StepStatus.STOPPED):
+        _end(row, status, failure_reason=answer.get("FailureReason", ""), properties=answer)
+    elif status != row.status:
+        _set(row, status=status)
+
+
+def stop(row: PipelineExecutionStep, execution: PipelineExecution) -> None:
+    """StopPipelineExecution's share of one step: a job is stopped and followed until it ended;
+    a step whose resource was never created ends Stopped."""
+    kind = KINDS.get(row.step_type)
+    if row.status == StepStatus.STARTING or kind is None or not kind.stop:
+        _end(row, StepStatus.STOPPED)
+        return
+    ctx = context(execution)
+    if row.status == StepStatus.EXECUTING:
+        try:
+            call(ctx, kind.stop, {kind.name_member: row.resource_name})
+        except ServiceError as exc:
+            log.info("step %s: stop refused (%s); following the job", row.step_name, exc.message)
+    _observe(row, kind, ctx)
+
+
+def _set(row: PipelineExecutionStep, **fields) -> None:
+    for name, value in fields.items():
+        setattr(row, name, value)
+    row.save(update_fields=list(fields))
+
+
+def _end(row: PipelineExecutionStep, status: str, **fields) -> None:
+    _set(
+        row,
+        status=status,
+        end_time=timezone.now(),
+        **{name: value[:3072] if name == "failure_reason" else value for name, value in fields.items()},
+    )
+    metrics.step_ended(row)
