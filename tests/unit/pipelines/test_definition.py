@@ -1,6 +1,7 @@
 """Pipeline definitions parsed and refused as SageMaker does at CreatePipeline: a definition it
 cannot run is a ValidationException naming what is wrong (issue 27: "bad definitions refused at
 create (cycles, unknown step types, missing properties)")."""
+
 import copy
 import json
 
@@ -40,17 +41,22 @@ def test_a_wrong_version_is_refused():
 def test_a_step_type_sageport_does_not_run_is_refused_by_name():
     tuning = {"Name": "Tune", "Type": "Tuning", "Arguments": {}}
     assert "Step 'Tune': step type Tuning is not supported by Sageport." in refused(
-        sample.text(Steps=[sample.PREPARE, tuning]))
+        sample.text(Steps=[sample.PREPARE, tuning])
+    )
 
 
 def test_an_unknown_step_type_is_refused():
     assert "Step 'X': unknown step type 'Magic'." in refused(
-        sample.text(Steps=[{"Name": "X", "Type": "Magic", "Arguments": {}}]))
+        sample.text(Steps=[{"Name": "X", "Type": "Magic", "Arguments": {}}])
+    )
 
 
 def test_caching_and_retry_policies_are_refused_rather_than_ignored():
-    step = dict(sample.PREPARE, CacheConfig={"Enabled": True, "ExpireAfter": "P30D"},
-                RetryPolicies=[{"ExceptionType": ["Step.SERVICE_FAULT"], "MaxAttempts": 3}])
+    step = dict(
+        sample.PREPARE,
+        CacheConfig={"Enabled": True, "ExpireAfter": "P30D"},
+        RetryPolicies=[{"ExceptionType": ["Step.SERVICE_FAULT"], "MaxAttempts": 3}],
+    )
     message = refused(sample.text(Steps=[step]))
     assert "CacheConfig (step caching) is not supported" in message
     assert "RetryPolicies are not supported" in message
@@ -67,17 +73,36 @@ def test_a_property_the_step_does_not_have_is_refused():
     train = copy.deepcopy(sample.TRAIN)
     register = copy.deepcopy(sample.REGISTER)
     register["Arguments"]["InferenceSpecification"]["Containers"][0]["ModelDataUrl"] = {
-        "Get": "Steps.Train.ModelArtifacts.NoSuchMember"}
+        "Get": "Steps.Train.ModelArtifacts.NoSuchMember"
+    }
     message = refused(sample.text(Steps=[sample.PREPARE, train, register]))
     assert "Step 'Register-RegisterModel' reads a property step 'Train' does not have" in message
     assert "NoSuchMember" in message
 
 
 def test_unknown_steps_parameters_and_property_files_are_refused():
-    step = {"Name": "X", "Type": "Fail", "DependsOn": ["Ghost"], "Arguments": {"ErrorMessage": {"Std:Join": {
-        "On": "", "Values": [{"Get": "Parameters.Nope"}, {"Get": "Steps.Other.ProcessingJobArn"},
-                             {"Std:JsonGet": {"PropertyFile": {"Get": "Steps.Prepare.PropertyFiles.Missing"},
-                                              "Path": "a"}}]}}}}
+    step = {
+        "Name": "X",
+        "Type": "Fail",
+        "DependsOn": ["Ghost"],
+        "Arguments": {
+            "ErrorMessage": {
+                "Std:Join": {
+                    "On": "",
+                    "Values": [
+                        {"Get": "Parameters.Nope"},
+                        {"Get": "Steps.Other.ProcessingJobArn"},
+                        {
+                            "Std:JsonGet": {
+                                "PropertyFile": {"Get": "Steps.Prepare.PropertyFiles.Missing"},
+                                "Path": "a",
+                            }
+                        },
+                    ],
+                }
+            }
+        },
+    }
     message = refused(sample.text(Steps=[sample.PREPARE, step]))
     assert "DependsOn 'Ghost'" in message
     assert "parameter 'Nope', which is not defined" in message
@@ -96,7 +121,10 @@ def test_a_bad_condition_and_a_parameter_default_of_the_wrong_type_are_refused()
     check = copy.deepcopy(sample.CHECK)
     check["Arguments"]["Conditions"] = [{"Type": "Between", "LeftValue": 1, "RightValue": 2}]
     parameters = [{"Name": "Threshold", "Type": "Integer", "DefaultValue": "many"}]
-    message = refused(json.dumps(sample.document(Steps=[sample.PREPARE, sample.TRAIN, check],
-                                                 Parameters=parameters)))
+    message = refused(
+        json.dumps(sample.document(Steps=[sample.PREPARE, sample.TRAIN, check], Parameters=parameters))
+    )
     assert "condition type 'Between'" in message
-    assert "Parameter 'Threshold' of type Integer cannot take the value 'many' as its DefaultValue." in message
+    assert (
+        "Parameter 'Threshold' of type Integer cannot take the value 'many' as its DefaultValue." in message
+    )

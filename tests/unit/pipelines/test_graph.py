@@ -1,5 +1,6 @@
 """Which steps start when: dependencies by data and DependsOn, a Condition's branches, and a
 failure that stops what depends on it."""
+
 import json
 
 from pipelines import definition, graph
@@ -11,8 +12,13 @@ def plan(statuses, outcomes=None):
 
 
 def test_only_steps_without_dependencies_start_first():
-    assert plan({}) == {"Prepare": "Ready", "Train": "Waiting", "Check": "Waiting",
-                        "Register-RegisterModel": "Waiting", "TooLow": "Waiting"}
+    assert plan({}) == {
+        "Prepare": "Ready",
+        "Train": "Waiting",
+        "Check": "Waiting",
+        "Register-RegisterModel": "Waiting",
+        "TooLow": "Waiting",
+    }
 
 
 def test_the_steps_reading_a_step_start_once_it_succeeded():
@@ -31,10 +37,12 @@ def test_what_depends_on_a_failed_step_never_runs():
 
 
 def test_depends_on_orders_steps_that_share_no_data():
-    document = sample.document(Steps=[
-        {"Name": "A", "Type": "Fail", "Arguments": {}},
-        {"Name": "B", "Type": "Fail", "Arguments": {}, "DependsOn": ["A"]},
-    ])
+    document = sample.document(
+        Steps=[
+            {"Name": "A", "Type": "Fail", "Arguments": {}},
+            {"Name": "B", "Type": "Fail", "Arguments": {}, "DependsOn": ["A"]},
+        ]
+    )
     parsed = definition.parse(json.dumps(document))
     assert graph.plan(parsed, {}, {}) == {"A": "Ready", "B": "Waiting"}
     assert graph.plan(parsed, {"A": "Executing"}, {}) == {"B": "Waiting"}
