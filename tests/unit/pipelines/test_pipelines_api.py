@@ -1,0 +1,113 @@
+"""The pipeline operations through a real boto3 client (tests/unit/protocol/conftest.py): shapes
+as botocore's sagemaker model reads them, and SageMaker's errors (the SDK's Pipeline.upsert
+updates on a ValidationException saying "already exists"; an unknown pipeline or execution is
+ResourceNotFound)."""
+
+import json
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.unit.pipelines import sample
+from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
+
+ACCOUNT = "210987654321"  # the key tests/unit/protocol/conftest.py makes
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/r"
+
+
+@pytest.fixture
+def sagemaker(make_client, monkeypatch):  # noqa: F811
+    monkeypatch.setattr("pipelines.services.nudge", lambda execution_id: None)  # no worker here
+    client, _ = make_client()
+    return client
+
+
+def definition(**changes) -> str:
+    document = sample.document(**changes)
+    return json.dumps(document).replace("111111111111", ACCOUNT)
+
+
+def error_of(raised) -> tuple[str, str]:
+    error = raised.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+def test_a_pipeline_is_created_described_listed_updated_and_deleted(sagemaker):
+    arn = sagemaker.create_pipeline(PipelineName="Churn", PipelineDefinition=definition(), RoleArn=ROLE)[
+        "PipelineArn"
+    ]
+    assert arn == f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:pipeline/churn"
+    described = sagemaker.describe_pipeline(PipelineName="Churn")
+    assert described["PipelineStatus"] == "Active" and described["PipelineName"] == "Churn"
+    assert json.loads(described["PipelineDefinition"])["Version"] == "2020-12-01"
+    assert [
+        s["PipelineName"] for s in sagemaker.list_pipelines(PipelineNamePrefix="Ch")["PipelineSummaries"]
+    ] == ["Churn"]
+    sagemaker.update_pipeline(PipelineName="Churn", PipelineDescription="v2")
+    assert sagemaker.describe_pipeline(PipelineName=arn)["PipelineDescription"] == "v2"
+    assert sagemaker.delete_pipeline(PipelineName="Churn")["PipelineArn"] == arn
+    with pytest.raises(ClientError) as raised:
+        sagemaker.describe_pipeline(PipelineName="Churn")
+    assert error_of(raised) == ("ResourceNotFound", f"Pipeline '{arn}' does not exist.")
+
+
+def test_a_second_pipeline_of_the_same_name_is_refused_with_already_exists(sagemaker):
+    sagemaker.create_pipeline(PipelineName="Twice", PipelineDefinition=definition(), RoleArn=ROLE)
+    with pytest.raises(ClientError) as raised:
+        sagemaker.create_pipeline(PipelineName="Twice", PipelineDefinition=definition(), RoleArn=ROLE)
+    code, message = error_of(raised)
+    assert code == "ValidationException" and "already exists" in message
+
+
+def test_a_bad_definition_is_a_validation_exception_naming_the_problem(sagemaker):
+    bad = definition(Steps=[{"Name": "Tune", "Type": "Tuning", "Arguments": {}}])
+    with pytest.raises(ClientError) as raised:
+        sagemaker.create_pipeline(PipelineName="Bad", PipelineDefinition=bad, RoleArn=ROLE)
+    assert error_of(raised) == (
+        "ValidationException",
+        "Invalid pipeline definition: Step 'Tune': step type Tuning is not supported by Sageport.",
+    )
+    with pytest.raises(ClientError) as raised:
+        sagemaker.create_pipeline(PipelineName="Bad", RoleArn=ROLE)
+    assert error_of(raised)[0] == "ValidationException"
+
+
+def test_an_execution_is_started_and_read_back_with_its_parameters_and_definition(sagemaker):
+    sagemaker.create_pipeline(PipelineName="Run", PipelineDefinition=definition(), RoleArn=ROLE)
+    arn = sagemaker.start_pipeline_execution(
+        PipelineName="Run",
+        PipelineExecutionDisplayName="first",
+        PipelineParameters=[{"Name": "Threshold", "Value": "5"}],
+    )["PipelineExecutionArn"]
+    assert arn.startswith(f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:pipeline/run/execution/")
+    described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    assert described["PipelineExecutionStatus"] == "Executing"
+    assert described["PipelineExecutionDisplayName"] == "first"
+    parameters = sagemaker.list_pipeline_parameters_for_execution(PipelineExecutionArn=arn)[
+        "PipelineParameters"
+    ]
+    assert {"Name": "Threshold", "Value": "5"} in parameters and {
+        "Name": "Greeting",
+        "Value": "hi",
+    } in parameters
+    assert sagemaker.describe_pipeline_definition_for_execution(PipelineExecutionArn=arn)[
+        "PipelineDefinition"
+    ]
+    summaries = sagemaker.list_pipeline_executions(PipelineName="Run")["PipelineExecutionSummaries"]
+    assert [s["PipelineExecutionArn"] for s in summaries] == [arn]
+    assert sagemaker.list_pipeline_execution_steps(PipelineExecutionArn=arn)["PipelineExecutionSteps"] == []
+    assert sagemaker.stop_pipeline_execution(PipelineExecutionArn=arn)["PipelineExecutionArn"] == arn
+    assert (
+        sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)["PipelineExecutionStatus"]
+        == "Stopping"
+    )
+    with pytest.raises(ClientError) as raised:
+        sagemaker.delete_pipeline(PipelineName="Run")
+    assert error_of(raised)[0] == "ConflictException"
+
+
+def test_an_unknown_execution_is_resource_not_found(sagemaker):
+    arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:pipeline/none/execution/abc"
+    with pytest.raises(ClientError) as raised:
+        sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    assert error_of(raised) == ("ResourceNotFound", f"Pipeline execution '{arn}' does not exist.")
