@@ -3,7 +3,7 @@ every step it depends on (DependsOn, the steps whose properties it reads, the Co
 branch it is in) succeeded; a step of the branch a Condition did not take never runs, and
 neither does a step depending on one that will never run. Pure Python."""
 
-from pipelines.definition import Definition
+from pipelines.definition import CONDITION, Definition
 
 SUCCEEDED = "Succeeded"
 READY, WAITING, NEVER = "Ready", "Waiting", "Never"
@@ -23,6 +23,18 @@ def plan(definition: Definition, statuses: dict[str, str], outcomes: dict[str, b
         return states[name]
 
     return {name: state(name) for name in definition.steps if name not in statuses}
+
+
+def plan_of(definition: Definition, rows: dict) -> dict[str, str]:
+    """`plan` from the execution's step rows by name (their status; a Condition's outcome is its
+    `Outcome` property)."""
+    statuses = {name: row.status for name, row in rows.items()}
+    outcomes = {
+        name: row.properties.get("Outcome")
+        for name, row in rows.items()
+        if row.step_type == CONDITION and row.status == SUCCEEDED
+    }
+    return plan(definition, statuses, outcomes)
 
 
 def _state(definition: Definition, name: str, outcomes: dict[str, bool], state) -> str:

@@ -60,15 +60,8 @@ def _start_ready(
 ) -> bool:
     """Record and launch the steps that may start now; whether any was (the next look comes at
     once, to follow what they made and start what they unblocked)."""
-    statuses = {name: row.status for name, row in rows.items()}
-    outcomes = {
-        name: row.properties.get("Outcome")
-        for name, row in rows.items()
-        if row.step_type == "Condition" and row.status == StepStatus.SUCCEEDED
-    }
-    ready = [
-        name for name, state in graph.plan(definition, statuses, outcomes).items() if state == graph.READY
-    ]
+    planned = graph.plan_of(definition, rows)
+    ready = [name for name, state in planned.items() if state == graph.READY]
     limit = (execution.parallelism_configuration or {}).get("MaxParallelExecutionSteps")
     if limit is not None:
         running = sum(1 for row in rows.values() if not row.ended)
