@@ -43,6 +43,8 @@ def test_a_pipeline_is_created_described_listed_updated_and_deleted(sagemaker):
     assert [
         s["PipelineName"] for s in sagemaker.list_pipelines(PipelineNamePrefix="Ch")["PipelineSummaries"]
     ] == ["Churn"]
+    sagemaker.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "a"}])  # the SDK's upsert does
+    assert sagemaker.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "team", "Value": "a"}]
     sagemaker.update_pipeline(PipelineName="Churn", PipelineDescription="v2")
     assert sagemaker.describe_pipeline(PipelineName=arn)["PipelineDescription"] == "v2"
     assert sagemaker.delete_pipeline(PipelineName="Churn")["PipelineArn"] == arn

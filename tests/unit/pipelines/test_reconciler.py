@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import BucketOwner
+from batchtransform.models import TransformJob
 from logs.models import MetricStatisticSet
 from pipelines import reconciler, services
 from pipelines.models import PipelineExecution
@@ -204,3 +205,53 @@ def test_start_is_idempotent_by_token_and_checks_its_parameters(report):
         "Greeting": "hi",
         "Count": "1",
     }
+
+
+MODEL = {
+    "Name": "CreateModel",
+    "Type": "Model",
+    "Arguments": {
+        "ExecutionRoleArn": sample.ROLE,
+        "PrimaryContainer": {
+            "Image": "serve:1",
+            "ModelDataUrl": {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"},
+        },
+    },
+}
+TRANSFORM = {
+    "Name": "Score",
+    "Type": "Transform",
+    "Arguments": {
+        "ModelName": {"Get": "Steps.CreateModel.ModelName"},
+        "TransformInput": {
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bkt/in"}}
+        },
+        "TransformOutput": {"S3OutputPath": "s3://bkt/scored"},
+        "TransformResources": {"InstanceType": "ml.m5.large", "InstanceCount": 1},
+    },
+}
+
+
+def test_a_model_step_makes_the_model_a_transform_step_then_runs(report):
+    training = {**sample.TRAIN, "Arguments": {**sample.TRAIN["Arguments"], "InputDataConfig": []}}
+    del training["Arguments"]["InputDataConfig"]
+    execution = start(steps=[training, MODEL, TRANSFORM])
+    look(execution)
+    end_training()
+    found = look(execution)
+    assert found["CreateModel"]["StepStatus"] == "Succeeded"
+    model_arn = found["CreateModel"]["Metadata"]["Model"]["Arn"]
+    assert f":model/pipelines-{execution.execution_id}-createmodel-" in model_arn
+    found = look(execution)  # the model made, the transform step is ready at the next look
+    assert found["Score"]["StepStatus"] == "Executing"
+    transform = TransformJob.objects.get()
+    assert transform.request["ModelName"].startswith(f"pipelines-{execution.execution_id}-CreateModel-")
+    assert (
+        transform.model["PrimaryContainer"]["ModelDataUrl"]
+        == TrainingJob.objects.get().request["OutputDataConfig"]["S3OutputPath"]
+        + f"/{TrainingJob.objects.get().training_job_name}/output/model.tar.gz"
+    )
+    TransformJob.objects.update(transform_job_status="Completed", transform_end_time=timezone.now())
+    assert look(execution)["Score"]["StepStatus"] == "Succeeded"
+    look(execution)
+    assert execution.status == "Succeeded"
