@@ -17,6 +17,7 @@ from pipelines.transitions import transition
 from protocol.arns import make_arn
 from protocol.context import RequestContext
 from protocol.errors import ConflictException, ResourceNotFound, ValidationException
+from protocol.listing import ordering
 from protocol.pagination import paginate
 from storage.s3 import StorageError, get_bytes, s3_uri
 
@@ -155,8 +156,9 @@ def list_pipelines(ctx: RequestContext, params: dict) -> tuple[list[Pipeline], s
     if "PipelineNamePrefix" in params:
         rows = rows.filter(name__istartswith=params["PipelineNamePrefix"])
     rows = _created_between(rows, params)
-    field = PIPELINE_SORT[params.get("SortBy", "CreationTime")]
-    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
+    sort_by, sort_order = ordering("ListPipelines", params)
+    field = PIPELINE_SORT[sort_by]
+    prefix = "" if sort_order == "Ascending" else "-"
     return paginate(
         rows.order_by(f"{prefix}{field}", f"{prefix}pk"), params.get("NextToken"), params.get("MaxResults")
     )
@@ -272,8 +274,9 @@ EXECUTION_SORT = {"CreationTime": "creation_time", "PipelineExecutionArn": "arn"
 def list_executions(ctx: RequestContext, params: dict) -> tuple[list[PipelineExecution], str | None]:
     pipeline = get_pipeline(ctx, params["PipelineName"])
     rows = _created_between(pipeline.executions.all(), params)
-    field = EXECUTION_SORT[params.get("SortBy", "CreationTime")]
-    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
+    sort_by, sort_order = ordering("ListPipelineExecutions", params)
+    field = EXECUTION_SORT[sort_by]
+    prefix = "" if sort_order == "Ascending" else "-"
     return paginate(
         rows.order_by(f"{prefix}{field}", f"{prefix}pk"), params.get("NextToken"), params.get("MaxResults")
     )
@@ -284,7 +287,8 @@ def list_steps(ctx: RequestContext, params: dict) -> tuple[list, str | None]:
     if "PipelineExecutionArn" not in params:
         raise ValidationException("PipelineExecutionArn is required.")
     execution = get_execution(ctx, params["PipelineExecutionArn"])
-    prefix = "" if params.get("SortOrder", "Descending") == "Ascending" else "-"
+    _, sort_order = ordering("ListPipelineExecutionSteps", params)
+    prefix = "" if sort_order == "Ascending" else "-"
     rows = execution.steps.order_by(f"{prefix}start_time", f"{prefix}pk")
     return paginate(rows, params.get("NextToken"), params.get("MaxResults"))
 
