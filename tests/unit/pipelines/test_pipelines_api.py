@@ -8,6 +8,7 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
+from accounts import buckets
 from tests.unit.pipelines import sample
 from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
 
@@ -113,3 +114,21 @@ def test_an_unknown_execution_is_resource_not_found(sagemaker):
     with pytest.raises(ClientError) as raised:
         sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
     assert error_of(raised) == ("ResourceNotFound", f"Pipeline execution '{arn}' does not exist.")
+
+
+def test_a_definition_is_read_from_the_callers_bucket_and_never_from_anothers(sagemaker, monkeypatch):
+    """PipelineDefinitionS3Location is read as the caller's account (the tenancy rule)."""
+    monkeypatch.setattr("pipelines.services.get_bytes", lambda bucket, key: definition().encode())
+    location = {"Bucket": "bucket", "ObjectKey": "defs/p.json"}
+    sagemaker.create_pipeline(PipelineName="FromS3", PipelineDefinitionS3Location=location, RoleArn=ROLE)
+    assert json.loads(sagemaker.describe_pipeline(PipelineName="FromS3")["PipelineDefinition"])["Steps"]
+    buckets.claim("theirs", "111122223333")
+    with pytest.raises(ClientError) as raised:
+        sagemaker.create_pipeline(
+            PipelineName="Foreign",
+            PipelineDefinitionS3Location={"Bucket": "theirs", "ObjectKey": "p.json"},
+            RoleArn=ROLE,
+        )
+    code, message = error_of(raised)
+    assert code == "ValidationException" and "s3://theirs/p.json could not be read" in message
+    assert "AccessDenied" in message
