@@ -230,6 +230,9 @@ def _step(item: object, branch: tuple[str, bool] | None, problems: list[str]) ->
         item.get("Description", ""),
     )
     found = expressions.problems(step.evaluated)
+    if kind in kinds.KINDS and kinds.missing_arguments(kind, arguments):
+        missing = ", ".join(kinds.missing_arguments(kind, arguments))
+        found.append(f"Arguments lack what {kinds.KINDS[kind].create} requires: {missing}.")
     if kind == CONDITION:
         found += conditions.problems(arguments.get("Conditions"))
     if kind == FAIL and not isinstance(arguments.get("ErrorMessage", ""), (str, dict)):

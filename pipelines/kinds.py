@@ -67,6 +67,14 @@ KINDS: dict[str, Kind] = {
 }
 
 
+def missing_arguments(step_type: str, arguments: dict) -> list[str]:
+    """The members its create request requires that a step's Arguments lack (the resource's name
+    excepted: the execution gives it)."""
+    kind = KINDS[step_type]
+    required = operation_model("sagemaker", kind.create).input_shape.required_members
+    return [member for member in required if member != kind.name_member and member not in arguments]
+
+
 def properties_shape(step_type: str) -> Shape | None:
     """The shape of a step's properties: its Describe answer's (None for Condition and Fail)."""
     kind = KINDS.get(step_type)

@@ -128,3 +128,12 @@ def test_a_bad_condition_and_a_parameter_default_of_the_wrong_type_are_refused()
     assert (
         "Parameter 'Threshold' of type Integer cannot take the value 'many' as its DefaultValue." in message
     )
+
+
+def test_a_step_lacking_what_its_create_request_requires_is_refused():
+    """The Arguments of a Training step are a CreateTrainingJob request less its name."""
+    train = copy.deepcopy(sample.TRAIN)
+    del train["Arguments"]["RoleArn"], train["Arguments"]["OutputDataConfig"]
+    assert "Step 'Train': Arguments lack what CreateTrainingJob requires: " in refused(
+        sample.text(Steps=[sample.PREPARE, train])
+    )
