@@ -157,11 +157,12 @@ def stop(row: PipelineExecutionStep, execution: PipelineExecution) -> None:
     """StopPipelineExecution's share of one step: a job is stopped and followed until it ended;
     a step whose resource was never created ends Stopped."""
     kind = KINDS.get(row.step_type)
-    if row.status == StepStatus.STARTING or kind is None or not kind.stop:
+    ctx = context(execution)
+    unmade = row.status == StepStatus.STARTING and (kind is None or _existing(row, kind, ctx) is None)
+    if unmade or kind is None or not kind.stop:
         _end(row, StepStatus.STOPPED)
         return
-    ctx = context(execution)
-    if row.status == StepStatus.EXECUTING:
+    if row.status in (StepStatus.STARTING, StepStatus.EXECUTING):
         try:
             call(ctx, kind.stop, {kind.name_member: row.resource_name})
         except ServiceError as exc:

@@ -255,3 +255,15 @@ def test_a_model_step_makes_the_model_a_transform_step_then_runs(report):
     assert look(execution)["Score"]["StepStatus"] == "Succeeded"
     look(execution)
     assert execution.status == "Succeeded"
+
+
+def test_a_stop_finds_the_job_a_look_made_before_it_died(report):
+    execution = start()
+    look(execution)
+    execution.steps.update(status="Starting", metadata={})  # the look died after creating the job
+    services.stop_execution(CTX, execution.arn)
+    look(execution)
+    assert ProcessingJob.objects.get().processing_job_status == "Stopping"
+    end_processing("Stopped")
+    assert look(execution)["Prepare"]["StepStatus"] == "Stopped"
+    assert execution.status == "Stopped"
