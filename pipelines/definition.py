@@ -5,15 +5,16 @@ naming it (SageMaker validates the definition when the pipeline is created or up
 What is understood: Parameters (String, Integer, Float, Boolean), Steps of the types in
 `kinds.KINDS` plus Condition (IfSteps/ElseSteps nest whole steps) and Fail, DependsOn, and the
 expressions of `expressions.py`. What SageMaker has and Sageport does not run is refused with its
-name rather than accepted and skipped: the other step types, CacheConfig, RetryPolicies, a
-PropertyFile's or JsonGet's S3Uri form."""
+name rather than accepted and skipped: the other step types, RetryPolicies, a PropertyFile's or
+JsonGet's S3Uri form. CacheConfig is understood on the steps that make a resource (caching.py)."""
 
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from botocore.model import Shape
 
-from pipelines import conditions, expressions, kinds, paths
+from pipelines import caching, conditions, expressions, kinds, paths
 from protocol.errors import ValidationException
 
 VERSION = "2020-12-01"
@@ -73,6 +74,8 @@ class Step:
     branch: tuple[str, bool] | None = None
     display_name: str = ""
     description: str = ""
+    cached: bool = False  # CacheConfig.Enabled
+    cache_expire_after: timedelta | None = None  # CacheConfig.ExpireAfter; None: any age
 
     @property
     def references(self) -> frozenset[str]:
@@ -204,8 +207,7 @@ def _step(item: object, branch: tuple[str, bool] | None, problems: list[str]) ->
         problems.append(f"Step '{name}': step type {kind} is not supported by Sageport.")
     elif kind not in kinds.KINDS and kind not in (CONDITION, FAIL):
         problems.append(f"Step '{name}': unknown step type {kind!r}.")
-    if (item.get("CacheConfig") or {}).get("Enabled"):
-        problems.append(f"Step '{name}': CacheConfig (step caching) is not supported by Sageport.")
+    cached, expire_after = _cache_config(item.get("CacheConfig"), kind, name, problems)
     if item.get("RetryPolicies"):
         problems.append(f"Step '{name}': RetryPolicies are not supported by Sageport.")
     arguments = item.get("Arguments", {})
@@ -228,6 +230,8 @@ def _step(item: object, branch: tuple[str, bool] | None, problems: list[str]) ->
         branch,
         item.get("DisplayName", ""),
         item.get("Description", ""),
+        cached,
+        expire_after,
     )
     found = expressions.problems(step.evaluated)
     if kind in kinds.KINDS and kinds.missing_arguments(kind, arguments):
@@ -239,6 +243,30 @@ def _step(item: object, branch: tuple[str, bool] | None, problems: list[str]) ->
         found.append("ErrorMessage must be a string or an expression.")
     problems += [f"Step '{name}': {problem}" for problem in found]
     return step
+
+
+def _cache_config(
+    config: object, kind: object, name: str, problems: list[str]
+) -> tuple[bool, timedelta | None]:
+    """(Enabled, ExpireAfter) of a step's CacheConfig; caching is off without one."""
+    if config is None:
+        return False, None
+    if not isinstance(config, dict) or not isinstance(config.get("Enabled", False), bool):
+        problems.append(f"Step '{name}': CacheConfig must be an object with a boolean Enabled.")
+        return False, None
+    if not config.get("Enabled"):
+        return False, None
+    if kind not in kinds.KINDS:
+        problems.append(f"Step '{name}': a {kind} step has no job to cache; CacheConfig is for job steps.")
+    expire_after = None
+    if "ExpireAfter" in config:
+        expire_after = caching.duration(config["ExpireAfter"])
+        if expire_after is None:
+            problems.append(
+                f"Step '{name}': CacheConfig.ExpireAfter {config['ExpireAfter']!r} is not an ISO 8601 "
+                "duration (e.g. PT1H, P30D)."
+            )
+    return True, expire_after
 
 
 def _reference_problems(definition: Definition) -> list[str]:

@@ -103,6 +103,9 @@ class PipelineExecutionStep(models.Model):
     metadata = models.JSONField(default=dict)
     # What `{"Get": "Steps.<name>.…"}` reads: the resource's Describe answer once it succeeded.
     properties = models.JSONField(default=dict)
+    # Step caching (caching.py): the step's cache key, and the execution whose job a hit reused.
+    cache_key = models.CharField(max_length=64, blank=True, default="")
+    cache_source_execution_arn = models.CharField(max_length=600, blank=True, default="")
     start_time = models.DateTimeField()
     end_time = models.DateTimeField(null=True)
 

@@ -60,6 +60,11 @@ def execution_summary(execution: PipelineExecution) -> dict:
 
 
 def execution_step(row: PipelineExecutionStep) -> dict:
+    cache_hit = (
+        {"SourcePipelineExecutionArn": row.cache_source_execution_arn}
+        if row.cache_source_execution_arn
+        else None
+    )
     return {
         "StepName": row.step_name,
         "StartTime": row.start_time,
@@ -68,4 +73,5 @@ def execution_step(row: PipelineExecutionStep) -> dict:
         "FailureReason": row.failure_reason[:1024] or None,
         "Metadata": row.metadata,
         "AttemptCount": 1,
+        "CacheHitResult": cache_hit,
     }

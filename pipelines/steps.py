@@ -12,7 +12,7 @@ import re
 from django.db import IntegrityError
 from django.utils import timezone
 
-from pipelines import conditions, expressions, metrics
+from pipelines import caching, conditions, expressions, metrics
 from pipelines.calls import call
 from pipelines.definition import CONDITION, FAIL, Step
 from pipelines.kinds import JOB_STEP_STATUS, KINDS, Kind
@@ -83,7 +83,7 @@ def _launch(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> No
         elif step.type == FAIL:
             message = expressions.as_text(expressions.evaluate(step.arguments.get("ErrorMessage", ""), scope))
             _end(row, StepStatus.FAILED, failure_reason=message, metadata={"Fail": {"ErrorMessage": message}})
-        else:
+        elif not _reused(row, step, scope):
             _create(
                 row, KINDS[step.type], expressions.evaluate(step.arguments, scope), context(scope.execution)
             )
@@ -92,6 +92,28 @@ def _launch(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> No
     except ServiceError as exc:
         # SageMaker fails the step with the error the create call got.
         _end(row, StepStatus.FAILED, failure_reason=f"ClientError: {exc.code}: {exc.message}")
+
+
+def _reused(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> bool:
+    """A cached step whose earlier run is found ends Succeeded with that run's job: its Metadata
+    (the job's ARN) and its properties; the key is kept on the row for later executions."""
+    if not step.cached:
+        return False
+    cache_key = caching.key(step.type, step.arguments, scope)
+    earlier = caching.earlier_run(scope.execution, step.name, cache_key, step.cache_expire_after)
+    if earlier is None:
+        if row.cache_key != cache_key:
+            _set(row, cache_key=cache_key)
+        return False
+    _end(
+        row,
+        StepStatus.SUCCEEDED,
+        cache_key=cache_key,
+        cache_source_execution_arn=caching.source_arn(earlier),
+        metadata=earlier.metadata,
+        properties=earlier.properties,
+    )
+    return True
 
 
 def _create(row: PipelineExecutionStep, kind: Kind, arguments: dict, ctx: RequestContext) -> None:

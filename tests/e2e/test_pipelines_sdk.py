@@ -1,13 +1,17 @@
 """A SageMaker Model Building Pipeline written with the SageMaker Python SDK v2, unchanged, run on
 the shell image: a ProcessingStep writing a PropertyFile and a training set, a TrainingStep reading
 the processing output, a ConditionStep on the file's value (JsonGet) against a parameter, a
-ModelStep registering the model in the if-branch and a FailStep in the else-branch.
+ModelStep registering the model in the if-branch and a FailStep in the else-branch. Processing and
+training are cached: the second execution reuses the first one's jobs.
 
 AWS behaviour checked: the SDK's `Pipeline.upsert/start/wait/list_steps/list_parameters` calls
 (CreatePipeline, StartPipelineExecution, DescribePipelineExecution, ListPipelineExecutionSteps,
 ListPipelineParametersForExecution shapes in botocore's sagemaker model); each step's Metadata
 names the job it made (PipelineExecutionStepMetadata); the execution Fails when a FailStep runs,
-and the FailStep's ErrorMessage is its step's FailureReason (sagemaker.workflow.fail_step)."""
+and the FailStep's ErrorMessage is its step's FailureReason (sagemaker.workflow.fail_step); a step
+with `CacheConfig(enable_caching=True)` whose arguments are those of an earlier successful run
+reuses its job, and says so in CacheHitResult.SourcePipelineExecutionArn (AWS docs, "Caching
+pipeline steps")."""
 
 import time
 
@@ -26,7 +30,7 @@ from sagemaker.workflow.parameters import ParameterFloat, ParameterInteger, Para
 from sagemaker.workflow.pipeline import Pipeline
 from sagemaker.workflow.pipeline_context import PipelineSession
 from sagemaker.workflow.properties import PropertyFile
-from sagemaker.workflow.steps import ProcessingStep, TrainingStep
+from sagemaker.workflow.steps import CacheConfig, ProcessingStep, TrainingStep
 
 from tests.e2e.conftest import unique_name
 from tests.e2e.sdk import ROLE
@@ -36,6 +40,7 @@ PREPARE = (
     'echo "$GREETING" > /opt/ml/processing/train/data.csv'
 )
 TRAIN = "cp /opt/ml/input/data/train/data.csv /opt/ml/model/greeting.txt"
+CACHE = CacheConfig(enable_caching=True, expire_after="PT1H")
 
 
 def build(name: str, image: str, bucket: str, group: str, session: PipelineSession) -> Pipeline:
@@ -60,6 +65,7 @@ def build(name: str, image: str, bucket: str, group: str, session: PipelineSessi
             ]
         ),
         property_files=[report],
+        cache_config=CACHE,
     )
     estimator = Estimator(
         image_uri=image,
@@ -72,7 +78,9 @@ def build(name: str, image: str, bucket: str, group: str, session: PipelineSessi
     )
     train_data = prepare.properties.ProcessingOutputConfig.Outputs["train"].S3Output.S3Uri
     train = TrainingStep(
-        name="Train", step_args=estimator.fit(inputs={"train": TrainingInput(s3_data=train_data)})
+        name="Train",
+        step_args=estimator.fit(inputs={"train": TrainingInput(s3_data=train_data)}),
+        cache_config=CACHE,
     )
     model = Model(
         image_uri=image,
@@ -123,9 +131,10 @@ def test_the_sdks_pipeline_runs_processing_training_condition_and_registers_or_f
     pipeline.upsert(role_arn=ROLE, description="again")  # exists: the SDK updates it
 
     passing = pipeline.start(parameters={"Greeting": "bonjour"})
-    failing = pipeline.start(parameters={"MinScore": 0.95})  # 0.9 < 0.95: the else-branch
     # ~15 s of jobs (one at a time on the test node's 2 CPUs); the bound is for a loaded machine.
     passing.wait(delay=1, max_attempts=300)
+    # The same arguments for Prepare and Train: both cached; 0.9 < 0.95: the else-branch.
+    failing = pipeline.start(parameters={"Greeting": "bonjour", "MinScore": 0.95})
     with pytest.raises(WaiterError, match="terminal failure state"):
         failing.wait(delay=1, max_attempts=300)
 
@@ -158,7 +167,12 @@ def test_the_sdks_pipeline_runs_processing_training_condition_and_registers_or_f
 
     failed = failing.describe()
     assert failed["PipelineExecutionStatus"] == "Failed"
-    fail_step = {step["StepName"]: step for step in failing.list_steps()}["TooLow"]
+    failing_steps = {step["StepName"]: step for step in failing.list_steps()}
+    for cached in ("Prepare", "Train"):
+        assert failing_steps[cached]["CacheHitResult"] == {"SourcePipelineExecutionArn": passing.arn}
+        assert failing_steps[cached]["Metadata"] == steps[cached]["Metadata"]
+    assert "CacheHitResult" not in steps["Prepare"]
+    fail_step = failing_steps["TooLow"]
     assert fail_step["StepStatus"] == "Failed" and fail_step["FailureReason"] == "score below 0.95"
     assert "TooLow" in failed["FailureReason"]
     pipeline.delete()

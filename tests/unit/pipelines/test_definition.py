@@ -51,14 +51,11 @@ def test_an_unknown_step_type_is_refused():
     )
 
 
-def test_caching_and_retry_policies_are_refused_rather_than_ignored():
-    step = dict(
-        sample.PREPARE,
-        CacheConfig={"Enabled": True, "ExpireAfter": "P30D"},
-        RetryPolicies=[{"ExceptionType": ["Step.SERVICE_FAULT"], "MaxAttempts": 3}],
-    )
-    message = refused(sample.text(Steps=[step]))
-    assert "CacheConfig (step caching) is not supported" in message
+def test_caching_a_step_without_a_job_and_retry_policies_are_refused_rather_than_ignored():
+    cached_fail = dict(sample.FAIL, CacheConfig={"Enabled": True, "ExpireAfter": "P30D"})
+    step = dict(sample.PREPARE, RetryPolicies=[{"ExceptionType": ["Step.SERVICE_FAULT"], "MaxAttempts": 3}])
+    message = refused(sample.text(Steps=[step, cached_fail]))
+    assert "a Fail step has no job to cache" in message
     assert "RetryPolicies are not supported" in message
 
 
