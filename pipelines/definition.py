@@ -5,8 +5,9 @@ naming it (SageMaker validates the definition when the pipeline is created or up
 What is understood: Parameters (String, Integer, Float, Boolean), Steps of the types in
 `kinds.KINDS` plus Condition (IfSteps/ElseSteps nest whole steps) and Fail, DependsOn, and the
 expressions of `expressions.py`. What SageMaker has and Sageport does not run is refused with its
-name rather than accepted and skipped: the other step types, RetryPolicies, a PropertyFile's or
-JsonGet's S3Uri form. CacheConfig is understood on the steps that make a resource (caching.py)."""
+name rather than accepted and skipped: the other step types, a PropertyFile's or JsonGet's S3Uri
+form. CacheConfig (caching.py) and RetryPolicies (retries.py) are understood on the steps that make
+a resource."""
 
 import json
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from datetime import timedelta
 
 from botocore.model import Shape
 
-from pipelines import caching, conditions, expressions, kinds, paths
+from pipelines import caching, conditions, expressions, kinds, paths, retries
 from protocol.errors import ValidationException
 
 VERSION = "2020-12-01"
@@ -76,6 +77,7 @@ class Step:
     description: str = ""
     cached: bool = False  # CacheConfig.Enabled
     cache_expire_after: timedelta | None = None  # CacheConfig.ExpireAfter; None: any age
+    retry_policies: tuple[retries.RetryPolicy, ...] = ()
 
     @property
     def references(self) -> frozenset[str]:
@@ -208,8 +210,11 @@ def _step(item: object, branch: tuple[str, bool] | None, problems: list[str]) ->
     elif kind not in kinds.KINDS and kind not in (CONDITION, FAIL):
         problems.append(f"Step '{name}': unknown step type {kind!r}.")
     cached, expire_after = _cache_config(item.get("CacheConfig"), kind, name, problems)
-    if item.get("RetryPolicies"):
-        problems.append(f"Step '{name}': RetryPolicies are not supported by Sageport.")
+    policy_problems: list[str] = []
+    retry_policies = retries.parse(item.get("RetryPolicies"), kind in kinds.JOB_KINDS, policy_problems)
+    if retry_policies and kind not in kinds.KINDS:
+        policy_problems.append(f"a {kind} step makes no resource to retry; RetryPolicies are for job steps.")
+    problems += [f"Step '{name}': {problem}" for problem in policy_problems]
     arguments = item.get("Arguments", {})
     if not isinstance(arguments, dict):
         problems.append(f"Step '{name}': Arguments must be an object.")
@@ -232,6 +237,7 @@ def _step(item: object, branch: tuple[str, bool] | None, problems: list[str]) ->
         item.get("Description", ""),
         cached,
         expire_after,
+        retry_policies,
     )
     found = expressions.problems(step.evaluated)
     if kind in kinds.KINDS and kinds.missing_arguments(kind, arguments):

@@ -67,6 +67,10 @@ KINDS: dict[str, Kind] = {
 }
 
 
+# The steps that run a job (a status to follow): SageMaker's job retry types apply to them.
+JOB_KINDS = frozenset(name for name, kind in KINDS.items() if kind.status_member)
+
+
 def missing_arguments(step_type: str, arguments: dict) -> list[str]:
     """The members its create request requires that a step's Arguments lack (the resource's name
     excepted: the execution gives it)."""

@@ -106,6 +106,9 @@ class PipelineExecutionStep(models.Model):
     # Step caching (caching.py): the step's cache key, and the execution whose job a hit reused.
     cache_key = models.CharField(max_length=64, blank=True, default="")
     cache_source_execution_arn = models.CharField(max_length=600, blank=True, default="")
+    # Retry policies (retries.py): the attempt the row is at, and when a retry's attempt is due.
+    attempt_count = models.PositiveIntegerField(default=1)
+    retry_at = models.DateTimeField(null=True)
     start_time = models.DateTimeField()
     end_time = models.DateTimeField(null=True)
 

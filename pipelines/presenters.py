@@ -72,6 +72,6 @@ def execution_step(row: PipelineExecutionStep) -> dict:
         "StepStatus": row.status,
         "FailureReason": row.failure_reason[:1024] or None,
         "Metadata": row.metadata,
-        "AttemptCount": 1,
+        "AttemptCount": row.attempt_count,
         "CacheHitResult": cache_hit,
     }

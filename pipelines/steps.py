@@ -12,7 +12,7 @@ import re
 from django.db import IntegrityError
 from django.utils import timezone
 
-from pipelines import caching, conditions, expressions, metrics
+from pipelines import caching, conditions, expressions, metrics, retries
 from pipelines.calls import call
 from pipelines.definition import CONDITION, FAIL, Step
 from pipelines.kinds import JOB_STEP_STATUS, KINDS, Kind
@@ -36,11 +36,13 @@ def context(execution: PipelineExecution) -> RequestContext:
     )
 
 
-def resource_name(execution: PipelineExecution, step_name: str) -> str:
+def resource_name(execution: PipelineExecution, step_name: str, attempt: int = 1) -> str:
     """`pipelines-<execution id>-<step>-<hash>`, as SageMaker names a pipeline's jobs: a valid job,
-    model name (63 characters at most) for any step name, distinct for distinct steps."""
+    model name (63 characters at most) for any step name, distinct for distinct steps and for a
+    retry's attempts."""
     cleaned = re.sub(r"[^a-zA-Z0-9]+", "-", step_name).strip("-")[:32] or "step"
-    digest = hashlib.sha256(step_name.encode()).hexdigest()[:6]
+    hashed = step_name if attempt == 1 else f"{step_name}#{attempt}"
+    digest = hashlib.sha256(hashed.encode()).hexdigest()[:6]
     return f"pipelines-{execution.execution_id}-{cleaned}-{digest}"
 
 
@@ -61,11 +63,12 @@ def record(execution: PipelineExecution, step: Step) -> PipelineExecutionStep | 
 
 
 def advance(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> None:
-    """Move a step that has not ended as far as it goes now."""
+    """Move a step that has not ended as far as it goes now (a retry waits for its time)."""
     if row.status == StepStatus.STARTING:
-        _launch(row, step, scope)
+        if row.retry_at is None or row.retry_at <= timezone.now():
+            _launch(row, step, scope)
     elif step.type in KINDS:
-        _observe(row, KINDS[step.type], context(scope.execution))
+        _observe(row, KINDS[step.type], context(scope.execution), step.retry_policies)
 
 
 def _launch(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> None:
@@ -84,14 +87,14 @@ def _launch(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> No
             message = expressions.as_text(expressions.evaluate(step.arguments.get("ErrorMessage", ""), scope))
             _end(row, StepStatus.FAILED, failure_reason=message, metadata={"Fail": {"ErrorMessage": message}})
         elif not _reused(row, step, scope):
-            _create(
-                row, KINDS[step.type], expressions.evaluate(step.arguments, scope), context(scope.execution)
-            )
+            arguments = expressions.evaluate(step.arguments, scope)
+            _create(row, KINDS[step.type], arguments, context(scope.execution), step.retry_policies)
     except expressions.ExpressionError as exc:
         _end(row, StepStatus.FAILED, failure_reason=f"ClientError: {exc}")
     except ServiceError as exc:
-        # SageMaker fails the step with the error the create call got.
-        _end(row, StepStatus.FAILED, failure_reason=f"ClientError: {exc.code}: {exc.message}")
+        # SageMaker fails the step with the error the create call got, unless a policy retries it.
+        if not _retried(row, step.retry_policies, retries.of_call(exc)):
+            _end(row, StepStatus.FAILED, failure_reason=f"ClientError: {exc.code}: {exc.message}")
 
 
 def _reused(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> bool:
@@ -116,7 +119,35 @@ def _reused(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> bo
     return True
 
 
-def _create(row: PipelineExecutionStep, kind: Kind, arguments: dict, ctx: RequestContext) -> None:
+def _retried(
+    row: PipelineExecutionStep, policies: tuple[retries.RetryPolicy, ...], error: str | None
+) -> bool:
+    """Start the step's next attempt (a new resource, named and recorded now) when a policy
+    retries `error`; whether it did."""
+    when = retries.next_attempt(policies, error, row.attempt_count, row.start_time)
+    if when is None:
+        return False
+    attempt = row.attempt_count + 1
+    log.info("step %s: %s, attempt %d at %s", row.step_name, error, attempt, when.isoformat())
+    _set(
+        row,
+        status=StepStatus.STARTING,
+        attempt_count=attempt,
+        retry_at=when,
+        resource_name=resource_name(row.execution, row.step_name, attempt),
+        metadata={},
+        failure_reason="",
+    )
+    return True
+
+
+def _create(
+    row: PipelineExecutionStep,
+    kind: Kind,
+    arguments: dict,
+    ctx: RequestContext,
+    policies: tuple[retries.RetryPolicy, ...],
+) -> None:
     answer = _existing(row, kind, ctx)
     if answer is None:
         request = dict(arguments)
@@ -130,7 +161,7 @@ def _create(row: PipelineExecutionStep, kind: Kind, arguments: dict, ctx: Reques
     metadata = {kind.metadata_key: {"Arn": answer[kind.arn_member]}}
     if kind.status_member:
         _set(row, status=StepStatus.EXECUTING, metadata=metadata)
-        _follow(row, answer, kind)
+        _follow(row, answer, kind, policies)
     else:
         _end(row, StepStatus.SUCCEEDED, metadata=metadata, properties=answer)
 
@@ -161,16 +192,26 @@ def _ensure_group(ctx: RequestContext, request: dict) -> None:
             raise
 
 
-def _observe(row: PipelineExecutionStep, kind: Kind, ctx: RequestContext) -> None:
-    _follow(row, _describe(ctx, kind, row.resource_name), kind)
+def _observe(
+    row: PipelineExecutionStep,
+    kind: Kind,
+    ctx: RequestContext,
+    policies: tuple[retries.RetryPolicy, ...] = (),
+) -> None:
+    _follow(row, _describe(ctx, kind, row.resource_name), kind, policies)
 
 
-def _follow(row: PipelineExecutionStep, answer: dict, kind: Kind) -> None:
+def _follow(
+    row: PipelineExecutionStep, answer: dict, kind: Kind, policies: tuple[retries.RetryPolicy, ...] = ()
+) -> None:
     status = JOB_STEP_STATUS[answer[kind.status_member]]
+    reason = answer.get("FailureReason", "")
+    if status == StepStatus.FAILED and _retried(row, policies, retries.of_failure(reason)):
+        return
     if status == StepStatus.SUCCEEDED:
         _end(row, status, properties=answer)
     elif status in (StepStatus.FAILED, StepStatus.STOPPED):
-        _end(row, status, failure_reason=answer.get("FailureReason", ""), properties=answer)
+        _end(row, status, failure_reason=reason, properties=answer)
     elif status != row.status:
         _set(row, status=status)
 

@@ -51,12 +51,24 @@ def test_an_unknown_step_type_is_refused():
     )
 
 
-def test_caching_a_step_without_a_job_and_retry_policies_are_refused_rather_than_ignored():
-    cached_fail = dict(sample.FAIL, CacheConfig={"Enabled": True, "ExpireAfter": "P30D"})
-    step = dict(sample.PREPARE, RetryPolicies=[{"ExceptionType": ["Step.SERVICE_FAULT"], "MaxAttempts": 3}])
-    message = refused(sample.text(Steps=[step, cached_fail]))
+def test_caching_or_retrying_a_step_without_a_job_and_bad_retry_policies_are_refused():
+    """The SDK's bounds (sagemaker.workflow.retry): MaxAttempts at most 20; SageMaker.* types are
+    SageMakerJobStepRetryPolicy's, for the steps that run a job."""
+    cached_fail = dict(
+        sample.FAIL,
+        CacheConfig={"Enabled": True, "ExpireAfter": "P30D"},
+        RetryPolicies=[{"ExceptionType": ["Step.SERVICE_FAULT"], "MaxAttempts": 3}],
+    )
+    step = dict(sample.PREPARE, RetryPolicies=[{"ExceptionType": ["Step.NOPE"], "MaxAttempts": 30}])
+    register = dict(
+        sample.REGISTER, RetryPolicies=[{"ExceptionType": ["SageMaker.CAPACITY_ERROR"], "MaxAttempts": 1}]
+    )
+    message = refused(sample.text(Steps=[step, cached_fail, register]))
     assert "a Fail step has no job to cache" in message
-    assert "RetryPolicies are not supported" in message
+    assert "a Fail step makes no resource to retry" in message
+    assert "Step 'Prepare': RetryPolicies: Step.NOPE not one of" in message
+    assert "Step 'Prepare': RetryPolicies: MaxAttempts must be at most 20, not 30." in message
+    assert "Step 'Register-RegisterModel': RetryPolicies: SageMaker.CAPACITY_ERROR not one of" in message
 
 
 def test_a_cycle_is_refused_naming_its_steps():
