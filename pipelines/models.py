@@ -70,6 +70,8 @@ class PipelineExecution(LeasedRow):
     parameters = models.JSONField(default=list)
     parallelism_configuration = models.JSONField(null=True)
     client_request_token = models.CharField(max_length=128, blank=True, default="")
+    # The ClientRequestToken of the latest RetryPipelineExecution: the same call again is a no-op.
+    retry_request_token = models.CharField(max_length=128, blank=True, default="")
     role_arn = models.CharField(max_length=2048)
     status = models.CharField(max_length=16, default=ExecutionStatus.EXECUTING)
     failure_reason = models.CharField(max_length=1300, blank=True, default="")

@@ -53,6 +53,11 @@ def stop_pipeline_execution(ctx: RequestContext, params: dict) -> dict:
     return {"PipelineExecutionArn": services.stop_execution(ctx, params["PipelineExecutionArn"]).arn}
 
 
+@operation("RetryPipelineExecution")
+def retry_pipeline_execution(ctx: RequestContext, params: dict) -> dict:
+    return {"PipelineExecutionArn": services.retry_execution(ctx, params).arn}
+
+
 @operation("ListPipelineExecutions")
 def list_pipeline_executions(ctx: RequestContext, params: dict) -> dict:
     found, next_token = services.list_executions(ctx, params)

@@ -10,8 +10,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from accounts import s3_tenancy
-from pipelines import definition, metrics
-from pipelines.models import ExecutionStatus, Pipeline, PipelineExecution
+from pipelines import definition, metrics, steps
+from pipelines.models import ExecutionStatus, Pipeline, PipelineExecution, StepStatus
 from pipelines.tasks import reconcile_pipeline_execution
 from pipelines.transitions import transition
 from protocol.arns import make_arn
@@ -265,6 +265,33 @@ def stop_execution(ctx: RequestContext, arn: str) -> PipelineExecution:
         if transition(execution, ExecutionStatus.STOPPING, next_check_at=timezone.now()):
             nudge(execution.pk)
             return execution
+    return execution
+
+
+def retry_execution(ctx: RequestContext, params: dict) -> PipelineExecution:
+    """RetryPipelineExecution: a Failed execution runs again from its failed steps (each a new
+    attempt, a new job); the steps that succeeded are kept, the steps the failure kept from
+    starting start when they are ready. The same ClientRequestToken again changes nothing; an
+    execution that is not Failed is refused (ConflictException, botocore's error for it)."""
+    execution = get_execution(ctx, params["PipelineExecutionArn"])
+    token = params["ClientRequestToken"]
+    if execution.retry_request_token == token:
+        return execution
+    if execution.status != ExecutionStatus.FAILED:
+        raise ConflictException(
+            f"Pipeline execution '{execution.arn}' is {execution.status}; only a Failed execution "
+            "can be retried."
+        )
+    with transaction.atomic():
+        changes = {"failure_reason": "", "end_time": None, "retry_request_token": token}
+        changes["next_check_at"] = timezone.now()
+        if "ParallelismConfiguration" in params:
+            changes["parallelism_configuration"] = params["ParallelismConfiguration"]
+        if not transition(execution, ExecutionStatus.EXECUTING, **changes):
+            raise ConflictException(f"Pipeline execution '{execution.arn}' changed; try again.")
+        for row in execution.steps.filter(status__in=(StepStatus.FAILED, StepStatus.STOPPED)):
+            steps.next_attempt(row)
+        transaction.on_commit(lambda: nudge(execution.pk))
     return execution
 
 

@@ -8,6 +8,7 @@ it is created again, so a worker that dies between the two leaves nothing twice.
 import hashlib
 import logging
 import re
+from datetime import datetime
 
 from django.db import IntegrityError
 from django.utils import timezone
@@ -127,18 +128,25 @@ def _retried(
     when = retries.next_attempt(policies, error, row.attempt_count, row.start_time)
     if when is None:
         return False
+    log.info("step %s: %s, attempt %d at %s", row.step_name, error, row.attempt_count + 1, when.isoformat())
+    next_attempt(row, when)
+    return True
+
+
+def next_attempt(row: PipelineExecutionStep, when: datetime | None = None) -> None:
+    """Put an ended step back to Starting as its next attempt, due at `when` (None: now), with a
+    new resource name, recorded before the resource is made."""
     attempt = row.attempt_count + 1
-    log.info("step %s: %s, attempt %d at %s", row.step_name, error, attempt, when.isoformat())
     _set(
         row,
         status=StepStatus.STARTING,
         attempt_count=attempt,
         retry_at=when,
-        resource_name=resource_name(row.execution, row.step_name, attempt),
+        resource_name=resource_name(row.execution, row.step_name, attempt) if row.resource_name else "",
         metadata={},
         failure_reason="",
+        end_time=None,
     )
-    return True
 
 
 def _create(

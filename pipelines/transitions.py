@@ -1,6 +1,6 @@
 """The single writer of an execution's status: a compare-and-set on the status the caller last
 saw, so that StopPipelineExecution and the worker never overwrite each other. Terminal states
-absorb."""
+absorb, but for RetryPipelineExecution taking a Failed execution back to Executing."""
 
 import logging
 
@@ -15,6 +15,7 @@ log = logging.getLogger(__name__)
 ALLOWED = {
     Status.EXECUTING: frozenset({Status.SUCCEEDED, Status.FAILED, Status.STOPPING}),
     Status.STOPPING: frozenset({Status.STOPPED, Status.FAILED}),
+    Status.FAILED: frozenset({Status.EXECUTING}),
 }
 ENDS = frozenset({Status.SUCCEEDED, Status.FAILED, Status.STOPPED})
 

@@ -7,8 +7,10 @@ import json
 
 import pytest
 from botocore.exceptions import ClientError
+from django.utils import timezone
 
 from accounts import buckets
+from pipelines.models import PipelineExecution
 from tests.unit.pipelines import sample
 from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
 
@@ -132,3 +134,50 @@ def test_a_definition_is_read_from_the_callers_bucket_and_never_from_anothers(sa
     code, message = error_of(raised)
     assert code == "ValidationException" and "s3://theirs/p.json could not be read" in message
     assert "AccessDenied" in message
+
+
+def test_a_failed_execution_is_retried_from_its_failed_steps_and_nothing_else_is(sagemaker):
+    """RetryPipelineExecution (botocore: PipelineExecutionArn, ClientRequestToken, optional
+    ParallelismConfiguration; errors ConflictException, ResourceNotFound): the same execution runs
+    again, its failed step as a new attempt, its succeeded step kept; the same token again is the
+    same call; an execution that is not Failed is a conflict. The worker's part is in
+    test_retries.py."""
+    sagemaker.create_pipeline(PipelineName="Again", PipelineDefinition=definition(), RoleArn=ROLE)
+    arn = sagemaker.start_pipeline_execution(PipelineName="Again")["PipelineExecutionArn"]
+    token = "r" * 32
+    with pytest.raises(ClientError) as raised:
+        sagemaker.retry_pipeline_execution(PipelineExecutionArn=arn, ClientRequestToken=token)
+    assert error_of(raised) == (
+        "ConflictException",
+        f"Pipeline execution '{arn}' is Executing; only a Failed execution can be retried.",
+    )
+    execution = PipelineExecution.objects.get(arn=arn)
+    now = timezone.now()
+    for name, kind, status in (("Prepare", "Processing", "Succeeded"), ("Train", "Training", "Failed")):
+        execution.steps.create(
+            step_name=name, step_type=kind, status=status, resource_name=f"job-{name}", start_time=now
+        )
+    PipelineExecution.objects.filter(pk=execution.pk).update(status="Failed", failure_reason="Step failure")
+
+    assert (
+        sagemaker.retry_pipeline_execution(
+            PipelineExecutionArn=arn,
+            ClientRequestToken=token,
+            ParallelismConfiguration={"MaxParallelExecutionSteps": 2},
+        )["PipelineExecutionArn"]
+        == arn
+    )
+    described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    assert described["PipelineExecutionStatus"] == "Executing" and "FailureReason" not in described
+    assert described["ParallelismConfiguration"] == {"MaxParallelExecutionSteps": 2}
+    listed = sagemaker.list_pipeline_execution_steps(PipelineExecutionArn=arn)["PipelineExecutionSteps"]
+    assert {step["StepName"]: (step["StepStatus"], step["AttemptCount"]) for step in listed} == {
+        "Prepare": ("Succeeded", 1),
+        "Train": ("Starting", 2),
+    }
+    # The same call again (the SDK retries on a lost answer): the same execution, nothing more.
+    sagemaker.retry_pipeline_execution(PipelineExecutionArn=arn, ClientRequestToken=token)
+    assert execution.steps.get(step_name="Train").attempt_count == 2
+    with pytest.raises(ClientError) as raised:
+        sagemaker.retry_pipeline_execution(PipelineExecutionArn=f"{arn}x", ClientRequestToken="s" * 32)
+    assert error_of(raised)[0] == "ResourceNotFound"

@@ -8,12 +8,13 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from pipelines import retries
+from pipelines import retries, services
 from pipelines.models import PipelineExecutionStep
 from processing.models import ProcessingJob
 from protocol.errors import ServiceError, ValidationException
 from tests.unit.pipelines import sample
-from tests.unit.pipelines.test_reconciler import end_processing, look, report, start  # noqa: F401
+from tests.unit.pipelines.test_reconciler import CTX, end_processing, look, report, start  # noqa: F401
+from training.models import TrainingJob
 
 INTERNAL = {"ExceptionType": ["SageMaker.JOB_INTERNAL_ERROR"], "IntervalSeconds": 10, "BackoffRate": 3.0}
 
@@ -105,3 +106,29 @@ def test_what_each_exception_type_matches():
     assert retries.of_call(limit) == retries.RESOURCE_LIMIT
     assert retries.of_call(ServiceError("boom")) == retries.SERVICE_FAULT  # InternalFailure, 500
     assert retries.of_call(ValidationException("bad")) is None
+
+
+def test_a_retried_execution_runs_its_failed_step_again_and_goes_on(report):  # noqa: F811
+    """RetryPipelineExecution: the succeeded step's job is kept, the failed one's is made anew."""
+    execution = start({"Threshold": "0"})  # 0.9 >= 0: Check registers the model
+    look(execution)
+    end_processing()
+    look(execution)
+    TrainingJob.objects.update(
+        training_job_status="Failed", failure_reason="AlgorithmError: oom", training_end_time=timezone.now()
+    )
+    look(execution)
+    assert execution.status == "Failed"
+    services.retry_execution(CTX, {"PipelineExecutionArn": execution.arn, "ClientRequestToken": "r" * 32})
+    found = look(execution)
+    assert found["Train"]["StepStatus"] == "Executing" and found["Train"]["AttemptCount"] == 2
+    assert found["Prepare"]["AttemptCount"] == 1 and ProcessingJob.objects.count() == 1
+    assert TrainingJob.objects.count() == 2
+    TrainingJob.objects.filter(training_job_status="InProgress").update(
+        training_job_status="Completed", training_end_time=timezone.now()
+    )
+    found = look(execution)
+    assert found["Train"]["StepStatus"] == "Succeeded"
+    assert found["Register-RegisterModel"]["StepStatus"] == "Succeeded"
+    look(execution)
+    assert execution.status == "Succeeded" and execution.failure_reason == ""
