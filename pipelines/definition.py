@@ -23,7 +23,6 @@ PARAMETER_TYPES = ("String", "Integer", "Float", "Boolean")
 CONDITION, FAIL = "Condition", "Fail"
 # SageMaker's step types Sageport does not run (AWS docs: "Pipeline steps").
 UNSUPPORTED_TYPES = (
-    "Tuning",
     "Lambda",
     "Callback",
     "QualityCheck",
@@ -299,7 +298,7 @@ def _reference_problems(definition: Definition) -> list[str]:
                         f"'{ref.step}' does not define."
                     )
             else:
-                problem = _property_problem(kinds.properties_shape(target.type), ref.path)
+                problem = _property_problem(kinds.properties_shapes(target.type), ref.path)
                 if problem:
                     problems.append(
                         f"Step '{step.name}' reads a property step '{ref.step}' does not have: {problem}."
@@ -307,10 +306,12 @@ def _reference_problems(definition: Definition) -> list[str]:
     return problems
 
 
-def _property_problem(shape: Shape | None, path: str) -> str | None:
-    if shape is None:  # Condition: its Outcome only; Fail: none
+def _property_problem(shapes: tuple[Shape, ...], path: str) -> str | None:
+    """What is wrong with `path` in every shape of the step's properties; None: one has it."""
+    if not shapes:  # Condition: its Outcome only; Fail: none
         return None if path == "Outcome" else f"'{path}'"
-    return paths.shape_problem(shape, path)
+    found = [paths.shape_problem(shape, path) for shape in shapes]
+    return None if None in found else found[0]
 
 
 def _cycle_problems(definition: Definition) -> list[str]:

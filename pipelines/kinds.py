@@ -27,6 +27,10 @@ class Kind:
     metadata_key: str  # its member of PipelineExecutionStepMetadata
     stop: str = ""  # a job: stopped with this operation; runs until its status member says it ended
     status_member: str = ""
+    name_limit: int = 63  # the longest name the resource may have
+    # An operation listing the job's children, whose answer is part of the step's properties
+    # (a tuning step's TrainingJobSummaries: the SDK's TuningStep.properties shapes).
+    children: str = ""
 
 
 KINDS: dict[str, Kind] = {
@@ -57,6 +61,19 @@ KINDS: dict[str, Kind] = {
         "StopTransformJob",
         "TransformJobStatus",
     ),
+    # TuningStep: a hyperparameter tuning job (32 characters of name at most), made by the tuning
+    # feature's handler; its properties add TrainingJobSummaries, the best first.
+    "Tuning": Kind(
+        "CreateHyperParameterTuningJob",
+        "DescribeHyperParameterTuningJob",
+        "HyperParameterTuningJobName",
+        "HyperParameterTuningJobArn",
+        "TuningJob",
+        "StopHyperParameterTuningJob",
+        "HyperParameterTuningJobStatus",
+        name_limit=32,
+        children="ListTrainingJobsForHyperParameterTuningJob",
+    ),
     # SDK v2's ModelStep(step_args=model.create()) and the older CreateModelStep.
     "Model": Kind("CreateModel", "DescribeModel", "ModelName", "ModelArn", "Model"),
     # ModelStep(step_args=model.register()) and RegisterModel: a version in a model package group,
@@ -79,7 +96,11 @@ def missing_arguments(step_type: str, arguments: dict) -> list[str]:
     return [member for member in required if member != kind.name_member and member not in arguments]
 
 
-def properties_shape(step_type: str) -> Shape | None:
-    """The shape of a step's properties: its Describe answer's (None for Condition and Fail)."""
+def properties_shapes(step_type: str) -> tuple[Shape, ...]:
+    """The shapes of a step's properties: its Describe answer's, and its children's list (none for
+    Condition and Fail)."""
     kind = KINDS.get(step_type)
-    return operation_model("sagemaker", kind.describe).output_shape if kind else None
+    if kind is None:
+        return ()
+    operations = (kind.describe, kind.children) if kind.children else (kind.describe,)
+    return tuple(operation_model("sagemaker", operation).output_shape for operation in operations)

@@ -37,13 +37,15 @@ def context(execution: PipelineExecution) -> RequestContext:
     )
 
 
-def resource_name(execution: PipelineExecution, step_name: str, attempt: int = 1) -> str:
+def resource_name(execution: PipelineExecution, step_name: str, step_type: str, attempt: int = 1) -> str:
     """`pipelines-<execution id>-<step>-<hash>`, as SageMaker names a pipeline's jobs: a valid job,
     model name (63 characters at most) for any step name, distinct for distinct steps and for a
-    retry's attempts."""
+    retry's attempts; `pipelines-<execution id>-<hash>` where 32 characters is the most (tuning)."""
     cleaned = re.sub(r"[^a-zA-Z0-9]+", "-", step_name).strip("-")[:32] or "step"
     hashed = step_name if attempt == 1 else f"{step_name}#{attempt}"
     digest = hashlib.sha256(hashed.encode()).hexdigest()[:6]
+    if KINDS[step_type].name_limit < 63:
+        return f"pipelines-{execution.execution_id}-{digest}"
     return f"pipelines-{execution.execution_id}-{cleaned}-{digest}"
 
 
@@ -54,7 +56,7 @@ def record(execution: PipelineExecution, step: Step) -> PipelineExecutionStep | 
             execution=execution,
             step_name=step.name,
             step_type=step.type,
-            resource_name=resource_name(execution, step.name) if step.type in KINDS else "",
+            resource_name=resource_name(execution, step.name, step.type) if step.type in KINDS else "",
             start_time=timezone.now(),
         )
     except IntegrityError:
@@ -142,7 +144,9 @@ def next_attempt(row: PipelineExecutionStep, when: datetime | None = None) -> No
         status=StepStatus.STARTING,
         attempt_count=attempt,
         retry_at=when,
-        resource_name=resource_name(row.execution, row.step_name, attempt) if row.resource_name else "",
+        resource_name=resource_name(row.execution, row.step_name, row.step_type, attempt)
+        if row.resource_name
+        else "",
         metadata={},
         failure_reason="",
         end_time=None,
@@ -186,7 +190,21 @@ def _existing(row: PipelineExecutionStep, kind: Kind, ctx: RequestContext) -> di
 
 
 def _describe(ctx: RequestContext, kind: Kind, name: str) -> dict:
-    return call(ctx, kind.describe, {kind.name_member: name})
+    answer = call(ctx, kind.describe, {kind.name_member: name})
+    if kind.children and answer.get(kind.status_member) == "Completed":
+        answer = {**answer, **_best_first(ctx, kind, name, answer)}
+    return answer
+
+
+def _best_first(ctx: RequestContext, kind: Kind, name: str, answer: dict) -> dict:
+    """A completed tuning job's training jobs, the best by the objective first, 50 at most (the
+    SDK's TuningStep.get_top_model_s3_uri: "the best training job model is at index 0")."""
+    objective = answer.get("HyperParameterTuningJobConfig", {}).get("HyperParameterTuningJobObjective", {})
+    order = "Ascending" if objective.get("Type") == "Minimize" else "Descending"
+    request = {kind.name_member: name, "SortBy": "FinalObjectiveMetricValue", "SortOrder": order}
+    listed = call(ctx, kind.children, {**request, "MaxResults": 50})
+    listed.pop("NextToken", None)
+    return listed
 
 
 def _ensure_group(ctx: RequestContext, request: dict) -> None:

@@ -39,9 +39,9 @@ def test_a_wrong_version_is_refused():
 
 
 def test_a_step_type_sageport_does_not_run_is_refused_by_name():
-    tuning = {"Name": "Tune", "Type": "Tuning", "Arguments": {}}
-    assert "Step 'Tune': step type Tuning is not supported by Sageport." in refused(
-        sample.text(Steps=[sample.PREPARE, tuning])
+    function = {"Name": "Notify", "Type": "Lambda", "Arguments": {}}
+    assert "Step 'Notify': step type Lambda is not supported by Sageport." in refused(
+        sample.text(Steps=[sample.PREPARE, function])
     )
 
 

@@ -65,12 +65,12 @@ def test_a_second_pipeline_of_the_same_name_is_refused_with_already_exists(sagem
 
 
 def test_a_bad_definition_is_a_validation_exception_naming_the_problem(sagemaker):
-    bad = definition(Steps=[{"Name": "Tune", "Type": "Tuning", "Arguments": {}}])
+    bad = definition(Steps=[{"Name": "Notify", "Type": "Lambda", "Arguments": {}}])
     with pytest.raises(ClientError) as raised:
         sagemaker.create_pipeline(PipelineName="Bad", PipelineDefinition=bad, RoleArn=ROLE)
     assert error_of(raised) == (
         "ValidationException",
-        "Invalid pipeline definition: Step 'Tune': step type Tuning is not supported by Sageport.",
+        "Invalid pipeline definition: Step 'Notify': step type Lambda is not supported by Sageport.",
     )
     with pytest.raises(ClientError) as raised:
         sagemaker.create_pipeline(PipelineName="Bad", RoleArn=ROLE)
