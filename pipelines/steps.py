@@ -106,10 +106,11 @@ def _reused(row: PipelineExecutionStep, step: Step, scope: ExecutionScope) -> bo
     if not step.cached:
         return False
     cache_key = caching.key(step.type, step.arguments, scope)
+    if row.cache_key == cache_key:  # an earlier look missed and went on to make the job: keep it
+        return False
     earlier = caching.earlier_run(scope.execution, step.name, cache_key, step.cache_expire_after)
     if earlier is None:
-        if row.cache_key != cache_key:
-            _set(row, cache_key=cache_key)
+        _set(row, cache_key=cache_key)
         return False
     _end(
         row,

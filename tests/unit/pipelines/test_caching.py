@@ -6,6 +6,7 @@ PipelineExecutionStep.CacheHitResult.SourcePipelineExecutionArn names that execu
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from pipelines import caching, services
 from pipelines.models import PipelineExecutionStep
@@ -115,3 +116,22 @@ def test_a_bad_expire_after_is_refused_at_create(db):
     bad = {**sample.PREPARE, "CacheConfig": {"Enabled": True, "ExpireAfter": "an hour"}}
     with pytest.raises(ValidationException, match="ExpireAfter 'an hour' is not an ISO 8601 duration"):
         create(bad)
+
+
+def test_a_step_that_missed_and_made_its_job_keeps_it_after_a_crash(report):  # noqa: F811
+    """Two executions at once both miss; once the first succeeded, the second's look that died
+    after creating its job must find that job again, not leave it running for a cache hit."""
+    create()
+    first, second = run("a"), run("b")
+    look(first)
+    look(second)
+    assert ProcessingJob.objects.count() == 2
+    ProcessingJob.objects.filter(processing_job_name__contains=first.execution_id).update(
+        processing_job_status="Completed", processing_end_time=timezone.now()
+    )
+    look(first)
+    second.steps.update(status="Starting", metadata={})  # the look died after creating the job
+    found = look(second)["Prepare"]
+    assert found["StepStatus"] == "Executing" and found["CacheHitResult"] is None
+    own = ProcessingJob.objects.get(processing_job_name__contains=second.execution_id)
+    assert found["Metadata"] == {"ProcessingJob": {"Arn": own.processing_job_arn}}
