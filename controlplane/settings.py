@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "hosting",
     "batchtransform",
     "tuning",
+    "pipelines",
     "clusters",
     "elastic",
     "logs",

@@ -30,6 +30,14 @@ NEWEST_FIRST = {"SortBy": "CreationTime", "SortOrder": "Descending"}
 # Where the real service is observed to differ from its documentation: ListTrainingJobs' doc says
 # Ascending, SageMaker answers newest first (shared/protocol.md, "List*", real-service, observed).
 OBSERVED_ORDER = {"ListTrainingJobs": ("CreationTime", "Descending")}
+# Where the documentation names no default SortOrder (ListPipelines, ListPipelineExecutions: "The
+# sort order for results.") or has no SortBy (ListPipelineExecutionSteps): newest first, as the
+# SageMaker console shows them (an assumption: not observed on the real service).
+UNDOCUMENTED_ORDER = {
+    "ListPipelines": ("CreationTime", "Descending"),
+    "ListPipelineExecutions": ("CreationTime", "Descending"),
+    "ListPipelineExecutionSteps": ("CreationTime", "Descending"),
+}
 
 
 @cache
@@ -56,7 +64,7 @@ def _documented_default(shape) -> str | None:
 def default_order(operation: str) -> tuple[str, str]:
     """The order `operation` answers in when the request names none: the documented one, unless
     the real service is observed to answer otherwise."""
-    return OBSERVED_ORDER.get(operation) or documented_order(operation)
+    return OBSERVED_ORDER.get(operation) or UNDOCUMENTED_ORDER.get(operation) or documented_order(operation)
 
 
 def ordering(operation: str, params: dict) -> tuple[str, str]:

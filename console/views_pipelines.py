@@ -1,0 +1,89 @@
+"""Pipelines: the list, a pipeline's page (its steps as the definition wires them, its executions)
+and an execution's page (every step of the definition with its state now: the job it made, its
+outcome, or why it has not started), and Stop (the API's own operation)."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from console.actions import perform
+from console.viewer import Viewer, console_view
+from pipelines import definition, graph, presenters
+from pipelines.models import Pipeline, PipelineExecution
+from protocol.errors import ValidationException
+
+PAGE_SIZE = 50
+# What the execution page says of a step that has not started (graph.plan's states).
+NOT_STARTED = {graph.READY: "About to start", graph.WAITING: "Waiting", graph.NEVER: "Will not run"}
+
+
+@console_view
+def pipeline_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    rows = viewer.visible(Pipeline.objects.all()).order_by("-creation_time", "-pk")
+    name = request.GET.get("name", "").strip()[:256]
+    if name:
+        rows = rows.filter(name__icontains=name)
+    context = {"page": Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page")), "name": name}
+    return render(request, "console/pipelines.html", context)
+
+
+@console_view
+def pipeline_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    pipeline = viewer.get(Pipeline.objects.all(), pk=pk)
+    executions = pipeline.executions.order_by("-creation_time", "-pk")
+    context = {
+        "pipeline": pipeline,
+        "steps": _steps_of(pipeline.definition),
+        "page": Paginator(executions, PAGE_SIZE).get_page(request.GET.get("page")),
+        "described": presenters.describe_pipeline(pipeline),
+    }
+    return render(request, "console/pipeline.html", context)
+
+
+def _steps_of(text: str) -> list[definition.Step]:
+    try:
+        return list(definition.parse(text).steps.values())
+    except ValidationException:  # a definition accepted by an older Sageport: shown as text only
+        return []
+
+
+def _execution(viewer: Viewer, pk: int) -> PipelineExecution:
+    execution = PipelineExecution.objects.select_related("pipeline").filter(pk=pk).first()
+    pipeline_pk = execution.pipeline.pk if execution else -1
+    viewer.get(Pipeline.objects.all(), pk=pipeline_pk)  # 404 unless the viewer may see its pipeline
+    return execution
+
+
+@console_view
+def execution_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    execution = _execution(viewer, pk)
+    rows = {row.step_name: row for row in execution.steps.all()}
+    steps = _steps_of(execution.definition)
+    planned = graph.plan_of(definition.parse(execution.definition), rows) if steps else {}
+    context = {
+        "execution": execution,
+        "steps": [
+            {"step": step, "row": rows.get(step.name), "state": NOT_STARTED.get(planned.get(step.name), "")}
+            for step in steps
+        ],
+        "described": presenters.describe_execution(execution),
+        "parameters": execution.parameters,
+    }
+    return render(request, "console/pipeline_execution.html", context)
+
+
+@console_view
+@require_POST
+def execution_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    execution = _execution(viewer, pk)
+    token = f"console-stop-{execution.pk:026d}"  # the operation's idempotency token: 32 characters or more
+    params = {"PipelineExecutionArn": execution.arn, "ClientRequestToken": token}
+    outcome = perform(viewer.context_for(execution.pipeline), "StopPipelineExecution", params)
+    if outcome.ok:
+        messages.success(request, f"Stopping {execution.display_name}: its running jobs are stopped.")
+    else:
+        messages.error(request, outcome.error)
+    return redirect("console:pipeline-execution", pk=execution.pk)
+
+

@@ -1,0 +1,1 @@
+"""Schema migrations of this app (its label, not its package name, identifies them)."""

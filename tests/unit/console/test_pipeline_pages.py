@@ -1,0 +1,48 @@
+"""The pipeline pages: the list, a pipeline's steps and executions, an execution's steps with
+their state (started ones with their job, the others waiting) for the owner only, and Stop
+through StopPipelineExecution."""
+
+import json
+
+from pipelines import services
+from pipelines.models import PipelineExecutionStep
+from tests.unit.console.conftest import ACCOUNT_A, ACCOUNT_B, ctx, signed_in
+
+STEPS = [
+    {"Name": "First", "Type": "Fail", "Arguments": {"ErrorMessage": "stop here"}},
+    {"Name": "Second", "Type": "Fail", "Arguments": {}, "DependsOn": ["First"]},
+]
+
+
+def test_pipeline_pages_render_for_their_account_only(account_a, monkeypatch):
+    monkeypatch.setattr("pipelines.services.nudge", lambda execution_id: None)
+    definition = json.dumps({"Version": "2020-12-01", "Parameters": [], "Steps": STEPS})
+    pipeline = services.create_pipeline(
+        ctx(ACCOUNT_A),
+        {
+            "PipelineName": "flow",
+            "PipelineDefinition": definition,
+            "RoleArn": f"arn:aws:iam::{ACCOUNT_A}:role/r",
+        },
+    )
+    execution = services.start_execution(
+        ctx(ACCOUNT_A), {"PipelineName": "flow", "ClientRequestToken": "t" * 32}
+    )
+    PipelineExecutionStep.objects.create(
+        execution=execution,
+        step_name="First",
+        step_type="Fail",
+        status="Executing",
+        start_time=execution.creation_time,
+    )
+
+    assert "flow" in account_a.get("/console/pipelines/").content.decode()
+    page = account_a.get(f"/console/pipelines/{pipeline.pk}/").content.decode()
+    assert f'href="/console/pipeline-executions/{execution.pk}/"' in page and "Second" in page
+    page = account_a.get(f"/console/pipeline-executions/{execution.pk}/").content.decode()
+    assert "Executing" in page and "Waiting" in page
+    assert signed_in(ACCOUNT_B).get(f"/console/pipeline-executions/{execution.pk}/").status_code == 404
+    assert signed_in(ACCOUNT_B).get(f"/console/pipelines/{pipeline.pk}/").status_code == 404
+    account_a.post(f"/console/pipeline-executions/{execution.pk}/stop")
+    execution.refresh_from_db()
+    assert execution.status == "Stopping"
