@@ -33,6 +33,7 @@ from gateway.environment import container_reach
 from jobs import addresses
 from jobs import network as job_network
 from jobs.identity import JobIdentity, JobKind
+from logs import container_logs
 from protocol import arns
 from runtime import labels
 from runtime.base import ContainerRuntime, ContainerSpec, ContainerState, Mount, RuntimeError_
@@ -122,14 +123,31 @@ def start(
 
 def remove_strays(runtime: ContainerRuntime, job: HyperPodJob, node: str) -> None:
     """Remove the job's containers that this engine holds for `node` and no replica row of that
-    node names any more (released, or replaced under a new name), with their pods' files. The
-    engine is listed before the rows are read: a row always exists before its container."""
+    node owns (released, replaced under a new name, or a lost node's old pod: `owns`), with their
+    pods' files. The engine is listed before the rows are read: a row exists before its container."""
     found = [state for state in runtime.find(job_labels(job)) if state.labels.get(labels.NODE) == node]
-    named = set(job.replicas.filter(node__name=node).values_list("container_name", flat=True))
+    rows = dict(job.replicas.filter(node__name=node).values_list("container_name", "created_at"))
     for state in found:
-        if state.name not in named:
+        if state.name not in rows or not owns(rows[state.name], state):
             runtime.remove(state.name)
             safe_files.remove_tree(job_directory(job) / state.name)
+
+
+def owns(row_created_at, state: ContainerState) -> bool:
+    """Whether a container of a replica row's name is that row's, and not an older pod of the same
+    name that a lost node kept while its slot was given again (to a new row, maybe on the node
+    once it is back): a row's container starts after the row, and an old pod started before its
+    node fell silent, at least SAGEPORT_NODE_LOST_AFTER_SECONDS less a heartbeat before the new
+    row (the allowance for clocks that differ between hosts). Never started: the row's."""
+    started = _started_ms(state)
+    allowance = max(0.0, settings.SAGEPORT_NODE_LOST_AFTER_SECONDS - settings.SAGEPORT_NODE_HEARTBEAT_SECONDS)
+    return started is None or started >= row_created_at.timestamp() * 1000 - allowance * 1000
+
+
+def _started_ms(state: ContainerState) -> int | None:
+    if not state.started_at or state.started_at.startswith("0001-"):  # Docker's zero time
+        return None
+    return container_logs.rfc3339_to_ms(state.started_at)
 
 
 def kept_on_finish(spec: JobSpec, succeeded: bool, state: ContainerState | None) -> bool:
