@@ -35,7 +35,8 @@ def reap_elastic_orphans() -> None:
         mine = created is not None and replicas.owns(created, state)
         if job is None or (job.phase not in FINISHED_PHASES and not mine):
             runtime.remove(state.name)
-    live_networks = {replicas.network_name(job) for job in jobs.values()}
+    live_networks = {name for job in jobs.values()
+                     for name in (replicas.network_name(job), replicas.overlay_name(job))}
     for network in found_networks:
         if network not in live_networks:
             runtime.remove_network(network)

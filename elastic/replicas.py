@@ -5,13 +5,15 @@ Each replica runs the user's image as its template says (`command` replaces the 
 `args` the command, as in Kubernetes) with what AWS's agent expects of its pod: `NNODES`, and for
 elastic jobs `HYPERPOD_SIGNAL_COORDINATION=distributed` (without it `elastic_event_detected()`
 always answers False). The agent's port 8080 is published on the node's address, where the
-operator reaches it (never through a bridge address). The replicas of a job share its network: a
-bridge of its node's engine, or a Swarm attachable overlay (`jobs/network.py`, as training's jobs
-across nodes) when its world spans nodes. The network's subnet comes from the pool of
-`jobs/addresses.py`, and each pod has a fixed address in it (its slot's, in rank order of the
-largest world), so that every replica's /etc/hosts names every pod the job can ever have from the
-moment its container is created, on whichever node: nothing is rewritten when a world starts. The
-first rank's pod name is the master address.
+operator reaches it (never through a bridge address). Each replica's first network is the job's
+bridge on its node's engine, which publishes that port (a container on an overlay and on the
+internal services network has no gateway bridge to publish on). The pods reach each other on the
+job's pod network: that bridge when the job runs on one node, else a Swarm attachable overlay of
+its own (`jobs/network.py`, as training's jobs across nodes), joined as a second network. The pod
+network's subnet comes from the pool of `jobs/addresses.py`, and each pod has a fixed address in
+it (its slot's, in rank order of the largest world), so that every replica's /etc/hosts names
+every pod the job can ever have from the moment its container is created, on whichever node:
+nothing is rewritten when a world starts. The first rank's pod name is the master address.
 Volumes: a `persistentVolumeClaim` is a directory of the account's namespace under the node's
 data directory (`<data>/volumes`), shared by every job of the namespace that names the claim
 (FSx's role on HyperPod: a job spanning nodes shares it only if every node mounts one file system
@@ -33,6 +35,7 @@ from gateway.environment import container_reach
 from jobs import addresses
 from jobs import network as job_network
 from jobs.identity import JobIdentity, JobKind
+from jobs.identity import network_name as job_network_name
 from logs import container_logs
 from protocol import arns
 from runtime import labels
@@ -49,6 +52,10 @@ LOG_GROUP_PREFIX = "/aws/sagemaker/HyperPodPyTorchJobs"
 # (sageport-<stack>-hpj-<pk>) and labels, for `jobs/network.ensure`.
 KIND = JobKind(name_part="hpj", role=labels.ELASTIC_ROLE, directory="elastic", log_group=LOG_GROUP_PREFIX,
                resource_type="hyperpod-pytorch-job")
+# The same job's overlay, named apart: a swarm network is seen by every manager engine, beside
+# each node's bridge of the job.
+OVERLAY_KIND = JobKind(name_part="hpj-overlay", role=KIND.role, directory=KIND.directory,
+                       log_group=KIND.log_group, resource_type=KIND.resource_type)
 
 
 def holder_arn(job: HyperPodJob) -> str:
@@ -56,8 +63,8 @@ def holder_arn(job: HyperPodJob) -> str:
     return arns.make_arn(job.region, job.account_id, KIND.resource_type, job.uid)
 
 
-def identity(job: HyperPodJob) -> JobIdentity:
-    return JobIdentity(KIND, job.pk, job.name, holder_arn(job), job.account_id, job.region, job.created_at)
+def identity(job: HyperPodJob, kind: JobKind = KIND) -> JobIdentity:
+    return JobIdentity(kind, job.pk, job.name, holder_arn(job), job.account_id, job.region, job.created_at)
 
 
 def uid_of(holder: str) -> str:
@@ -70,7 +77,13 @@ def job_labels(job: HyperPodJob) -> dict[str, str]:
 
 
 def network_name(job: HyperPodJob) -> str:
-    return f"sageport-{settings.SAGEPORT_STACK_ID}-hpj-{job.pk}"
+    """The job's bridge on each of its nodes' engines."""
+    return job_network_name(KIND, job.pk)
+
+
+def overlay_name(job: HyperPodJob) -> str:
+    """The job's overlay network, when its world spans nodes."""
+    return job_network_name(OVERLAY_KIND, job.pk)
 
 
 def container_name(job: HyperPodJob, group: str, index: int) -> str:
@@ -86,22 +99,28 @@ def next_container_name(job: HyperPodJob, replica: ElasticReplica) -> str:
 
 
 def ensure_network(runtime: ContainerRuntime, job: HyperPodJob, spec: JobSpec) -> str:
-    """The job's network on this engine, made or joined (an overlay made by the owner's engine is
-    joined on the subnet it recorded); its subnet. Sized for the largest world: every pod of
-    it has its fixed address (`pod_addresses`)."""
+    """The job's networks on this engine: its bridge, and its overlay when it spans nodes (made,
+    or joined on the subnet the owner recorded); the pod network's subnet. Sized for the largest
+    world: every pod of it has its fixed address (`pod_addresses`)."""
     largest = sizing.allowed_sizes(spec)[-1]
-    made = job_network.ensure(runtime, identity(job), largest, isolated=False, overlay=job.overlay,
+    if not job.overlay:
+        return job_network.ensure(runtime, identity(job), largest, isolated=False,
+                                  recorded=job.network_subnet).subnet
+    runtime.ensure_network(network_name(job), job_labels(job))
+    made = job_network.ensure(runtime, identity(job, OVERLAY_KIND), largest, isolated=False, overlay=True,
                               recorded=job.network_subnet)
     return made.subnet
 
 
 def remove_network(runtime: ContainerRuntime, job: HyperPodJob) -> None:
-    """Remove it from this engine. An overlay that a lost or slower node's containers are still
-    attached to cannot go yet: left to the reaper once the job is gone (elastic/reaper.py)."""
-    try:
-        runtime.remove_network(network_name(job))
-    except RuntimeError_ as error:
-        log.warning("hyperpod job %s: its network stays for now: %s", job, error)
+    """Remove the job's networks from this engine. An overlay that a lost or slower node's
+    containers are still attached to cannot go yet: left to the reaper once the job is gone
+    (elastic/reaper.py)."""
+    for name in (network_name(job), overlay_name(job)):
+        try:
+            runtime.remove_network(name)
+        except RuntimeError_ as error:
+            log.warning("hyperpod job %s: its network stays for now: %s", job, error)
 
 
 def pod_addresses(job: HyperPodJob, spec: JobSpec, subnet: str) -> dict[str, str]:
@@ -198,8 +217,10 @@ def container_spec(
         hostname=name,
         working_dir=group.working_dir,
         network_aliases=(name,),
-        ipv4_address=pods[name],
-        extra_networks=reach.networks + ((tier.network,) if tier else ()),
+        ipv4_address=None if job.overlay else pods[name],
+        extra_networks=((overlay_name(job),) if job.overlay else ()) + reach.networks
+        + ((tier.network,) if tier else ()),
+        extra_addresses=((overlay_name(job), pods[name]),) if job.overlay else (),
         nano_cpus=int(group.cpus * _NANO_CPUS_PER_CPU) if group.cpus else None,
         memory_bytes=group.memory_bytes,
         gpu_device_ids=device_ids,

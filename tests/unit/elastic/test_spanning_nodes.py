@@ -172,8 +172,10 @@ def test_a_job_spanning_nodes_runs_each_replica_on_its_node_joined_by_an_overlay
     assert job.node.name == "node-a"  # the owner: rank 0's node
     running = cluster.running(job)
     assert (len(running["node-a"]), len(running["node-b"]), running["node-c"]) == (1, 1, set())
-    network = replicas.network_name(job)
+    network = replicas.overlay_name(job)
     assert cluster.engines["node-a"].networks[network]["overlay"]  # joined by node-b by name
+    # Each pod's first network is its node's bridge of the job, which publishes the agent's port.
+    assert not cluster.engines["node-b"].networks[replicas.network_name(job)]["overlay"]
     assert [(body["rank"], body["nnodes"], body["master_addr"]) for body in starts(cluster, agents, job)] == [
         (0, 2, f"{job.name}-pods-0"), (1, 2, f"{job.name}-pods-0")]
     # Each pod is at its fixed address, which every pod's /etc/hosts (written by its own node) names.
