@@ -13,9 +13,9 @@ guide's `jobMaxRetryCount` bounds the restarts). The job's status says so as the
 (a pod on a lost node cannot be restarted in place) and the lost node in faultyInstanceIdList.
 The test loses rank 0's node, the job's owner (the node whose worker runs its steps), so that
 the surviving node takes the job over and the lost pod is replaced on the third node. It prints
-the time from the loss of the host to the job Running again (and to its first step trained
-there): mostly SAGEPORT_NODE_LOST_AFTER_SECONDS (20 s in the tests) before the node is declared
-lost, then the new pods' agents starting.
+the time from the loss of the host to the job Running again: SAGEPORT_NODE_LOST_AFTER_SECONDS
+(20 s in the tests) before the node is declared lost, then both pods created again and their
+agents starting.
 
 A persistentVolumeClaim is a directory of each node's data dir (elastic/replicas.py): each rank
 writes its records on its own node, and no checkpoint is saved (a DCP checkpoint needs one
@@ -108,14 +108,12 @@ def test_a_job_larger_than_a_node_spans_nodes_and_runs_again_when_one_is_lost(cl
     to_running = time.monotonic() - lost_at
     status = status_of(kube_jobs, name)
     (third,) = {node.name for node in cluster.nodes} - {first, second}
-    # The lost pod replaced on the spare node; the survivor's created again (a full job restart).
+    # The lost pod replaced on the spare node; the survivor's created again (a full job restart);
+    # both agents were sent /start (Running), which proves their pods reach each other no further
+    # than the world before the loss did: not waited for, to keep the suite's time.
     assert pod_nodes(cluster, arn, lost=first) == {f"{name}-pods-0": third, f"{name}-pods-1": second}
-    for node in (second, third):
-        wait_until(trained_on(cluster, node, claim, 1), timeout=PHASE_TIMEOUT,
-                   what=f"a step of the new world trained on {node}")
-    to_step = time.monotonic() - lost_at
-    print(f"\nnode {first} lost → {name} Running again on {second} and {third}: {to_running:.1f} s, "
-          f"its first step there: {to_step:.1f} s")
+    assert [pod["name"] for pod in status["jobPods"]] == [f"{name}-pods-0", f"{name}-pods-1"]
+    print(f"\nnode {first} lost → {name} Running again on {second} and {third}: {to_running:.1f} s")
 
     assert status["latestFaultyPodInstanceList"] == {
         "restartType": "JLR", "faultyPodList": [f"{name}-pods-0"], "faultyRankList": ["0"],
