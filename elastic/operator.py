@@ -3,8 +3,11 @@ restart-safe (every decision is made again from the rows, the containers and the
 at each look; nothing lives in memory between looks).
 
 Phases (elastic/models.JobPhase):
-- Pending: the planner (elastic/planner.py) finds a node and a size, preempting lower weights if
-  the job is short of GPUs; the replica rows and their GPUs are created → Creating.
+- Pending: the planner (elastic/planner.py) finds a size and its nodes (one when one holds the
+  world, else several: an overlay network), preempting lower weights if the job is short of
+  GPUs; the replica rows and their GPUs are created, rank 0's node owns the job → Creating. The
+  owner's worker runs every step and acts on its own engine only: another node's replicas are
+  run, replaced and removed by that node (elastic/members.py), which reports their containers.
 - Creating: every replica of the target world has a running container; once every agent answers
   `ready`, each is sent `/start` (rank, nnodes, master_addr = rank 0's pod name, faultCount, the
   agreed progress, the log rules) → Running.
@@ -22,9 +25,12 @@ Phases (elastic/models.JobPhase):
   short of a replica with no spare capacity waits `faultyScaleDownTimeoutInSeconds`, then
   continues at the largest allowed size it holds.
 - A replica whose node was declared lost (Creating, Running, Stopping): a fault of every replica
-  there that cannot restart in place, so a full job restart (or Failed, as the run policy says)
-  that places the job again, like a new one, on live nodes (→ Pending), resuming from the agreed
-  progress; these steps run on any live worker (elastic/tasks.py).
+  there that cannot restart in place, so a full job restart (or Failed, as the run policy says):
+  the world restarts on the job's live nodes, the lost replicas replaced where there is room (or
+  the job goes on smaller: Stopping's rule), the owner handed to a live node of the job when it
+  was the one lost; with no live node left the job is placed again, like a new one, on live
+  nodes (→ Pending). Either way it resumes from the agreed progress; these steps run on any live
+  worker while the owner is lost (elastic/tasks.py).
 - `runPolicy.suspend: true` (any phase but a finished one): the replicas and the network go at
   once, startTime is cleared → Suspended (condition `Suspended`, reason `JobSuspended`); back to
   false → Pending (`Suspended` False, reason `JobResumed`), placed again like a new job.
