@@ -47,8 +47,15 @@ class HyperPodJob(LeasedRow):
 
     phase = models.CharField(max_length=16, default=JobPhase.PENDING)
     phase_since = models.DateTimeField()
-    # The node all of the job's replicas run on (their network is a bridge of its engine).
+    # The job's owner: the node whose queue runs its steps (its replicas' other nodes each do
+    # their own replicas' share, elastic/members.py). Rank 0's node when the world is placed; a
+    # live node of the world when the owner is lost (elastic/operator._on_node_lost).
     node = models.ForeignKey("workers.Node", null=True, on_delete=models.SET_NULL, related_name="+")
+    # Whether the job's network is a Swarm overlay (a world that spanned nodes: sticky until the
+    # job leaves its nodes), else a bridge of the owner's engine; and its subnet, as the owner's
+    # engine made it (the other nodes join it on that subnet; every pod has a fixed address).
+    overlay = models.BooleanField(default=False)
+    network_subnet = models.CharField(max_length=43, blank=True, default="")
     # The world size the operator works toward, and the size of the world it last started.
     target_replicas = models.PositiveIntegerField(default=0)
     world_size = models.PositiveIntegerField(default=0)
@@ -103,6 +110,9 @@ class ElasticReplica(models.Model):
     created_at = models.DateTimeField()
     # Its rank in the world last started; null while it is not part of one.
     rank = models.PositiveIntegerField(null=True)
+    # The container as the replica's node last saw it, when that is not the job's owner
+    # (elastic/members.py): status, exit code, OOM, the agent's published port. Null: not seen.
+    report = models.JSONField(null=True)
 
     class Meta:
         constraints = [

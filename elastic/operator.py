@@ -3,8 +3,11 @@ restart-safe (every decision is made again from the rows, the containers and the
 at each look; nothing lives in memory between looks).
 
 Phases (elastic/models.JobPhase):
-- Pending: the planner (elastic/planner.py) finds a node and a size, preempting lower weights if
-  the job is short of GPUs; the replica rows and their GPUs are created → Creating.
+- Pending: the planner (elastic/planner.py) finds a size and its nodes (one when one holds the
+  world, else several: an overlay network), preempting lower weights if the job is short of
+  GPUs; the replica rows and their GPUs are created, rank 0's node owns the job → Creating. The
+  owner's worker runs every step and acts on its own engine only: another node's replicas are
+  run, replaced and removed by that node (elastic/members.py), which reports their containers.
 - Creating: every replica of the target world has a running container; once every agent answers
   `ready`, each is sent `/start` (rank, nnodes, master_addr = rank 0's pod name, faultCount, the
   agreed progress, the log rules) → Running.
@@ -22,9 +25,12 @@ Phases (elastic/models.JobPhase):
   short of a replica with no spare capacity waits `faultyScaleDownTimeoutInSeconds`, then
   continues at the largest allowed size it holds.
 - A replica whose node was declared lost (Creating, Running, Stopping): a fault of every replica
-  there that cannot restart in place, so a full job restart (or Failed, as the run policy says)
-  that places the job again, like a new one, on live nodes (→ Pending), resuming from the agreed
-  progress; these steps run on any live worker (elastic/tasks.py).
+  there that cannot restart in place, so a full job restart (or Failed, as the run policy says):
+  the world restarts on the job's live nodes, the lost replicas replaced where there is room (or
+  the job goes on smaller: Stopping's rule), the owner handed to a live node of the job when it
+  was the one lost; with no live node left the job is placed again, like a new one, on live
+  nodes (→ Pending). Either way it resumes from the agreed progress; these steps run on any live
+  worker while the owner is lost (elastic/tasks.py).
 - `runPolicy.suspend: true` (any phase but a finished one): the replicas and the network go at
   once, startTime is cleared → Suspended (condition `Suspended`, reason `JobSuspended`); back to
   false → Pending (`Suspended` False, reason `JobResumed`), placed again like a new job.
@@ -41,13 +47,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts import container_credentials
+from capacity.models import Node
 from clusters import tier_network
-from clusters.tier_network import TierReach
-from elastic import checkpointing, planner, replica_logs, replicas, restarts, sizing, status
+from elastic import checkpointing, members, planner, replica_logs, replicas, restarts, sizing, status
 from elastic.agents import Agent, AgentUnreachable
 from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec
-from gateway import network as gateway_network
 from reconcile.loop import reconcile_once
 from runtime.base import ContainerState
 from runtime.docker import get_runtime
@@ -60,6 +65,8 @@ log = logging.getLogger(__name__)
 FORCE_KILL_MARGIN_SECONDS = 10
 # The stop timeout of a fault restart, or of a job without an elasticPolicy.
 NON_ELASTIC_STOP_SECONDS = 30
+# A job that leaves its nodes leaves its network: the next world's is made afresh.
+_NO_NETWORK = {"overlay": False, "network_subnet": ""}
 
 
 def reconcile(pk: int) -> float | None:
@@ -101,8 +108,10 @@ def _pending(job: HyperPodJob, spec: JobSpec) -> float | None:
         message = (plan.for_capacity and planner.reclaim_for(job, spec)) or plan.reason
         status.say(job, spec, message)
         return _poll()
-    if planner.allocate(job, spec, plan.node, plan.size):
-        status.move(job, spec, JobPhase.CREATING, None, node=plan.node, target_replicas=plan.size)
+    job.node = plan.node  # the owner: the replicas' first node, where rank 0 goes
+    if planner.allocate(job, spec, plan.size):
+        status.move(job, spec, JobPhase.CREATING, None, node=plan.node, target_replicas=plan.size,
+                    overlay=_spans_nodes(job), network_subnet="")
     return _poll()
 
 
@@ -112,11 +121,11 @@ def _suspend(job: HyperPodJob, spec: JobSpec) -> float:
     """Kubeflow's suspend: every replica deleted at once (its GPUs back to the pool), startTime
     reset; the job keeps its fault count and the checkpoint progress its agents agreed on."""
     _release(job, spec, keep=0)
-    get_runtime().remove_network(replicas.network_name(job))
+    replicas.remove_network(get_runtime(), job)
     condition = (status.SUSPENDED, "JobSuspended", "The job is suspended (spec.runPolicy.suspend is true).")
     status.move(
         job, spec, JobPhase.SUSPENDED, condition, node=None, world_size=0, target_replicas=0,
-        stop_reason=StopReason.NONE, started_at=None, short_since=None,
+        stop_reason=StopReason.NONE, started_at=None, short_since=None, **_NO_NETWORK,
     )
     return _poll()
 
@@ -146,7 +155,11 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     _release(job, spec, keep=job.target_replicas)
     world = _world(job, spec, job.target_replicas)
     runtime = get_runtime()
-    runtime.ensure_network(replicas.network_name(job), replicas.job_labels(job))
+    replicas.remove_strays(runtime, job, job.node.name)  # replaced while another node owned the job
+    subnet = replicas.ensure_network(runtime, job, spec)
+    if subnet != job.network_subnet:  # the other nodes join the network on it
+        HyperPodJob.objects.filter(pk=job.pk).update(network_subnet=subnet)
+        job.network_subnet = subnet
     tier = tier_network.reach_for(runtime, job.node.name, isolated=False)
     states = _states(job)
     for group, replica in world:
@@ -154,13 +167,12 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
         if state is not None and state.exited:
             reason = f"Replica {replica.container_name} exited ({_exit(state)}) before the world started."
             return _on_fault(job, spec, [replica], reason)
-        if state is None or state.never_started:  # never started: its worker died in between
-            container = replicas.container_spec(job, spec, group, replica, job.target_replicas, tier)
-            gateway_network.ensure(runtime, container.extra_networks)
-            runtime.run(container)
+        # Never started: its worker died in between. Another node's replicas are its own to start.
+        if _here(job, replica) and (state is None or state.never_started):
+            replicas.start(runtime, job, spec, group, replica, subnet, tier)
     answers = [_status_of(replica, states.get(replica.container_name)) for _, replica in world]
     if all(answer == "ready" for answer in answers):
-        return _start_world(job, spec, [replica for _, replica in world], states, tier)
+        return _start_world(job, spec, [replica for _, replica in world], states)
     limit = spec.startup_deadline_seconds or settings.SAGEPORT_ELASTIC_READY_TIMEOUT_SECONDS
     if (timezone.now() - job.phase_since).total_seconds() > limit:
         waiting = [r.container_name for (_, r), a in zip(world, answers, strict=True) if a != "ready"]
@@ -169,13 +181,8 @@ def _creating(job: HyperPodJob, spec: JobSpec) -> float | None:
     return _poll()
 
 
-def _start_world(
-    job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], states: dict, tier: TierReach | None
-) -> float:
-    network = replicas.network_name(job)
-    names = {_pod(job, replica): states[replica.container_name].addresses.get(network) for replica in world}
-    for replica in world:
-        replicas.write_hosts(replicas.hosts_file(job, replica), names, tier)
+def _start_world(job: HyperPodJob, spec: JobSpec, world: list[ElasticReplica], states: dict) -> float:
+    """Every pod already names every other at its fixed address (elastic/replicas.py): /start."""
     first = sizing.slots(spec, len(world))[0]
     body = {
         "nnodes": len(world),
@@ -262,10 +269,26 @@ def _on_fault(job: HyperPodJob, spec: JobSpec, faulty: list[ElasticReplica], rea
     faulty_gpus = {f"{r.node.name}:{gpu.device_id}" for r in faulty for gpu in r.gpus.all()}
     avoided = sorted(set(job.avoided_gpus) | faulty_gpus)
     _remove_replicas(faulty)
-    if job.node is not None and (job.node.name in decision.avoided_nodes or job.node.lost_at is not None):
+    owner = _owner_after_fault(job, decision.avoided_nodes)
+    if owner is None:
         return _move_off(job, spec, message, list(decision.avoided_nodes), avoided_gpus=avoided, **counts)
     _remove_containers(job, list(job.replicas.all()), fresh=True)  # every pod is created again
-    return _begin_stop(job, spec, StopReason.FAULT, message, graceful=False, avoided_gpus=avoided, **counts)
+    return _begin_stop(job, spec, StopReason.FAULT, message, graceful=False, avoided_gpus=avoided, node=owner,
+                       **counts)
+
+
+def _owner_after_fault(job: HyperPodJob, avoided_nodes) -> Node | None:
+    """Who owns the job after a full job restart: its owner, unless that is lost or a repeat
+    offender to avoid; then the node of its first remaining replica on a live node (the world
+    restarts there and on the job's other nodes); None when none is left: the whole job moves
+    (`_move_off`). The owner is kept even with no replica left on it (the job's queue stays)."""
+    if job.node is None or (job.node.name not in avoided_nodes and job.node.lost_at is None):
+        return job.node
+    if job.node.name in avoided_nodes:
+        return None  # a repeat offender: the whole job leaves it, as on one node
+    left = job.replicas.filter(node__lost_at__isnull=True).select_related("node").order_by("group", "index")
+    survivor = next((r.node for r in left if r.node.name not in avoided_nodes), None)
+    return survivor
 
 
 def _record_faulty(job: HyperPodJob, faulty: list[ElasticReplica], decision) -> None:
@@ -304,11 +327,11 @@ def _move_off(job: HyperPodJob, spec: JobSpec, message: str, nodes: list[str], *
     """A full job restart that leaves the job's node (a repeat offender, or a lost node): every
     replica goes and the job is placed again, like a new one, on another node."""
     _release(job, spec, keep=0)
-    get_runtime().remove_network(replicas.network_name(job))
+    replicas.remove_network(get_runtime(), job)
     status.move(
         job, spec, JobPhase.PENDING, (status.RESTARTING, StopReason.FAULT, message),
         node=None, world_size=0, stop_reason=StopReason.NONE, avoided_nodes=nodes,
-        restart_count=job.restart_count + 1, **fields,
+        restart_count=job.restart_count + 1, **_NO_NETWORK, **fields,
     )
     return _poll()
 
@@ -326,7 +349,7 @@ def _stopping(job: HyperPodJob, spec: JobSpec) -> float | None:
         return _poll()
     for replica in alive:  # past the deadline: force-killed, created again in Creating
         log.warning("hyperpod job %s: %s did not stop in time; removing it", job, replica.container_name)
-        get_runtime().remove(replica.container_name)
+    _remove_containers(job, alive, fresh=False)
     ElasticReplica.objects.filter(job=job).update(rank=None)
     if job.stop_reason == StopReason.EVICT or job.target_replicas == 0:
         _release(job, spec, keep=0)
@@ -337,7 +360,7 @@ def _stopping(job: HyperPodJob, spec: JobSpec) -> float | None:
 def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
     """Every agent is ready: give the world its target size, or wait for spare capacity."""
     _release(job, spec, keep=job.target_replicas)
-    if planner.allocate(job, spec, job.node, job.target_replicas):
+    if planner.allocate(job, spec, job.target_replicas):
         return _restart(job, spec, job.target_replicas)
     now = timezone.now()
     if job.short_since is None:
@@ -346,7 +369,7 @@ def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
     if timeout is not None and (now - job.short_since).total_seconds() >= timeout:
         for size in reversed([s for s in sizing.allowed_sizes(spec) if s < job.target_replicas]):
             _release(job, spec, keep=size)
-            if planner.allocate(job, spec, job.node, size):
+            if planner.allocate(job, spec, size):
                 return _restart(job, spec, size)
     wanted = job.target_replicas
     status.say(job, spec, f"Waiting for capacity to replace a faulty replica ({wanted} wanted).")
@@ -355,6 +378,8 @@ def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
 
 def _restart(job: HyperPodJob, spec: JobSpec, size: int) -> float:
     resized = job.stop_reason == StopReason.RESIZE or size != job.target_replicas
+    if _spans_nodes(job) and not job.overlay:
+        _to_overlay(job)
     status.move(
         job, spec, JobPhase.CREATING, None,
         target_replicas=size, restart_count=job.restart_count + 1, stop_reason=StopReason.NONE,
@@ -363,11 +388,21 @@ def _restart(job: HyperPodJob, spec: JobSpec, size: int) -> float:
     return 0.0
 
 
+def _to_overlay(job: HyperPodJob) -> None:
+    """A world of a job on one node now spans nodes (growth, a replacement elsewhere): its pods
+    are created again on an overlay network instead of the owner's bridge (their files kept)."""
+    _remove_containers(job, list(job.replicas.filter(node=job.node)), fresh=False)
+    replicas.remove_network(get_runtime(), job)
+    HyperPodJob.objects.filter(pk=job.pk).update(overlay=True, network_subnet="")
+    job.overlay, job.network_subnet = True, ""
+
+
 def _to_pending(job: HyperPodJob, spec: JobSpec) -> float:
+    replicas.remove_network(get_runtime(), job)
     status.move(
         job, spec, JobPhase.PENDING,
         (status.RESTARTING, "Evicted", "Waiting for capacity after an eviction."),
-        node=None, world_size=0, stop_reason=StopReason.NONE,
+        node=None, world_size=0, stop_reason=StopReason.NONE, **_NO_NETWORK,
     )
     return _poll()
 
@@ -381,7 +416,7 @@ def _finish(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, s
     _remove_replicas([replica for replica in every if replica not in kept])
     ElasticReplica.objects.filter(pk__in=[replica.pk for replica in kept]).delete()  # their GPUs
     if not kept:
-        get_runtime().remove_network(replicas.network_name(job))
+        replicas.remove_network(get_runtime(), job)
         safe_files.remove_tree(replicas.job_directory(job))
     container_credentials.revoke(replicas.holder_arn(job))
     status.move(job, spec, phase, condition, completed_at=timezone.now(), world_size=0, node=None)
@@ -389,15 +424,11 @@ def _finish(job: HyperPodJob, spec: JobSpec, phase: str, condition: tuple[str, s
 
 
 def _kept_on_finish(job: HyperPodJob, spec: JobSpec, phase: str, every: list) -> list[ElasticReplica]:
-    """The replicas whose containers stay (for their logs) until the job is deleted: all of a
-    succeeded job under cleanPodPolicy None (kept as before: a failed job's go), the exited ones
-    under Running (Kubeflow's: only the pods still running are deleted when the job ends)."""
-    if spec.clean_pod_policy == "None" and phase == JobPhase.SUCCEEDED:
-        return every
-    if spec.clean_pod_policy == "Running":
-        states = _states(job)
-        return [r for r in every if getattr(states.get(r.container_name), "exited", False)]
-    return []
+    """The replicas whose containers stay until the job is deleted (`replicas.kept_on_finish`);
+    another node keeps its own the same way (elastic/members.py)."""
+    states = _states(job)
+    succeeded = phase == JobPhase.SUCCEEDED
+    return [r for r in every if replicas.kept_on_finish(spec, succeeded, states.get(r.container_name))]
 
 
 def _finished(job: HyperPodJob, spec: JobSpec) -> float | None:
@@ -415,10 +446,10 @@ def _delete(job: HyperPodJob) -> None:
     runtime = get_runtime()
     for state in runtime.find(replicas.job_labels(job)):
         runtime.remove(state.name)
-    runtime.remove_network(replicas.network_name(job))
+    replicas.remove_network(runtime, job)
     safe_files.remove_tree(replicas.job_directory(job))
     container_credentials.revoke(replicas.holder_arn(job))
-    job.delete()
+    job.delete()  # the other nodes' containers: removed by their nodes (elastic/members.py)
     return None
 
 
@@ -453,10 +484,14 @@ def _remove_replicas(gone: list[ElasticReplica]) -> None:
 
 def _remove_containers(job: HyperPodJob, gone: list[ElasticReplica], fresh: bool) -> None:
     """Remove replicas' containers, their last lines copied to their pods' log streams first;
-    `fresh`: the pod's own files (emptyDir volumes, hosts) go too, as a new pod has none."""
+    `fresh`: the pod's own files (emptyDir volumes, hosts) go too, as a new pod has none. Another
+    node's are replaced by that node (`members.replace`: its next container, with fresh files)."""
     if gone:
         replica_logs.collect(job, get_runtime())
     for replica in gone:
+        if not _here(job, replica):
+            members.replace(job, replica)
+            continue
         get_runtime().remove(replica.container_name)
         if fresh:
             safe_files.remove_tree(replicas.replica_directory(job, replica))
@@ -467,7 +502,22 @@ def _pod(job: HyperPodJob, replica: ElasticReplica) -> str:
 
 
 def _states(job: HyperPodJob) -> dict[str, ContainerState]:
-    return {state.name: state for state in get_runtime().find(replicas.job_labels(job))}
+    """The job's containers: the owner's from its engine, the other nodes' as they reported them."""
+    states = {state.name: state for state in get_runtime().find(replicas.job_labels(job))}
+    for replica in job.replicas.exclude(node=job.node):
+        reported = members.state_of(replica)
+        if reported is not None:
+            states[replica.container_name] = reported
+    return states
+
+
+def _here(job: HyperPodJob, replica: ElasticReplica) -> bool:
+    """Whether the replica is on the job's owner, whose engine the step's worker drives."""
+    return replica.node_id == job.node_id
+
+
+def _spans_nodes(job: HyperPodJob) -> bool:
+    return job.replicas.values("node").distinct().count() > 1
 
 
 def _agent(replica: ElasticReplica, state: ContainerState) -> Agent:
@@ -536,7 +586,7 @@ def _surface_checkpoint_failures(job: HyperPodJob, spec: JobSpec, world: list[El
     """A write the checkpointing library reported failed, in the job's status and the worker's log
     (elastic/checkpointing.py): looked at on every pass while the world runs or stops (it saves
     when told to stop), before the job can end."""
-    for replica in world:
+    for replica in (r for r in world if _here(job, r)):  # another node's files are on its disk
         failure = checkpointing.newest_write_error(replicas.checkpointing_log_directory(job, replica))
         if failure is None:
             continue

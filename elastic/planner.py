@@ -1,27 +1,35 @@
 """Where and at what size HyperPodPyTorchJobs run: the operator's capacity decisions.
 
-GPUs are the scarce resource (exclusive, `capacity.GpuAllocation` rows); a job's replicas all go
-on one node, whose bridge network joins them. The rules:
+GPUs are the scarce resource (exclusive, `capacity.GpuAllocation` rows); each replica's GPUs are
+on one node. The rules:
 - Queue: a pending job starts only when no pending job ahead of it (a higher weight, or the same
   weight and older) is still waiting; it starts at the largest allowed size, up to the size it
-  asks for, that the node with the most free GPUs holds, and at once at its minimum if only that
-  fits.
-- Growth: a running elastic job grows to the largest allowed size the free GPUs of its node
-  allow, at most once per `scalingTimeoutInSeconds` (or `runPolicy.restartPolicy.
-  scaleUpSnoozeTimeInSeconds`, when longer) after its last resize, and never while a
-  pending job (a HyperPodPyTorchJob, or a training job waiting for GPUs) of the same or a higher
-  weight waits: waiting work gets freed capacity first.
+  asks for, that the live nodes' free GPUs hold, and at once at its minimum if only that fits.
+- Placement: a world goes on one node when one holds it (the node with the most free GPUs: a
+  bridge network of its engine joins the replicas); otherwise, with
+  SAGEPORT_MULTI_NODE_NETWORK=overlay, its replicas are spread in rank order over the nodes with
+  the most free GPUs (the fewest nodes, first fit), joined by a Swarm overlay network. Replicas
+  added later (growth, a replacement) go first on the job's owner, then on its other nodes, then
+  on the other live nodes, roomiest first. The owner (`HyperPodJob.node`, whose queue runs the
+  job's steps) is rank 0's node.
+- Growth: a running elastic job grows to the largest allowed size the free GPUs allow (of its
+  node, or of every live node when worlds may span nodes), at most once per
+  `scalingTimeoutInSeconds` (or `runPolicy.restartPolicy.scaleUpSnoozeTimeInSeconds`, when
+  longer) after its last resize, and never while a pending job (a HyperPodPyTorchJob, or a
+  training job waiting for GPUs) of the same or a higher weight waits: waiting work gets freed capacity first.
 - Preemption: a pending job that does not fit takes capacity back from lower-weight jobs on the
   node where that frees the most, lowest weight first, newest first: an elastic job shrinks to
   the largest allowed size that frees enough (only replicas of a lower weight than the
   requester's are ever dropped); only when shrinking is not enough is a job all of whose
   replicas weigh less evicted (back to pending, to start again when capacity allows). Training
   jobs with a priority tag ask the same way (capacity/preemption.py, training/priority.py).
-- Never fits: a job whose smallest world needs more GPUs than any registered node has fails.
+- Never fits: a job whose smallest world the registered nodes' GPUs cannot hold (on one node, or
+  spread over all of them when worlds may span nodes) fails.
 - Repeat offenders: a job a full job restart moved off its node (elastic/restarts.py) is placed,
   and takes capacity back, only on other nodes, until its world has started again."""
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -61,25 +69,65 @@ def plan_start(job: HyperPodJob, spec: JobSpec) -> Start | Wait | NeverFits:
     smallest = sizing.allowed_sizes(spec)[0]
     needed = sizing.gpus_for(spec, smallest)
     registered = list(Node.objects.all())
-    if registered and needed > max(len(node.gpu_ids) for node in registered):
+    whole = [(node, len(node.gpu_ids)) for node in registered]
+    if registered and placement(_demands(spec, 0, smallest), whole, settings.SAGEPORT_SPAN_NODES) is None:
         return NeverFits(
             f"ResourceLimitExceeded: the smallest world ({smallest} replicas) needs {needed} GPUs; "
-            f"no node has that many."
+            f"no node has that many{' (spread over every node)' if settings.SAGEPORT_SPAN_NODES else ''}."
         )
     ahead = first_waiting_ahead(job, spec)
     if ahead is not None:
         return Wait(f"Waiting for {ahead.namespace}/{ahead.name}, ahead in the queue.")
-    best = _roomiest_node(job)
-    if best is None and job.avoided_nodes:
+    live = _live_nodes(job.avoided_nodes)
+    if not live and job.avoided_nodes:
         return Wait(f"Waiting for a node other than the repeat offenders {', '.join(job.avoided_nodes)}.")
-    if best is None:
+    if not live:
         return Wait("Waiting for a worker node.")
-    node, free = best
+    free = _roomiest_first([(node, len(usable_gpus(job, node))) for node in live])
     fitting = [size for size in sizing.allowed_sizes(spec) if size <= sizing.initial_size(spec)]
-    fitting = [size for size in fitting if sizing.gpus_for(spec, size) <= free]
-    if not fitting:
-        return Wait(f"Waiting for {needed} GPUs ({free} free on {node.name}).", for_capacity=True)
-    return Start(node, fitting[-1])
+    for size in reversed(fitting):
+        placed = _new_world(_demands(spec, 0, size), free)
+        if placed is not None:
+            return Start(placed[0], size)
+    node, most = free[0]
+    return Wait(f"Waiting for {needed} GPUs ({most} free on {node.name}).", for_capacity=True)
+
+
+def placement(demands: list[int], free: list[tuple[Node, int]], span: bool) -> list[Node] | None:
+    """Each replica's node, for replicas needing `demands` GPUs (rank order) on nodes with `free`
+    GPUs, in the order the nodes are to be used: all on the first node that holds them all; or,
+    when `span`, each on the first node that still has room for it (first fit). None when they
+    do not fit. Pure: unit-tested with declared inventories."""
+    whole = next((node for node, count in free if count >= sum(demands)), None)
+    if whole is not None:
+        return [whole] * len(demands)
+    return _placed(demands, free) if span else None
+
+
+def _new_world(demands: list[int], free: list[tuple[Node, int]]) -> list[Node] | None:
+    """A new world on the roomiest node that holds it, else spread (when allowed)."""
+    return placement(demands, free, settings.SAGEPORT_SPAN_NODES)
+
+
+def _placed(demands: list[int], free: list[tuple[Node, int]]) -> list[Node] | None:
+    left = [[node, count] for node, count in free]
+    chosen = []
+    for gpus in demands:
+        entry = next((entry for entry in left if entry[1] >= gpus), None)
+        if entry is None:
+            return None
+        entry[1] -= gpus
+        chosen.append(entry[0])
+    return chosen
+
+
+def _demands(spec: JobSpec, size: int, larger: int) -> list[int]:
+    """The GPUs of each replica a world of `size` lacks to be one of `larger`, in rank order."""
+    return [group.gpus for group, _ in sizing.slots(spec, larger)[size:]]
+
+
+def _roomiest_first(free: list[tuple[Node, int]]) -> list[tuple[Node, int]]:
+    return sorted(free, key=lambda entry: (-entry[1], entry[0].name))
 
 
 def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
@@ -95,8 +143,9 @@ def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
     if any(other >= weight for other in waiting + preemption.waiting_weights()):
         return None
     current = job.target_replicas
-    room = len(usable_gpus(job, job.node)) + sizing.gpus_for(spec, current)
-    larger = [s for s in sizing.allowed_sizes(spec) if s > current and sizing.gpus_for(spec, s) <= room]
+    free = _free_for(job)
+    larger = [s for s in sizing.allowed_sizes(spec)
+              if s > current and _placed(_demands(spec, current, s), free) is not None]
     return larger[-1] if larger else None
 
 
@@ -139,22 +188,25 @@ def _reclaim(needed: int, weight: int, free_on, requester: HyperPodJob | None) -
     return None
 
 
-def allocate(job: HyperPodJob, spec: JobSpec, node: Node, size: int) -> bool:
-    """Create the replica rows of a world of `size` that the job lacks, each with its GPUs of
-    `node`. False when the GPUs went to someone else meanwhile (nothing is then created)."""
+def allocate(job: HyperPodJob, spec: JobSpec, size: int) -> bool:
+    """Create the replica rows of a world of `size` that the job lacks, each with its GPUs of the
+    node placement gives it (the job's own nodes first). False when they do not fit, or the GPUs
+    went to someone else meanwhile (nothing is then created)."""
     existing = {(r.group, r.index) for r in job.replicas.all()}
     missing = [(g, index) for g, index in sizing.slots(spec, size) if (g.name, index) not in existing]
-    devices = usable_gpus(job, node)
-    if sum(group.gpus for group, _ in missing) > len(devices):
+    free = _free_for(job)
+    placed = _placed([group.gpus for group, _ in missing], free)
+    if placed is None:
         return False
+    devices = {node.pk: usable_gpus(job, node) for node, _ in free}
     try:
         with transaction.atomic():
-            for group, index in missing:
+            for (group, index), node in zip(missing, placed, strict=True):
                 replica = ElasticReplica.objects.create(
                     job=job, group=group.name, index=index, node=node, created_at=timezone.now(),
                     container_name=replicas.container_name(job, group.name, index),
                 )
-                taken, devices = devices[: group.gpus], devices[group.gpus :]
+                taken, devices[node.pk] = devices[node.pk][: group.gpus], devices[node.pk][group.gpus :]
                 GpuAllocation.objects.bulk_create(
                     GpuAllocation(replica=replica, node=node, device_id=device) for device in taken
                 )
@@ -163,12 +215,19 @@ def allocate(job: HyperPodJob, spec: JobSpec, node: Node, size: int) -> bool:
     return True
 
 
-def _roomiest_node(job: HyperPodJob) -> tuple[Node, int] | None:
-    room = [(len(usable_gpus(job, node)), node.name, node) for node in _live_nodes(job.avoided_nodes)]
-    if not room:
-        return None
-    free, _, node = max(room, key=lambda entry: (entry[0], [-ord(c) for c in entry[1]]))
-    return node, free
+def _free_for(job: HyperPodJob) -> list[tuple[Node, int]]:
+    """The nodes replicas added to the job may go on, in the order to use them, with their usable
+    GPUs: its owner, its other nodes, then the other live nodes, roomiest first; only its owner
+    when worlds may not span nodes."""
+    owner = job.node
+    if not settings.SAGEPORT_SPAN_NODES:
+        return [(owner, len(usable_gpus(job, owner)))] if owner is not None else []
+    live = [node for node in _live_nodes(job.avoided_nodes) if node != owner]
+    used = set(job.replicas.values_list("node_id", flat=True))
+    mine = [(node, len(usable_gpus(job, node))) for node in live if node.pk in used]
+    others = _roomiest_first([(node, len(usable_gpus(job, node))) for node in live if node.pk not in used])
+    first = [(owner, len(usable_gpus(job, owner)))] if owner is not None and owner.lost_at is None else []
+    return first + sorted(mine, key=lambda entry: entry[0].name) + others
 
 
 def _live_nodes(avoided=()) -> list[Node]:

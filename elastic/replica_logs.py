@@ -15,7 +15,7 @@ from logs.models import LogStream
 from runtime import labels
 from runtime.base import ContainerRuntime
 
-GROUP_PREFIX = "/aws/sagemaker/HyperPodPyTorchJobs"
+GROUP_PREFIX = replicas.LOG_GROUP_PREFIX
 
 
 def group_name(namespace: str, job_name: str) -> str:

@@ -1,6 +1,8 @@
 """The operator's Celery side: one reconcile chain per HyperPodPyTorchJob (elastic/operator.py).
-A job's steps run on its node's queue (its containers live on that engine); a message that
-reached another worker is handed on unprocessed. A job whose node was declared lost has no such
+A job's steps run on its owner's queue (`HyperPodJob.node`: its containers live on that engine);
+a message that reached another worker is handed on unprocessed. After each step, every other
+live node holding (or, before the step, holding) replicas of the job is sent its share on its
+own queue (`sync_elastic_replicas`: elastic/members.py). A job whose node was declared lost has no such
 queue any more (nobody consumes it): its steps run on whichever live worker takes the message,
 which moves the job off the lost node (operator._on_node_lost)."""
 import logging
@@ -14,8 +16,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from capacity import nodes
-from elastic import operator, planner, reaper, replicas
-from elastic.models import FINISHED_PHASES, HyperPodJob
+from elastic import members, operator, planner, reaper, replicas
+from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob
 from reconcile import leases
 
 log = logging.getLogger(__name__)
@@ -27,9 +29,24 @@ def reconcile_hyperpod_job(pk: int) -> None:
     if node is not None and node != nodes.local_name():
         _enqueue(pk, 0, node)
         return
+    before = _member_nodes(pk)
     delay = operator.reconcile(pk)
+    for member in sorted(before | _member_nodes(pk)):
+        sync_elastic_replicas.apply_async((pk,), queue=nodes.queue_name(member))
     if delay is not None:
         _enqueue(pk, delay, _home_of(pk))
+
+
+@shared_task(name="elastic.tasks.sync_elastic_replicas", acks_late=True, ignore_result=True)
+def sync_elastic_replicas(pk: int) -> None:
+    """A node's share of a job it holds replicas of without owning it; only its own queue carries it."""
+    members.sync(pk)
+
+
+def _member_nodes(pk: int) -> set[str]:
+    """The live nodes other than this one that hold replicas of the job."""
+    held = ElasticReplica.objects.filter(job_id=pk, node__lost_at__isnull=True)
+    return set(held.values_list("node__name", flat=True)) - {nodes.local_name()}
 
 
 def nudge(pk: int) -> None:

@@ -53,6 +53,8 @@ class ContainerSpec:
     network_aliases: tuple[str, ...] = ()
     ipv4_address: str | None = None  # a fixed address on `network` (one created with subnets)
     extra_networks: tuple[str, ...] = ()  # further networks joined before the container starts
+    # A fixed address on some of them: (network, IPv4 address) pairs (networks created with subnets).
+    extra_addresses: tuple[tuple[str, str], ...] = ()
     nano_cpus: int | None = None
     memory_bytes: int | None = None
     gpu_device_ids: tuple[str, ...] = ()  # NVIDIA device ids; empty means no GPU at all

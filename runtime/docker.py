@@ -320,11 +320,13 @@ class DockerRuntime:
         """The engine's API (1.41) creates a container on one network: the others are joined
         before it starts, each once (a step repeated after a crash finds some already joined)."""
         joined = container.attrs["NetworkSettings"].get("Networks") or {}
+        fixed = dict(spec.extra_addresses)
         for network in spec.extra_networks:
             if network in joined:
                 continue
             try:
-                self.client.api.connect_container_to_network(container.id, network)
+                self.client.api.connect_container_to_network(
+                    container.id, network, ipv4_address=fixed.get(network))
             except APIError as error:
                 raise ContainerStartFailed(
                     f'Could not attach container "{spec.name}" to network "{network}": {_reason(error)}'

@@ -329,7 +329,9 @@ class FakeRuntime:
     def _addresses(self, spec: ContainerSpec) -> dict[str, str]:
         networks = [] if spec.network in (None, "none") else [spec.network]
         host = next(self._hosts)
-        return {name: f"10.0.{host // 250}.{host % 250 + 2}" for name in [*networks, *spec.extra_networks]}
+        given = {spec.network: spec.ipv4_address} if spec.ipv4_address else {}  # fixed ones, as Docker
+        pooled = {name: f"10.0.{host // 250}.{host % 250 + 2}" for name in [*networks, *spec.extra_networks]}
+        return pooled | given | dict(spec.extra_addresses)
 
     def _stamp(self) -> str:
         """An RFC 3339 time with nanoseconds, later than every earlier one (the engine's format)."""

@@ -115,7 +115,8 @@ def test_an_elastic_job_starts_with_what_fits_and_grows_when_capacity_frees(engi
     assert job.status["elasticScalingStatus"]["targetReplicas"] == {"pods": 4}
     assert job.status["conditions"][-1]["type"] == "Running"
     assert free_gpus(node) == []
-    # Every replica's /etc/hosts names the whole world on the job network, and nothing else.
+    # Every replica's /etc/hosts names every pod the job can have (its largest world, 4) at its
+    # address on the job network, and nothing else.
     network = replicas.network_name(job)
     addresses = {state.name: state.addresses[network] for state in engine.find({"sageport.role": "elastic"})}
     for replica in ElasticReplica.objects.filter(job=job):

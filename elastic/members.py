@@ -1,0 +1,98 @@
+"""A node's share of the HyperPodPyTorchJobs whose replicas it holds without owning them (a world
+spanning nodes: elastic/planner.py). The owner (`HyperPodJob.node`) runs the job's steps
+(elastic/operator.py) and does everything for its own replicas; it reaches every agent over HTTP
+at its node's address, but never another node's engine or disk. Each other node of the job does
+the per-replica work on its engine, in `sync(pk)`, which its queue carries after every step of
+the owner (elastic/tasks.py), and tells the owner what it saw through the replica rows:
+
+- the job gone: what no job owns is removed from this engine (elastic/reaper.py);
+- its containers' output copied to their pods' log streams (elastic/replica_logs.py);
+- the job's containers here that no replica row of this node names removed, with their pod's
+  files: a replica released (its row deleted), or replaced (the owner gave its row the name of a
+  next container: `replace`);
+- Creating, once the owner recorded the network's subnet: this node's missing containers of the
+  world run on the job's overlay network, joined by name, at their fixed addresses (their
+  /etc/hosts names every pod: elastic/replicas.py);
+- a finished job: its containers here kept as cleanPodPolicy says, the others removed;
+- each replica's container as seen written into its row (`ElasticReplica.report`), from which
+  the owner builds its state (`state_of`): the agent's published port, running or exited."""
+import logging
+
+from capacity import nodes
+from clusters import tier_network
+from elastic import planner, reaper, replica_logs, replicas, sizing
+from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase
+from runtime.base import ContainerState
+from runtime.docker import get_runtime
+
+log = logging.getLogger(__name__)
+
+
+def sync(pk: int) -> None:
+    runtime = get_runtime()
+    job = HyperPodJob.objects.select_related("node").filter(pk=pk).first()
+    if job is None:
+        reaper.reap_elastic_orphans()
+        return
+    replica_logs.collect(job, runtime)
+    here = nodes.local_name()
+    if job.phase in FINISHED_PHASES:
+        _keep_on_finish(job)
+        return
+    replicas.remove_strays(runtime, job, here)
+    mine = list(job.replicas.filter(node__name=here).select_related("node"))
+    states = {state.name: state for state in runtime.find(replicas.job_labels(job))}
+    if job.phase == JobPhase.CREATING and job.network_subnet and mine:
+        _start_missing(job, mine, states)
+    for replica in mine:
+        report(replica, states.get(replica.container_name))
+
+
+def _start_missing(job: HyperPodJob, mine: list[ElasticReplica], states: dict[str, ContainerState]) -> None:
+    spec = planner.spec_of(job)
+    runtime = get_runtime()
+    world = {(group.name, index): group for group, index in sizing.slots(spec, job.target_replicas)}
+    missing = [r for r in mine if (r.group, r.index) in world
+               and (states.get(r.container_name) is None or states[r.container_name].never_started)]
+    if not missing:
+        return
+    subnet = replicas.ensure_network(runtime, job, spec)
+    tier = tier_network.reach_for(runtime, nodes.local_name(), isolated=False)
+    for replica in missing:
+        states[replica.container_name] = replicas.start(
+            runtime, job, spec, world[(replica.group, replica.index)], replica, subnet, tier)
+
+
+def _keep_on_finish(job: HyperPodJob) -> None:
+    spec = planner.spec_of(job)
+    runtime = get_runtime()
+    for state in runtime.find(replicas.job_labels(job)):
+        if not replicas.kept_on_finish(spec, job.phase == JobPhase.SUCCEEDED, state):
+            runtime.remove(state.name)
+
+
+def report(replica: ElasticReplica, state: ContainerState | None) -> None:
+    seen = None if state is None else {
+        "name": state.name, "id": state.id, "status": state.status, "exit_code": state.exit_code,
+        "oom_killed": state.oom_killed, "host_port": state.host_port,
+    }
+    ElasticReplica.objects.filter(pk=replica.pk, container_name=replica.container_name).update(report=seen)
+
+
+def state_of(replica: ElasticReplica) -> ContainerState | None:
+    """The replica's container as its node last reported it; None when it reported none (yet)."""
+    seen = replica.report
+    if not seen or seen.get("name") != replica.container_name:
+        return None
+    return ContainerState(
+        name=seen["name"], id=seen["id"], status=seen["status"], exit_code=seen["exit_code"],
+        oom_killed=seen["oom_killed"], labels={}, host_port=seen["host_port"],
+    )
+
+
+def replace(job: HyperPodJob, replica: ElasticReplica) -> None:
+    """Have the replica's node replace its container: the row names the next one (its node removes
+    the current one, and starts the next in Creating); what it reported goes with the old one."""
+    replica.container_name = replicas.next_container_name(job, replica)
+    replica.report = None
+    ElasticReplica.objects.filter(pk=replica.pk).update(container_name=replica.container_name, report=None)
