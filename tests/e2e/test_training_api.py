@@ -223,6 +223,6 @@ def test_requests_with_bad_credentials_are_rejected_with_aws_error_codes(stack):
 
 
 def test_unimplemented_operation_answers_a_clear_error_instead_of_a_fake_success(sagemaker):
-    response = error_of(sagemaker.list_pipelines)
+    response = error_of(sagemaker.list_compilation_jobs)
     assert response["ResponseMetadata"]["HTTPStatusCode"] == 501
-    assert "ListPipelines" in response["Error"]["Message"]
+    assert "ListCompilationJobs" in response["Error"]["Message"]

@@ -10,6 +10,7 @@ from controlplane.celery import app
 from elastic import tasks as elastic_tasks
 from hosting import tasks as hosting_tasks
 from logs import retention
+from pipelines import tasks as pipeline_tasks
 from processing import tasks as processing_tasks
 from reconcile import sweeper
 from training import tasks as training_tasks
@@ -24,6 +25,7 @@ def test_the_features_register_their_share_in_the_order_of_the_apps():
         hosting_tasks.sweep_hosting,
         transform_tasks.sweep_transform,
         tuning_tasks.sweep_tuning,
+        pipeline_tasks.sweep_pipeline_executions,
         membership.settle_all,
         elastic_tasks.sweep_hyperpod_jobs,
         retention.purge_expired_events,
