@@ -12,7 +12,11 @@ All hosts share the prefix, as in SageMaker.
 
 What was uploaded is recorded per host in a manifest (`{rel: [size, mtime_ns]}`), written first
 when the restore completes. Only a file in the manifest is ever deleted in S3, so a checkpoint
-the host never had (another host's file, one written to S3 meanwhile) is never removed."""
+the host never had (another host's file, one written to S3 meanwhile) is never removed. A pass
+records its uploads in the manifest (as PENDING) before it starts them: the helper is stopped
+with a signal, and one that dies between an upload and the manifest's save must leave the
+final sync knowing the object may exist (it is deleted if its file went, uploaded again if
+not)."""
 import json
 import logging
 import time
@@ -29,6 +33,9 @@ log = logging.getLogger(__name__)
 MODULE = "training.data.checkpoint_sync"
 
 Signature = tuple[int, int]  # (size, mtime_ns): a file whose signature held still is complete
+
+# An upload started but not known to have finished: matches no file, so the next pass settles it.
+PENDING: Signature = (-1, -1)
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ def sync_once(spec: dict, previous: dict[str, Signature], final: bool) -> dict[s
     uploaded = _load_manifest(manifest)
     todo = plan(current, previous, uploaded, final)
     if todo.uploads:
+        _save_manifest(manifest, {**uploaded, **{rel: PENDING for rel in todo.uploads}})
         done = s3.upload_contained(local_dir, [(rel, bucket, prefix + rel) for rel in todo.uploads])
         uploaded.update({rel: current[rel] for rel in done})
     if todo.deletions:

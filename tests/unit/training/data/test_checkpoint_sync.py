@@ -87,3 +87,34 @@ def test_a_file_swapped_for_a_link_after_the_scan_is_skipped_and_tried_again(buc
     write(local / "sub" / "step.pt", b"step", 10**18)
     checkpoint_sync.sync_once(spec, previous={}, final=True)  # not recorded as uploaded: tried again
     assert list_keys(bucket, "") == ["ckpt/sub/step.pt"]
+
+
+class HelperKilled(BaseException):
+    """The SIGTERM that stops the helper, arriving between an upload and the manifest's save."""
+
+
+def test_a_helper_killed_between_an_upload_and_its_record_leaves_no_stray_object(bucket, tmp_path, monkeypatch):
+    local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
+    local.mkdir()
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, (bucket, "ckpt"))
+    checkpoint_sync.restore(helpers, "checkpoints-algo-1")
+    write(local / "parked" / "step.pt", b"step", 10**18)  # a directory caught mid-rename
+    spec = checkpoint_sync.sidecars.spec_of(helpers, "checkpoints-algo-1")
+    upload = checkpoint_sync.s3.upload_contained
+
+    def upload_then_die(root, items):
+        upload(root, items)
+        raise HelperKilled
+
+    monkeypatch.setattr(checkpoint_sync.s3, "upload_contained", upload_then_die)
+    try:
+        checkpoint_sync.sync_once(spec, previous={}, final=True)
+    except HelperKilled:
+        pass
+    monkeypatch.undo()
+    assert list_keys(bucket, "") == ["ckpt/parked/step.pt"]
+    (local / "parked").rename(local / "real")
+
+    checkpoint_sync.final_sync(helpers, "checkpoints-algo-1")
+
+    assert list_keys(bucket, "") == ["ckpt/real/step.pt"]
