@@ -1,12 +1,14 @@
 """Pipelines: the list, a pipeline's page (its steps as the definition wires them, its executions)
-and an execution's page (every step of the definition with its state now: the job it made, its
-outcome, or why it has not started), and Stop (the API's own operation)."""
+and an execution's page (its steps drawn as a graph, then every step of the definition with its
+state now: the job it made, its outcome, its attempts, the execution a cache hit reused, or why
+it has not started), and Stop (the API's own operation)."""
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from console import pipeline_graph
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from pipelines import definition, graph, presenters
@@ -61,12 +63,17 @@ def execution_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespo
     rows = {row.step_name: row for row in execution.steps.all()}
     steps = _steps_of(execution.definition)
     planned = graph.plan_of(definition.parse(execution.definition), rows) if steps else {}
+    items = [
+        {"step": step, "row": rows.get(step.name), "state": NOT_STARTED.get(planned.get(step.name), "")}
+        for step in steps
+    ]
+    statuses = {item["step"].name: item["row"].status if item["row"] else item["state"] for item in items}
     context = {
         "execution": execution,
-        "steps": [
-            {"step": step, "row": rows.get(step.name), "state": NOT_STARTED.get(planned.get(step.name), "")}
-            for step in steps
-        ],
+        "steps": items,
+        "drawing": pipeline_graph.draw({step.name: step.dependencies for step in steps}, statuses),
+        "box_width": pipeline_graph.BOX_WIDTH,
+        "box_height": pipeline_graph.BOX_HEIGHT,
         "described": presenters.describe_execution(execution),
         "parameters": execution.parameters,
     }

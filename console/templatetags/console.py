@@ -11,6 +11,7 @@ register = template.Library()
 # A status's colour family (the CSS classes badge-<family>).
 _FAMILIES = {
     "Completed": "ok",
+    "Succeeded": "ok",
     "InService": "ok",
     "Active": "ok",
     "Failed": "bad",
@@ -22,6 +23,8 @@ _FAMILIES = {
     "Retiring": "idle",
     "Pending": "warn",
     "Restarting": "warn",
+    "Waiting": "idle",  # a pipeline step that has not started (console/views_pipelines.py)
+    "Will not run": "idle",
 }
 
 

@@ -13,6 +13,8 @@ STEPS = [
     {"Name": "Second", "Type": "Fail", "Arguments": {}, "DependsOn": ["First"]},
 ]
 
+EARLIER = f"arn:aws:sagemaker:us-east-1:{ACCOUNT_A}:pipeline/flow/execution/earlier1234"
+
 
 def test_pipeline_pages_render_for_their_account_only(account_a, monkeypatch):
     monkeypatch.setattr("pipelines.services.nudge", lambda execution_id: None)
@@ -34,6 +36,8 @@ def test_pipeline_pages_render_for_their_account_only(account_a, monkeypatch):
         step_type="Fail",
         status="Executing",
         start_time=execution.creation_time,
+        attempt_count=2,
+        cache_source_execution_arn=EARLIER,
     )
 
     assert "flow" in account_a.get("/console/pipelines/").content.decode()
@@ -41,6 +45,9 @@ def test_pipeline_pages_render_for_their_account_only(account_a, monkeypatch):
     assert f'href="/console/pipeline-executions/{execution.pk}/"' in page and "Second" in page
     page = account_a.get(f"/console/pipeline-executions/{execution.pk}/").content.decode()
     assert "Executing" in page and "Waiting" in page
+    assert 'class="dag-node dag-run"' in page and 'class="dag-node dag-idle"' in page  # the graph
+    assert 'href="#step-Second"' in page and 'id="step-Second"' in page
+    assert "<td>2</td>" in page and f"Cache hit: the job of <span class=\"arn\">{EARLIER}</span>" in page
     assert signed_in(ACCOUNT_B).get(f"/console/pipeline-executions/{execution.pk}/").status_code == 404
     assert signed_in(ACCOUNT_B).get(f"/console/pipelines/{pipeline.pk}/").status_code == 404
     account_a.post(f"/console/pipeline-executions/{execution.pk}/stop")

@@ -93,7 +93,9 @@ class HelperKilled(BaseException):
     """The SIGTERM that stops the helper, arriving between an upload and the manifest's save."""
 
 
-def test_a_helper_killed_between_an_upload_and_its_record_leaves_no_stray_object(bucket, tmp_path, monkeypatch):
+def test_a_helper_killed_between_an_upload_and_its_record_leaves_no_stray_object(
+    bucket, tmp_path, monkeypatch
+):
     local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
     local.mkdir()
     checkpoint_sync.define(helpers, "checkpoints-algo-1", local, (bucket, "ckpt"))
