@@ -54,11 +54,12 @@ def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
     planned = strategies.planned_jobs(config, parsed)
     if config["Strategy"] == strategies.HYPERBAND:
         _stop_early(job, found)
+    parallel = config["ResourceLimits"]["MaxParallelTrainingJobs"]
     history = _history(found)
-    if config["Strategy"] == strategies.BAYESIAN:
-        history.finished += warm_start.seeds(job, parsed)
+    if len(found) < planned and len(history.running) < parallel:
+        history.finished += _seeds(job, config, parsed)
     for number in range(len(found) + 1, planned + 1):
-        if len(history.running) >= config["ResourceLimits"]["MaxParallelTrainingJobs"]:
+        if len(history.running) >= parallel:
             break
         row = _record(job, number, strategies.hyperparameters_for(config, parsed, job.seed, number, history))
         if row is None:
@@ -80,6 +81,13 @@ def _history(found: list[t.Trial]) -> strategies.History:
                   if trial.objective_status == t.SUCCEEDED],
         running=[trial.row.tuned_hyperparameters for trial in found if trial.running],
     )
+
+
+def _seeds(job: HyperParameterTuningJob, config: dict, parsed: list[ranges.Range]) -> list:
+    """What a Bayesian search is told of its warm start parents, read only when it chooses a point."""
+    if config["Strategy"] != strategies.BAYESIAN:
+        return []
+    return warm_start.seeds(job, parsed)
 
 
 def _stop_early(job: HyperParameterTuningJob, found: list[t.Trial]) -> None:
