@@ -22,6 +22,7 @@ EPOCHS_SCRIPT = (
     "*) echo validation:loss=5; trap 'exit 0' TERM; sleep 120 & wait; echo validation:loss=4;; esac"
 )
 LINGERS = "trap 'exit 0' TERM; sleep 300 & wait"
+OTHER_ACCOUNT = "555566667777"
 METRICS = [{"Name": "validation:loss", "Regex": r"validation:loss=([0-9.]+)"}]
 
 
@@ -99,7 +100,9 @@ def warm(*parents: str) -> dict:
     }
 
 
-def test_parents_that_cannot_seed_a_warm_start_are_refused_at_create(sagemaker, bucket, shell_algo_image):
+def test_parents_that_cannot_seed_a_warm_start_are_refused_at_create(
+    stack, sagemaker, bucket, shell_algo_image
+):
     config = {
         "Strategy": "Bayesian",
         "ResourceLimits": {"MaxNumberOfTrainingJobs": 1, "MaxParallelTrainingJobs": 1},
@@ -121,5 +124,21 @@ def test_parents_that_cannot_seed_a_warm_start_are_refused_at_create(sagemaker, 
             sagemaker.create_hyper_parameter_tuning_job(**request)
         assert refused.value.response["Error"]["Code"] == "ValidationException"
         assert message in refused.value.response["Error"]["Message"]
+    # Another account names it as it would its own: as unknown to it as a name nobody used.
+    key_id, secret = stack.create_access_key(OTHER_ACCOUNT)
+    keys = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
+    other, other_s3 = stack.client("sagemaker", **keys), stack.client("s3", **keys)
+    their_bucket = unique_name("theirs")
+    other_s3.create_bucket(Bucket=their_bucket)
+    request = tuning_request(unique_name("theirs"), shell_algo_image, their_bucket, config)
+    request["WarmStartConfig"] = warm(running)
+    request["TrainingJobDefinition"]["RoleArn"] = f"arn:aws:iam::{OTHER_ACCOUNT}:role/SageMakerRole"
+    with pytest.raises(other.exceptions.ClientError) as refused:
+        other.create_hyper_parameter_tuning_job(**request)
+    other_s3.delete_bucket(Bucket=their_bucket)
+    stack.delete_access_key(key_id)
+    assert refused.value.response["Error"]["Message"] == (
+        f"The parent hyperparameter tuning job {running} does not exist."
+    )
     sagemaker.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName=running)
     assert wait_for_tuning(sagemaker, running)["HyperParameterTuningJobStatus"] == "Stopped"
