@@ -1,6 +1,7 @@
 """Hyperparameter tuning jobs: the list, filtered and paged as ListHyperParameterTuningJobs does,
-a job's page (its counters, the best training job, every training job with its hyperparameters
-and objective, what DescribeHyperParameterTuningJob answers), and Stop (the API's own operation)."""
+a job's page (its counters, the best training job, a warm start's parents and overall best, every
+training job with its hyperparameters and objective, what DescribeHyperParameterTuningJob
+answers), and Stop (the API's own operation)."""
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse

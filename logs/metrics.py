@@ -68,14 +68,23 @@ def latest(key: SeriesKey, metric_names: Sequence[str]) -> list[MetricDatum]:
 
 def history(key: SeriesKey, metric_name: str, limit: int) -> list[MetricDatum]:
     """The newest `limit` points of one metric (every host), oldest first: what a chart draws."""
-    points = MetricDatum.objects.filter(
+    return list(_series(key, metric_name).order_by("-timestamp_ms", "-pk")[:limit])[::-1]
+
+
+def earliest(key: SeriesKey, metric_name: str, limit: int) -> list[MetricDatum]:
+    """The oldest `limit` points of one metric (every host), oldest first: a training job's
+    values per epoch, as its tuning job's Hyperband search reads them."""
+    return list(_series(key, metric_name).order_by("timestamp_ms", "pk")[:limit])
+
+
+def _series(key: SeriesKey, metric_name: str):
+    return MetricDatum.objects.filter(
         account_id=key.account_id,
         region=key.region,
         namespace=key.namespace,
         resource_name=key.resource_name,
         metric_name=metric_name,
     )
-    return list(points.order_by("-timestamp_ms", "-pk")[:limit])[::-1]
 
 
 # --- statistic sets ---------------------------------------------------------------------------

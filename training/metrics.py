@@ -76,3 +76,8 @@ def final_metric_data(job: TrainingJob) -> list[MetricDatum]:
     """The last point of each defined metric, in the order of the job's MetricDefinitions."""
     names = [definition.name for definition in metric_definitions(job)]
     return metric_store.latest(series_key(job), names) if names else []
+
+
+def metric_points(job: TrainingJob, metric_name: str, limit: int) -> list[MetricDatum]:
+    """The first `limit` points of one of the job's metrics, oldest first."""
+    return metric_store.earliest(series_key(job), metric_name, limit)

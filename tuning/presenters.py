@@ -2,6 +2,7 @@
 from django.utils import timezone
 
 from tuning import trials as t
+from tuning import warm_start
 from tuning.models import HyperParameterTuningJob
 
 
@@ -17,13 +18,17 @@ def describe_tuning_job(job: HyperParameterTuningJob) -> dict:
         LastModifiedTime=job.last_modified_time,
         TrainingJobStatusCounters=t.status_counters(found),
         ObjectiveStatusCounters=t.objective_counters(found),
-        # OverallBestTrainingJob is left out: SageMaker documents it for warm start tuning jobs
-        # (the best of this job and its parents), which are refused here.
         BestTrainingJob=training_job_summary(job, best) if best else None,
+        OverallBestTrainingJob=_overall_best(job, found),
         FailureReason=job.failure_reason or None,
         ConsumedResources={"RuntimeInSeconds": _runtime_seconds(job)},
     )
     return body
+
+
+def _overall_best(job: HyperParameterTuningJob, found: list[t.Trial]) -> dict | None:
+    best = warm_start.overall_best(job, found)
+    return training_job_summary(*best) if best else None
 
 
 def _runtime_seconds(job: HyperParameterTuningJob) -> int:

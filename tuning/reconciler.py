@@ -1,13 +1,16 @@
-"""The reconciler of a tuning job: one step looks at its training jobs and launches, stops or
-ends as they require. Level-triggered: what a step does follows from the rows and the training
-jobs it reads, so a step run twice, or after a worker died mid-step, does the same.
+"""The reconciler of a tuning job: one step looks at its training jobs and launches, stops or ends as
+they require. Level-triggered: what a step does follows from the rows and the training jobs it
+reads, so a step run twice, or after a worker died mid-step, does the same.
 
 InProgress: launch training jobs while fewer than MaxParallelTrainingJobs run and fewer than the
 planned number (tuning/strategies.py) exist; a training job is first recorded (number, name,
-hyperparameters), then created, so a crash between the two leaves a row whose training job the
-next step creates (or finds made). Once all planned jobs ended: Completed when one of them
-reported the objective, else Failed. Stopping: stop every running training job, Stopped once
-none runs (a recorded training job not yet created is never created, and its row is removed)."""
+hyperparameters), then created, so a crash between the two leaves a row whose training job the next
+step creates (or finds made). A Bayesian search is also told the warm start parents' training jobs
+(tuning/warm_start.py); a Hyperband search first stops the training jobs its brackets judge
+under-performing, and those that reached MaxResource (tuning/hyperband.py). Once all planned jobs ended:
+Completed when one of them reported the objective, else Failed. Stopping: stop every running
+training job, Stopped once none runs (a recorded training job not yet created is never created, and
+its row is removed)."""
 import logging
 import secrets
 
@@ -19,7 +22,7 @@ from protocol.errors import ResourceInUse, ServiceError
 from reconcile.loop import reconcile_once
 from training import services as training
 from training.models import TrainingJobStatus
-from tuning import ranges, requests, strategies, transitions
+from tuning import hyperband, ranges, requests, strategies, transitions, warm_start
 from tuning import trials as t
 from tuning.models import HyperParameterTuningJob, TuningTrainingJob
 from tuning.models import TuningJobStatus as Status
@@ -49,9 +52,14 @@ def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
     config = job.request["HyperParameterTuningJobConfig"]
     parsed, _ = ranges.parse(config.get("ParameterRanges"))
     planned = strategies.planned_jobs(config, parsed)
+    if config["Strategy"] == strategies.HYPERBAND:
+        _stop_early(job, found)
+    parallel = config["ResourceLimits"]["MaxParallelTrainingJobs"]
     history = _history(found)
+    if len(found) < planned and len(history.running) < parallel:
+        history.finished += _seeds(job, config, parsed)
     for number in range(len(found) + 1, planned + 1):
-        if len(history.running) >= config["ResourceLimits"]["MaxParallelTrainingJobs"]:
+        if len(history.running) >= parallel:
             break
         row = _record(job, number, strategies.hyperparameters_for(config, parsed, job.seed, number, history))
         if row is None:
@@ -73,6 +81,36 @@ def _history(found: list[t.Trial]) -> strategies.History:
                   if trial.objective_status == t.SUCCEEDED],
         running=[trial.row.tuned_hyperparameters for trial in found if trial.running],
     )
+
+
+def _seeds(job: HyperParameterTuningJob, config: dict, parsed: list[ranges.Range]) -> list:
+    """What a Bayesian search is told of its warm start parents, read only when it chooses a point."""
+    if config["Strategy"] != strategies.BAYESIAN:
+        return []
+    return warm_start.seeds(job, parsed)
+
+
+def _stop_early(job: HyperParameterTuningJob, found: list[t.Trial]) -> None:
+    """Stop the running training jobs Hyperband judged under-performing or that used up MaxResource;
+    a stopped one ends Stopped, its last value its objective, as SageMaker shows them."""
+    config = job.request["HyperParameterTuningJobConfig"]
+    static = job.request["TrainingJobDefinition"].get("StaticHyperParameters", {})
+    limits = hyperband.resources(config, static)
+    reports = [t.objective_points(job, trial, limits.maximum) for trial in found]
+    maximize = t.objective_of(job)["Type"] == "Maximize"
+    judged = hyperband.stopped_early(limits, maximize, job.name, reports)
+    for index, trial in enumerate(found):
+        in_progress = trial.job is not None and trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS
+        if in_progress and (index in judged or len(reports[index]) >= limits.maximum):
+            _stop_training(job, trial.row.training_job_name)
+
+
+def _stop_training(job: HyperParameterTuningJob, name: str) -> None:
+    """Stop one training job; one that ended meanwhile needs nothing."""
+    try:
+        training.stop_training_job(_context(job), name)
+    except ServiceError:
+        log.warning("tuning job %s: could not stop %s", job.name, name)
 
 
 def _record(job: HyperParameterTuningJob, number: int, tuned: dict[str, str]) -> TuningTrainingJob | None:
@@ -137,9 +175,6 @@ def _give_up(job: HyperParameterTuningJob, reason: str) -> float | None:
     """A step failed for good: fail the tuning job and stop the training jobs it still runs."""
     for trial in t.trials_of(job):
         if trial.job is not None and trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS:
-            try:
-                training.stop_training_job(_context(job), trial.row.training_job_name)
-            except ServiceError:
-                log.warning("tuning job %s: could not stop %s", job.name, trial.row.training_job_name)
+            _stop_training(job, trial.row.training_job_name)
     transitions.transition(job, Status.FAILED, failure_reason=reason[:1024])
     return None

@@ -2,14 +2,15 @@
 the CreateTrainingJob request of each training job the tuning job launches.
 
 Each refusal is a ValidationException whose text says what to change; what Sageport does not
-carry out (the Hyperband search, warm start, several training job definitions, early
-stopping, completion criteria) is refused rather than silently ignored."""
+carry out (several training job definitions, early stopping of the Auto kind, completion
+criteria) is refused rather than silently ignored. A warm start's parents are checked by
+tuning/warm_start.py, which needs the caller's account."""
 import copy
 
 from protocol.errors import ValidationException
 from protocol.validation import validate_input
 from training import requests as training
-from tuning import ranges, strategies
+from tuning import hyperband, ranges, strategies
 
 # SageMaker adds the objective metric's name to every training job's hyperparameters.
 OBJECTIVE_HYPERPARAMETER = "_tuning_objective_metric"
@@ -24,11 +25,9 @@ RESOURCE_MEMBERS = ("InstanceType", "InstanceCount", "VolumeSizeInGB", "VolumeKm
 UNSUPPORTED_MEMBERS = {
     "TrainingJobDefinitions": "several training job definitions are not supported; "
     "give one TrainingJobDefinition",
-    "WarmStartConfig": "warm start is not supported",
     "Autotune": "Autotune is not supported",
 }
 UNSUPPORTED_CONFIG = {
-    "StrategyConfig": "only the Hyperband strategy takes a StrategyConfig, and Hyperband is not supported",
     "TuningJobCompletionCriteria": "completion criteria are not supported; the search ends after "
     "ResourceLimits.MaxNumberOfTrainingJobs training jobs",
 }
@@ -37,7 +36,6 @@ UNSUPPORTED_DEFINITION = {
     "TuningObjective": "give HyperParameterTuningJobConfig.HyperParameterTuningJobObjective",
     "HyperParameterRanges": "give HyperParameterTuningJobConfig.ParameterRanges",
 }
-STRATEGIES = (strategies.RANDOM, strategies.GRID, strategies.BAYESIAN)
 
 
 def check_create_request(params: dict) -> None:
@@ -46,8 +44,8 @@ def check_create_request(params: dict) -> None:
         if member in params
     ]
     config = params["HyperParameterTuningJobConfig"]
-    problems += _config_problems(config)
     definition = params.get("TrainingJobDefinition")
+    problems += _config_problems(config, (definition or {}).get("StaticHyperParameters", {}))
     if definition is None:
         problems.append("TrainingJobDefinition is required.")
     else:
@@ -63,15 +61,15 @@ def check_create_request(params: dict) -> None:
     training.check_create_request(sample)
 
 
-def _config_problems(config: dict) -> list[str]:
+def _config_problems(config: dict, static: dict[str, str]) -> list[str]:
     problems = [f"HyperParameterTuningJobConfig.{member} is not supported by Sageport: {why}."
                 for member, why in UNSUPPORTED_CONFIG.items() if member in config]
-    strategy = config["Strategy"]
-    if strategy not in STRATEGIES:
-        problems.append(
-            f"The {strategy} strategy is not supported by Sageport: give Strategy Bayesian, Random or Grid."
-        )
-    if config.get("TrainingJobEarlyStoppingType", "Off") != "Off":
+    strategy = config["Strategy"]  # one of the four, as botocore's enum says
+    if strategy == strategies.HYPERBAND:
+        problems += hyperband.problems(config, static)
+    elif "StrategyConfig" in config:
+        problems.append("HyperParameterTuningJobConfig.StrategyConfig is only for the Hyperband strategy.")
+    elif config.get("TrainingJobEarlyStoppingType", "Off") != "Off":
         problems.append("TrainingJobEarlyStoppingType Auto is not supported by Sageport: give Off.")
     if "HyperParameterTuningJobObjective" not in config:
         problems.append("HyperParameterTuningJobConfig.HyperParameterTuningJobObjective is required.")

@@ -11,7 +11,7 @@ from protocol.context import RequestContext
 from protocol.errors import ResourceInUse, ResourceNotFound
 from protocol.listing import PreparedListing, ordering
 from protocol.pagination import paginate
-from tuning import requests, transitions, trials
+from tuning import requests, transitions, trials, warm_start
 from tuning.models import HyperParameterTuningJob
 from tuning.models import TuningJobStatus as Status
 from tuning.tasks import reconcile_tuning_job
@@ -25,6 +25,7 @@ MAX_SEED = 2**31 - 1
 
 def create_tuning_job(ctx: RequestContext, params: dict) -> HyperParameterTuningJob:
     requests.check_create_request(params)
+    warm_start.check(ctx, params)
     name = params["HyperParameterTuningJobName"]
     arn = make_arn(ctx.region, ctx.account_id, RESOURCE_TYPE, name)
     config = params["HyperParameterTuningJobConfig"]

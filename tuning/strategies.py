@@ -3,20 +3,20 @@
 - Random: each training job an independent random point of the ranges, drawn from a generator
   seeded by the job's seed and N, so the choice never depends on which worker makes it or when;
 - Grid: every combination of the categorical values exactly once, N-th job the N-th combination;
-- Bayesian: the next point given the objectives so far (tuning/bayesian.py).
-
-Hyperband is refused at create (tuning/requests.py)."""
+- Bayesian: the next point given the objectives so far (tuning/bayesian.py);
+- Hyperband: random points, as Random's; its early stopping is tuning/hyperband.py's."""
 import random
 from dataclasses import dataclass, field
 
 from tuning import ranges as r
 
-RANDOM, GRID, BAYESIAN = "Random", "Grid", "Bayesian"
+RANDOM, GRID, BAYESIAN, HYPERBAND = "Random", "Grid", "Bayesian", "Hyperband"
 
 
 @dataclass
 class History:
-    """The training jobs chosen before: those that reported the objective, and those still running."""
+    """The training jobs chosen before: those that reported the objective (a warm start's parents'
+    among them), and those still running."""
 
     finished: list[tuple[dict[str, str], float]] = field(default_factory=list)
     running: list[dict[str, str]] = field(default_factory=list)

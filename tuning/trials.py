@@ -57,6 +57,16 @@ def _objective(job: TrainingJob | None, metric: str) -> float | None:
     return values[0] if values else None
 
 
+def objective_points(tuning_job: HyperParameterTuningJob, trial: Trial,
+                     limit: int) -> list[tuple[int, float]]:
+    """The first `limit` values of the objective a training job printed so far (timestamp in ms,
+    value), oldest first: one per resource unit, as the Hyperband search reads them."""
+    if trial.job is None:
+        return []
+    points = metrics.metric_points(trial.job, objective_of(tuning_job)["MetricName"], limit)
+    return [(point.timestamp_ms, point.value) for point in points]
+
+
 def status_counters(trials: list[Trial]) -> dict:
     """TrainingJobStatusCounters: a training job still to be created counts as InProgress."""
     counts = Counter(_status_counter(trial) for trial in trials)

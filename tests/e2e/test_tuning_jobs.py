@@ -182,7 +182,10 @@ def test_stopping_a_random_search_stops_its_running_training_jobs_and_launches_n
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"Strategy": "Hyperband"}, "The Hyperband strategy is not supported by Sageport"),
+        (
+            {"Strategy": "Hyperband", "TrainingJobEarlyStoppingType": "Auto"},
+            "TrainingJobEarlyStoppingType must be Off with the Hyperband strategy",
+        ),
         (
             {"Strategy": "Grid", "ParameterRanges": {"IntegerParameterRanges": [
                 {"Name": "depth", "MinValue": "1", "MaxValue": "3"}]}},

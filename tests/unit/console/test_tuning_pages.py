@@ -3,7 +3,7 @@ tuned hyperparameters) for the owner only, and Stop through StopHyperParameterTu
 from tests.unit.console.conftest import ACCOUNT_A, ACCOUNT_B, ctx, job_request, signed_in
 from training import services as training_services
 from tuning import services as tuning_services
-from tuning.models import TuningTrainingJob
+from tuning.models import HyperParameterTuningJob, TuningTrainingJob
 
 
 def tuning_request(name: str) -> dict:
@@ -41,3 +41,17 @@ def test_tuning_job_pages_render_for_their_account_only(account_a):
     account_a.post(f"/console/tuning-jobs/{job.pk}/stop")
     job.refresh_from_db()
     assert job.status == "Stopping"
+
+
+def test_a_warm_start_tuning_job_page_names_its_parents(account_a):
+    parent = tuning_services.create_tuning_job(ctx(ACCOUNT_A), tuning_request("parent-1"))
+    HyperParameterTuningJob.objects.filter(pk=parent.pk).update(status="Completed")
+    child_request = tuning_request("child-1")
+    child_request["HyperParameterTuningJobConfig"]["Strategy"] = "Bayesian"
+    child_request["WarmStartConfig"] = {
+        "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "parent-1"}],
+        "WarmStartType": "TransferLearning",
+    }
+    child = tuning_services.create_tuning_job(ctx(ACCOUNT_A), child_request)
+    page = account_a.get(f"/console/tuning-jobs/{child.pk}/").content.decode()
+    assert "Warm start (TransferLearning) from: parent-1" in page

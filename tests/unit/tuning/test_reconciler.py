@@ -1,62 +1,9 @@
 """The tuning reconciler over real rows (the training jobs it creates are the training feature's
 own, through its service): never more than MaxParallelTrainingJobs at once, the next launched only
 when one ended, the best by the objective, and a stop that creates nothing more."""
-from django.utils import timezone
-
-from logs import metrics as metric_store
-from protocol.context import RequestContext
-from training import metrics as training_metrics
-from training.models import TrainingJob
-from tuning import reconciler, services
-from tuning.models import HyperParameterTuningJob
+from tests.unit.tuning.helpers import CTX, create, end, step, trainings
+from tuning import services
 from tuning.presenters import describe_tuning_job
-
-CTX = RequestContext(account_id="111111111111", region="us-east-1", access_key_id="AKIATEST")
-
-
-def create(name: str, maximum: int = 3, parallel: int = 2) -> HyperParameterTuningJob:
-    return services.create_tuning_job(CTX, {
-        "HyperParameterTuningJobName": name,
-        "HyperParameterTuningJobConfig": {
-            "Strategy": "Random",
-            "RandomSeed": 3,
-            "HyperParameterTuningJobObjective": {"Type": "Maximize", "MetricName": "acc"},
-            "ResourceLimits": {"MaxNumberOfTrainingJobs": maximum, "MaxParallelTrainingJobs": parallel},
-            "ParameterRanges": {
-                "ContinuousParameterRanges": [{"Name": "lr", "MinValue": "0", "MaxValue": "1"}],
-            },
-        },
-        "TrainingJobDefinition": {
-            "AlgorithmSpecification": {
-                "TrainingImage": "algo:1", "TrainingInputMode": "File",
-                "MetricDefinitions": [{"Name": "acc", "Regex": "acc=([0-9.]+)"}],
-            },
-            "RoleArn": "arn:aws:iam::111111111111:role/r",
-            "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
-            "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
-            "StoppingCondition": {"MaxRuntimeInSeconds": 60},
-        },
-        "Tags": [{"Key": "team", "Value": "a"}],
-    })
-
-
-def step(job: HyperParameterTuningJob) -> HyperParameterTuningJob:
-    HyperParameterTuningJob.objects.filter(pk=job.pk).update(next_check_at=None)
-    reconciler.reconcile(job.pk)
-    job.refresh_from_db()
-    return job
-
-
-def trainings(job: HyperParameterTuningJob) -> list[TrainingJob]:
-    return list(TrainingJob.objects.filter(training_job_name__startswith=f"{job.name}-").order_by("pk"))
-
-
-def end(training: TrainingJob, acc: float | None, status: str = "Completed") -> None:
-    if acc is not None:
-        metric_store.put(training_metrics.series_key(training), "algo-1", [("acc", 1000, acc)])
-    TrainingJob.objects.filter(pk=training.pk).update(
-        training_job_status=status, training_end_time=timezone.now()
-    )
 
 
 def test_a_search_runs_at_most_its_parallel_limit_and_ends_with_the_best(db):

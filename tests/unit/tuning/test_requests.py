@@ -7,6 +7,7 @@ documentation)."""
 import pytest
 
 from protocol.errors import ValidationException
+from tests.unit.tuning.helpers import definition
 from tuning import requests
 
 
@@ -20,17 +21,7 @@ def request(**config) -> dict:
             "ParameterRanges": {"CategoricalParameterRanges": [{"Name": "opt", "Values": ["sgd", "adam"]}]},
             **config,
         },
-        "TrainingJobDefinition": {
-            "StaticHyperParameters": {"epochs": "2"},
-            "AlgorithmSpecification": {
-                "TrainingImage": "algo:1", "TrainingInputMode": "File",
-                "MetricDefinitions": [{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
-            },
-            "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
-            "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
-            "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
-            "StoppingCondition": {"MaxRuntimeInSeconds": 60},
-        },
+        "TrainingJobDefinition": definition("loss", epochs="2"),
     }
 
 
@@ -44,9 +35,14 @@ def test_a_random_search_over_a_valid_definition_is_accepted():
     requests.check_create_request(request())
 
 
-@pytest.mark.parametrize("strategy", ["Hyperband"])
-def test_the_search_sageport_does_not_run_is_refused(strategy):
-    assert f"The {strategy} strategy is not supported by Sageport" in refusal(request(Strategy=strategy))
+def test_a_hyperband_search_reads_its_max_resource_from_the_epochs_hyperparameter():
+    requests.check_create_request(request(Strategy="Hyperband"))
+
+
+def test_a_strategy_config_is_only_for_hyperband():
+    config = {"HyperbandStrategyConfig": {"MaxResource": 3}}
+    message = refusal(request(StrategyConfig=config))
+    assert "HyperParameterTuningJobConfig.StrategyConfig is only for the Hyperband strategy." in message
 
 
 def test_a_grid_search_takes_only_categorical_ranges():
@@ -78,16 +74,10 @@ def test_a_hyperparameter_both_static_and_tuned_is_refused():
     assert "Hyperparameters cannot be both static and tuned: opt." in refusal(params)
 
 
-@pytest.mark.parametrize(
-    ("member", "value"),
-    [("WarmStartConfig", {"ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "p"}],
-                          "WarmStartType": "TransferLearning"}),
-     ("TrainingJobDefinitions", [])],
-)
-def test_what_sageport_does_not_carry_out_is_refused_by_name(member, value):
+def test_what_sageport_does_not_carry_out_is_refused_by_name():
     params = request()
-    params[member] = value
-    assert f"{member} is not supported by Sageport" in refusal(params)
+    params["TrainingJobDefinitions"] = []
+    assert "TrainingJobDefinitions is not supported by Sageport" in refusal(params)
 
 
 def test_early_stopping_auto_is_refused_and_off_accepted():
