@@ -8,6 +8,7 @@ from console import (
     views_pipelines,
     views_processing,
     views_registry,
+    views_s3,
     views_training,
     views_transform,
     views_tuning,
@@ -60,4 +61,6 @@ urlpatterns = [
     path("model-packages/<int:pk>/", views_registry.package_detail, name="model-package"),
     path("model-packages/<int:pk>/approval", views_registry.package_approval, name="model-package-approval"),
     path("capacity/", views_capacity.capacity, name="capacity"),
+    path("s3/<str:bucket>/", views_s3.bucket_root, name="s3-bucket"),
+    path("s3/<str:bucket>/<path:key>", views_s3.browse, name="s3"),
 ]

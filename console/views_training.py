@@ -2,7 +2,6 @@
 
 import json
 
-from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -13,8 +12,10 @@ from django.views.decorators.http import require_POST
 
 from console import live, snippets
 from console.actions import perform
+from console.s3_links import href
 from console.viewer import Viewer, console_view
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from storage import s3
 from training import presenters
 from training import services as training_services
 from training.kind import TRAINING_LOG_GROUP
@@ -91,26 +92,29 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     return render(request, "console/training_job.html", context)
 
 
-def _locations(job: TrainingJob) -> list[tuple[str, str, str]]:
-    """(what, S3 URI, a link to it on the configured S3 endpoint)."""
-    found = [
-        ("Model artifacts", presenters.model_artifacts_uri(job)),
-        ("Output", presenters.output_base_uri(job) + "/"),
-    ]
+def _locations(job: TrainingJob) -> list[tuple[str, str, str | None, str]]:
+    """(what, S3 URI, its console address or None, why there is none). The model artifacts are
+    linked only once they exist: a job that failed before it trained wrote none."""
+    artifacts = presenters.model_artifacts_uri(job)
+    found = [("Model artifacts", artifacts, *_artifacts_link(job, artifacts))]
+    output = presenters.output_base_uri(job) + "/"
+    found.append(("Output", output, href(output), ""))
     checkpoint = job.request.get("CheckpointConfig", {}).get("S3Uri")
     if checkpoint:
-        found.append(("Checkpoints", checkpoint))
-    return [(what, uri, s3_link(uri)) for what, uri in found]
+        found.append(("Checkpoints", checkpoint, href(checkpoint.rstrip("/") + "/"), ""))
+    return found
 
 
-def s3_link(uri: str) -> str:
-    """An HTTP address of an S3 URI on the S3 endpoint Sageport uses: an object, or a listing of
-    a prefix (a URI ending in '/')."""
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    endpoint = settings.SAGEPORT_S3_ENDPOINT_URL.rstrip("/")
-    if key.endswith("/") or not key:
-        return f"{endpoint}/{bucket}?prefix={key}"
-    return f"{endpoint}/{bucket}/{key}"
+def _artifacts_link(job: TrainingJob, uri: str) -> tuple[str | None, str]:
+    if uri.endswith("/"):  # uncompressed: a prefix, listed even while empty
+        return href(uri), ""
+    if not job.is_terminal:
+        return None, "written when the job ends"
+    try:
+        exists = s3.object_size(*s3.parse_s3_uri(uri)) is not None
+    except s3.StorageError:
+        return None, "S3 did not answer"
+    return (href(uri), "") if exists else (None, "not written: the job ended before it saved a model")
 
 
 @console_view

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlsplit
@@ -31,6 +32,7 @@ _CHUNK_BYTES = 1024 * 1024
 # PUT at 5 GiB anyway).
 _MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024
 _DELETE_BATCH = 1000  # the most keys one DeleteObjects request takes
+_MISSING_CODES = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
 _TRANSIENT_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "500", "503"}
 
 
@@ -116,6 +118,39 @@ def list_keys(bucket: str, prefix: str) -> list[str]:
         for page in get_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", ()))
     return sorted(keys)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One page of a prefix's level, as a file browser shows it."""
+    folders: list[str]  # the next level's prefixes, each ending in "/"
+    objects: list[dict]  # ListObjectsV2's Contents entries (Key, Size, LastModified)
+    next_token: str | None  # ContinuationToken of the next page
+
+
+def list_level(bucket: str, prefix: str, token: str | None = None, limit: int = 200) -> Listing:
+    """The folders and objects directly under `prefix` (a "/" delimiter), a page at a time."""
+    extra = {"ContinuationToken": token} if token else {}
+    with s3_errors("list", s3_uri(bucket, prefix)):
+        page = get_client().list_objects_v2(
+            Bucket=bucket, Prefix=prefix, Delimiter="/", MaxKeys=limit, **extra
+        )
+    return Listing(
+        folders=[item["Prefix"] for item in page.get("CommonPrefixes", ())],
+        objects=list(page.get("Contents", ())),
+        next_token=page.get("NextContinuationToken"),
+    )
+
+
+def object_size(bucket: str, key: str) -> int | None:
+    """The object's size in bytes; None when there is no such object (or bucket)."""
+    with s3_errors("read", s3_uri(bucket, key)):
+        try:
+            return get_client().head_object(Bucket=bucket, Key=key)["ContentLength"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in _MISSING_CODES:
+                return None
+            raise
 
 
 def get_bytes(bucket: str, key: str) -> bytes:

@@ -6,6 +6,8 @@ from datetime import datetime
 from django import template
 from django.utils import timezone
 
+from console import s3_links
+
 register = template.Library()
 
 # A status's colour family (the CSS classes badge-<family>).
@@ -31,6 +33,12 @@ _FAMILIES = {
 @register.filter
 def family(status: str) -> str:
     return _FAMILIES.get(status, "run")
+
+
+@register.filter
+def s3_folder(uri: str) -> str:
+    """The console's listing of an S3 prefix (console/views_s3.py)."""
+    return s3_links.folder_href(uri)
 
 
 @register.filter
