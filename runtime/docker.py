@@ -109,7 +109,12 @@ class DockerRuntime:
         started = time.monotonic()
         deadline = started + self._pull_timeout_seconds
         next_report = started + settings.SAGEPORT_PULL_PROGRESS_SECONDS
-        failure = f'Unable to pull image "{image}"'
+        # A registry the engine cannot reach answers with a DNS or TLS error that names neither
+        # the image nor the real cause: say that first.
+        failure = (
+            f'Unable to pull image "{image}": '
+            "it is not in this node's Docker engine, which could not pull it"
+        )
         progress = PullProgress()
         with _engine_errors():
             try:

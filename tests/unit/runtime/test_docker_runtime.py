@@ -427,7 +427,9 @@ def test_failed_pull_names_the_image_and_the_engine_reason(runtime):
     image = "127.0.0.1:1/sageport-test/unreachable:1"  # a registry address nothing listens on
     with pytest.raises(NoSuchImage) as raised:
         runtime.pull_image(image)
-    assert str(raised.value).startswith(f'Unable to pull image "{image}": ')
+    assert str(raised.value).startswith(
+        f'Unable to pull image "{image}": it is not in this node\'s Docker engine, which could not pull it: '
+    )
     assert "connection refused" in str(raised.value)
 
 
