@@ -44,6 +44,7 @@ urlpatterns = [
     path("pipeline-executions/<int:pk>/", views_pipelines.execution_detail, name="pipeline-execution"),
     path("pipeline-executions/<int:pk>/stop", views_pipelines.execution_stop, name="pipeline-execution-stop"),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
+    path("endpoints/rows", views_hosting.endpoint_rows, name="endpoint-rows"),
     path("endpoints/<int:pk>/", views_hosting.endpoint_detail, name="endpoint"),
     path("endpoints/<int:pk>/live", views_hosting.endpoint_live, name="endpoint-live"),
     path("endpoints/<int:pk>/logs", views_hosting.endpoint_logs, name="endpoint-logs"),

@@ -20,6 +20,8 @@ from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
 
 PAGE_SIZE = 50
+# The statuses that change by themselves: the list keeps refreshing while one is shown.
+CHANGING = (EndpointStatus.CREATING, EndpointStatus.UPDATING, EndpointStatus.DELETING)
 HISTORY_SHOWN = 100  # the newest deployment steps on an endpoint's page
 
 
@@ -56,6 +58,16 @@ def endpoint_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         "name": request.GET.get("name", ""),
     }
     return render(request, "console/endpoints.html", context)
+
+
+@console_view
+def endpoint_rows(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    """The list's rows, re-rendered for the page's live refresh (a deleted endpoint leaves it)."""
+    page = _page(viewer, request, Endpoint, "ListEndpoints", "endpoint_name", "endpoint_status")
+    filters = {"name": request.GET.get("name", ""), "status": request.GET.get("status", "")}
+    html = render_to_string("console/_endpoint_rows.html", {"page": page, **filters}, request)
+    changing = sum(1 for endpoint in page if endpoint.endpoint_status in CHANGING)
+    return JsonResponse({"html": html, "running": changing})
 
 
 def _endpoint(viewer: Viewer, pk: int) -> Endpoint:

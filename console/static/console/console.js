@@ -220,7 +220,11 @@ function followResource(heading) {
   let state = heading.dataset.state || null;  // what the forms on the page were rendered for
   async function refresh() {
     const data = await getJSON(heading.dataset.live);
-    if (actions && "state" in data && state !== null && data.state !== state) actions.innerHTML = data.actions_html;
+    if ("state" in data && state !== null && data.state !== state) {
+      if (actions) actions.innerHTML = data.actions_html;
+      // "Deploying …" or "Deleting …" told what an action started; the status shows how it ended.
+      document.querySelectorAll(".messages .message.success").forEach((element) => element.remove());
+    }
     if ("state" in data) state = data.state;
     for (const [key, element] of Object.entries(parts)) {
       if (element && key in data && element.innerHTML !== data[key]) element.innerHTML = data[key];
