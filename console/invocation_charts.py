@@ -20,19 +20,23 @@ MINUTE_SECONDS = 60
 COUNT_LINES = (("Sum", "Sum"),)
 LATENCY_LINES = (("p50", "p50"), ("p99", "p99"))
 MICROSECONDS_TO_MS = 1 / 1000
-# (chart title, metric name, its lines as (label, CloudWatch statistic), scale of the values)
+# How console.js draws a chart: counts as bars from zero, the others as lines broken where a
+# minute has no value (no invocation that minute), never joined across it.
+COUNT, LINE = "count", "line"
+# (chart title, metric name, its lines as (label, CloudWatch statistic), scale of the values, kind)
 CHARTS = [
-    ("Invocations", "Invocations", COUNT_LINES, 1),
-    ("Invocation4XXErrors", "Invocation4XXErrors", COUNT_LINES, 1),
-    ("Invocation5XXErrors", "Invocation5XXErrors", COUNT_LINES, 1),
-    ("ModelLatency (ms)", "ModelLatency", LATENCY_LINES, MICROSECONDS_TO_MS),
-    ("OverheadLatency (ms)", "OverheadLatency", LATENCY_LINES, MICROSECONDS_TO_MS),
+    ("Invocations", "Invocations", COUNT_LINES, 1, COUNT),
+    ("Invocation4XXErrors", "Invocation4XXErrors", COUNT_LINES, 1, COUNT),
+    ("Invocation5XXErrors", "Invocation5XXErrors", COUNT_LINES, 1, COUNT),
+    ("ModelLatency (ms)", "ModelLatency", LATENCY_LINES, MICROSECONDS_TO_MS, LINE),
+    ("OverheadLatency (ms)", "OverheadLatency", LATENCY_LINES, MICROSECONDS_TO_MS, LINE),
 ]
-TITLES = [title for title, _, _, _ in CHARTS]
+TITLES = [title for title, *_ in CHARTS]
 
 
 def series(endpoint: Endpoint, now_ms: int) -> list[dict]:
-    """One entry per chart: `{"name": title, "lines": [{"label", "points": [[minute ms, value], ...]}]}`."""
+    """One entry per chart: `{"name": title, "kind": COUNT or LINE, "period_ms": 60000,
+    "lines": [{"label", "points": [[minute ms, value], ...]}]}`."""
     variants = sorted(
         {
             variant["VariantName"]
@@ -41,8 +45,11 @@ def series(endpoint: Endpoint, now_ms: int) -> list[dict]:
         }
     )
     return [
-        {"name": title, "lines": _lines(_minutes(endpoint, variants, metric, now_ms), lines, scale)}
-        for title, metric, lines, scale in CHARTS
+        {
+            "name": title, "kind": kind, "period_ms": MINUTE_SECONDS * 1000,
+            "lines": _lines(_minutes(endpoint, variants, metric, now_ms), lines, scale),
+        }
+        for title, metric, lines, scale, kind in CHARTS
     ]
 
 

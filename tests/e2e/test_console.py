@@ -170,10 +170,11 @@ def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint
         invoke_json(runtime, name)
     latency = console.locator('[data-chart="ModelLatency (ms)"]')
     for line in ("p50", "p99"):  # drawn once the API process has written its minute (0.5 s here)
-        drawn = latency.locator(f'polyline[data-line="{line}"]')
+        drawn = latency.locator(f'path[data-line="{line}"]')
         expect(drawn).to_have_attribute("data-points", re.compile(r"^[1-9]"))
     expect(latency.locator(".legend")).to_have_text(re.compile("p50.*p99"))
-    expect(console.locator('[data-chart="Invocations"]')).to_be_visible()
+    invocations = console.locator('[data-chart="Invocations"]')
+    expect(invocations.locator("rect.bar").first).to_be_visible()  # counts: bars from zero
     console.screenshot(path=screenshot_dir / "endpoint.png", full_page=True)
 
 

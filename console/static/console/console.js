@@ -121,8 +121,10 @@ function formatValue(value) {
 }
 
 /* A chart of one or more lines ([{label, points: [[ms, value], ...]}]) on shared axes, with a
-   legend when there are several (e.g. latency p50 and p99). */
-function drawChart(figure, lines) {
+   legend when there are several (e.g. latency p50 and p99). `shape.bars`: counts, drawn as bars
+   from zero; `shape.period`: the points' spacing in ms (a per-minute metric), where a missing
+   point is a gap in the line, never a straight segment across it. */
+function drawChart(figure, lines, shape = {}) {
   const body = figure.querySelector(".chart-body");
   body.textContent = "";
   const all = lines.flatMap((line) => line.points);
@@ -138,8 +140,9 @@ function drawChart(figure, lines) {
   const times = all.map((p) => p[0]), values = all.map((p) => p[1]);
   let [t0, t1] = [Math.min(...times), Math.max(...times)];
   let [v0, v1] = [Math.min(...values), Math.max(...values)];
+  if (shape.bars) { v0 = Math.min(0, v0); t1 += shape.period || 0; }  // a bar spans its period
   if (t0 === t1) { t0 -= 1000; t1 += 1000; }
-  if (v0 === v1) { v0 -= 1; v1 += 1; }
+  if (v0 === v1) { if (shape.bars) v1 += 1; else { v0 -= 1; v1 += 1; } }
   const x = (t) => left + ((t - t0) / (t1 - t0)) * (width - left - right);
   const y = (v) => top + (1 - (v - v0) / (v1 - v0)) * (height - top - bottom);
   const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, class: "chart-svg",
@@ -152,28 +155,52 @@ function drawChart(figure, lines) {
   }
   for (const [t, anchor] of [[t0, "start"], [t1, "end"]]) {
     const label = svgElement("text", {x: x(t), y: height - 8, class: "axis", "text-anchor": anchor});
-    label.textContent = new Date(t).toISOString().slice(11, 19);
+    label.textContent = new Date(t).toISOString().slice(11, 19) + "Z";
     svg.append(label);
   }
   lines.forEach((line, index) => {
-    const points = line.points;
-    svg.append(svgElement("polyline", {points: points.map((p) => `${x(p[0])},${y(p[1])}`).join(" "),
-      class: `series series-${index}`, "data-line": line.label, "data-points": String(points.length)}));
-    if (all.length > MAX_DRAWN_POINTS) return;
-    for (const [t, v] of points) {
-      const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 4, class: `point point-${index}`});
-      const tip = svgElement("title", {});
-      const named = line.label ? `${line.label} ` : "";
-      tip.textContent = `${new Date(t).toISOString().slice(11, 19)}  ${named}${v}`;
-      dot.append(tip);
-      svg.append(dot);
-    }
+    if (shape.bars) drawBars(svg, line, index, x, y, shape.period);
+    else drawLine(svg, line, index, x, y, shape.period, all.length <= MAX_DRAWN_POINTS);
   });
   body.append(svg);
   if (lines.length > 1) body.append(legend(lines));
   const latest = lines.filter((line) => line.points.length)
     .map((line) => `${line.label} ${line.points[line.points.length - 1][1]}`.trim());
   body.setAttribute("aria-label", `${figure.dataset.chart}: ${all.length} points, latest ${latest.join(", ")}`);
+}
+
+function pointTitle(line, t, v) {
+  const tip = svgElement("title", {});
+  tip.textContent = `${new Date(t).toISOString().slice(11, 19)}Z  ${line.label ? `${line.label} ` : ""}${v}`;
+  return tip;
+}
+
+function drawLine(svg, line, index, x, y, period, markers) {
+  // A new subpath (M) after a missing period: the line breaks where there is no data.
+  const steps = line.points.map(([t, v], at) => {
+    const gap = at === 0 || (period && t - line.points[at - 1][0] > period * 1.5);
+    return `${gap ? "M" : "L"}${x(t)},${y(v)}`;
+  });
+  svg.append(svgElement("path", {d: steps.join(" "), class: `series series-${index}`,
+    "data-line": line.label, "data-points": String(line.points.length)}));
+  if (!markers) return;
+  for (const [t, v] of line.points) {
+    const dot = svgElement("circle", {cx: x(t), cy: y(v), r: 4, class: `point point-${index}`});
+    dot.append(pointTitle(line, t, v));
+    svg.append(dot);
+  }
+}
+
+function drawBars(svg, line, index, x, y, period) {
+  const group = svgElement("g", {"data-line": line.label, "data-points": String(line.points.length)});
+  for (const [t, v] of line.points) {
+    const span = Math.max(2, (x(t + (period || 1000)) - x(t)) * 0.8);
+    const bar = svgElement("rect", {x: x(t), y: Math.min(y(v), y(0)), width: span,
+      height: Math.abs(y(0) - y(v)), class: `bar bar-${index}`});
+    bar.append(pointTitle(line, t, v));
+    group.append(bar);
+  }
+  svg.append(group);
 }
 
 function legend(lines) {
@@ -199,7 +226,7 @@ function drawCharts(root, series) {
     const drawn = lines.some((line) => line.points.length > 0);
     if (root.hasAttribute("data-hide-empty")) figure.hidden = !drawn;
     any = any || drawn;
-    drawChart(figure, lines);
+    drawChart(figure, lines, {bars: entry.kind === "count", period: entry.period_ms});
   }
   const none = document.querySelector("[data-no-metrics]");
   if (none) none.hidden = any;

@@ -70,6 +70,8 @@ def test_counts_are_summed_and_latency_shown_as_p50_and_p99_in_milliseconds(db, 
     assert _lines(charts, "Invocation5XXErrors") == {"Sum": []}
     assert _lines(charts, "OverheadLatency (ms)") == {"p50": [], "p99": []}
     assert set(store.windows) == {(NOW - invocation_charts.WINDOW_MS, NOW + MINUTE)}
+    kinds = {chart["name"]: (chart["kind"], chart["period_ms"]) for chart in charts}
+    assert kinds["Invocations"] == ("count", MINUTE) and kinds["ModelLatency (ms)"] == ("line", MINUTE)
 
 
 def test_without_a_metrics_store_every_chart_is_empty(db, monkeypatch):
