@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from django.views.generic import RedirectView
 
 from console import (
@@ -64,4 +64,5 @@ urlpatterns = [
     path("capacity/", views_capacity.capacity, name="capacity"),
     path("s3/<str:bucket>/", views_s3.bucket_root, name="s3-bucket"),
     path("s3/<str:bucket>/<path:key>", views_s3.browse, name="s3"),
+    re_path(r"^.*$", views_auth.not_found),  # the console's own 404 page, not Django's bare one
 ]

@@ -1,12 +1,12 @@
 """Signing in and out of the console."""
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_POST
 
-from console.viewer import sign_in_operator, sign_in_with_key, sign_out, viewer_of
+from console.viewer import Viewer, console_view, sign_in_operator, sign_in_with_key, sign_out, viewer_of
 
 REFUSED = "Those credentials are not valid."
 
@@ -46,3 +46,10 @@ def _next_page(request: HttpRequest) -> str:
 def logout(request: HttpRequest) -> HttpResponse:
     sign_out(request)
     return redirect("console:login")
+
+
+@console_view
+def not_found(request: HttpRequest, viewer: Viewer) -> HttpResponse:
+    """Any other address under /console/: the console's page, signed in or not (the sign-in
+    page first), rather than Django's bare one."""
+    raise Http404("No such page.")

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -64,7 +65,7 @@ def console(stack, browser_context):
 
 
 def test_a_job_appears_runs_and_completes_with_live_logs_and_its_metric_chart(
-    stack, sagemaker, bucket, shell_algo_image, console, browser_context, screenshot_dir
+    stack, sagemaker, s3, bucket, shell_algo_image, console, browser_context, screenshot_dir
 ):
     name = unique_name("console-run")
     listing = console
@@ -99,6 +100,16 @@ def test_a_job_appears_runs_and_completes_with_live_logs_and_its_metric_chart(
     expect(detail.locator(".timeline")).to_contain_text("Training")
     assert_not_reloaded(detail)
     detail.screenshot(path=screenshot_dir / "training-job.png", full_page=True)
+
+    detail.reload()  # the artifacts are linked once they exist: downloaded through the console
+    with detail.expect_download() as download:
+        detail.locator(".locations").get_by_role("link", name=re.compile(r"model\.tar\.gz$")).click()
+    stored = s3.get_object(Bucket=bucket, Key=f"output/{name}/output/model.tar.gz")["Body"].read()
+    assert Path(download.value.path()).read_bytes() == stored
+    copy = detail.locator("button.copy-arn")
+    expect(copy).to_have_text("Copy ARN")
+    copy.click()
+    expect(copy).to_have_text(re.compile(r"^(Copied|Selected: press Ctrl\+C)$"))
 
     expect(row.get_by_test_id("status")).to_have_text("Completed")
     assert_not_reloaded(listing)

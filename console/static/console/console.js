@@ -280,23 +280,37 @@ function wireForms() {
     });
   });
   document.querySelectorAll("[data-copy]").forEach((button) => {
-    button.addEventListener("click", async () => {
-      const text = document.getElementById(button.dataset.copy).textContent;
-      try {
-        await navigator.clipboard.writeText(text);
-        button.textContent = "Copied";
-      } catch (error) {
-        const range = document.createRange();
-        range.selectNodeContents(document.getElementById(button.dataset.copy));
-        window.getSelection().removeAllRanges();
-        window.getSelection().addRange(range);
-        button.textContent = "Selected: press Ctrl+C";
-      }
-    });
+    button.addEventListener("click", () => copyFrom(button, document.getElementById(button.dataset.copy)));
+  });
+}
+
+async function copyFrom(button, source) {
+  try {
+    await navigator.clipboard.writeText(source.textContent);
+    button.textContent = "Copied";
+  } catch (error) {  // no clipboard (plain http on another host): select it for Ctrl+C
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    window.getSelection().removeAllRanges();
+    window.getSelection().addRange(range);
+    button.textContent = "Selected: press Ctrl+C";
+  }
+}
+
+/* Every ARN under a page's title gets a one-click copy. */
+function wireArnCopies() {
+  document.querySelectorAll("p.arn").forEach((paragraph) => {
+    const arn = document.createElement("span");
+    arn.textContent = paragraph.textContent.trim();
+    const button = document.createElement("button");
+    Object.assign(button, {type: "button", className: "copy-arn", textContent: "Copy ARN"});
+    button.addEventListener("click", () => copyFrom(button, arn));
+    paragraph.replaceChildren(arn, " ", button);
   });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  wireArnCopies();
   wireForms();
   const table = document.querySelector("[data-live-rows]");
   if (table) followRows(table);

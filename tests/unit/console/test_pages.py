@@ -108,3 +108,10 @@ def test_transform_job_pages_render_for_their_account_only(account_a):
     account_a.post(f"/console/transform-jobs/{job.pk}/stop")
     job.refresh_from_db()
     assert job.transform_job_status == "Stopping"
+
+
+def test_an_unknown_console_address_is_the_consoles_own_not_found_page(account_a, client):
+    page = account_a.get("/console/no-such-page/at/all/")
+    assert page.status_code == 404 and "Nothing here is visible to account" in page.content.decode()
+    assert "Nothing here is visible" in account_a.get("/console/training-jobs").content.decode()
+    assert client.get("/console/no-such-page").status_code == 302  # signed out: the sign-in first
