@@ -1,7 +1,8 @@
 """InvokeEndpointWithResponseStream on the data plane (dataplane.py reads, authenticates and
-routes the request as InvokeEndpoint's): the container's answer relayed as it arrives, each piece
-its socket delivers as one `PayloadPart` event (eventstream.py), so that a token the container
-wrote reaches the client without waiting for the rest.
+routes the request as InvokeEndpoint's): the container's answer relayed as it arrives, each HTTP
+chunk of it (or each piece its socket delivers, for an answer that is not chunked) as one
+`PayloadPart` event (eventstream.py), so that a token the container wrote reaches the client
+without waiting for the rest.
 
 Before the answer's head, everything is InvokeEndpoint's (contract.py): a container that refuses
 the connection is passed over, one that fails or answers non-2xx is a ModelError (424). Once the

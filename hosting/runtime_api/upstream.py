@@ -74,16 +74,17 @@ async def read_whole(response: aiohttp.ClientResponse) -> bytes:
 
 
 async def chunks(response: aiohttp.ClientResponse):
-    """An answer's body piece by piece, as it arrives: whatever the socket delivered since the
-    last piece (aiohttp stops reading the socket while its buffer is full, so a slow consumer
-    holds the container back instead of the data plane buffering its answer). Raises NoAnswer or
-    TimedOut."""
-    iterator = response.content.iter_any().__aiter__()
+    """An answer's body piece by piece, as it arrives: each HTTP chunk of a chunked answer (a big
+    one in several pieces), else whatever the socket delivered since the last piece. aiohttp stops
+    reading the socket while its buffer is full, so a slow consumer holds the container back
+    instead of the data plane buffering its answer. Raises NoAnswer or TimedOut."""
+    iterator = response.content.iter_chunks().__aiter__()
     while True:
         try:
-            yield await _failing_as_no_answer(iterator.__anext__())
+            piece, _ = await _failing_as_no_answer(iterator.__anext__())
         except StopAsyncIteration:
             return
+        yield piece
 
 
 async def _send(session, url: str, body: bytes, headers: dict[str, str], attempt) -> aiohttp.ClientResponse:
