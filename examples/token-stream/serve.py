@@ -37,6 +37,7 @@ def _hold(key: str) -> threading.Event:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a token is a small write: send it now, not after an ACK
 
     def do_GET(self) -> None:
         if self.path == "/ping":

@@ -70,7 +70,8 @@ class Relay:
             ending = _model_stream_error(error)
         finally:
             gone.cancel()
-            self.response.close()  # never back to the pool: a stream left unread is not reusable
+            # Back to the pool when read to its end; aiohttp closes one that was not (or failed).
+            self.response.release()
             self.request.invocation = self.tries.ended(self.choice, model_status)
         await send({"type": "http.response.body", "body": ending})
 
