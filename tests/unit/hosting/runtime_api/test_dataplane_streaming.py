@@ -134,6 +134,19 @@ def test_a_container_dying_mid_stream_ends_it_with_a_model_stream_error(runtime)
     assert "closed the stream" in raised.value.response["Error"]["Message"]
 
 
+def test_a_stream_past_the_invocation_timeout_ends_with_model_invocation_time_exceeded(runtime):  # noqa: F811
+    """The model is never let go on: the data plane's whole-exchange timeout (5 s here) ends it."""
+    events = iter(_stream(runtime, b"wait")["Body"])
+    assert next(events)["PayloadPart"]["Bytes"] == TOKENS[0]
+
+    with pytest.raises(EventStreamError) as raised:
+        list(events)
+    assert raised.value.response["Error"] == {
+        "Code": "ModelStreamError",
+        "Message": "Your model primary did not complete sending the inference response in the allotted time.",
+    }
+
+
 def test_errors_before_the_stream_are_invoke_endpoints(runtime):  # noqa: F811
     status, code, response = error_of(lambda: _stream(runtime, b"fail"))
     assert (status, code, response["OriginalStatusCode"], response["OriginalMessage"]) == (
