@@ -90,10 +90,15 @@ class SignedHttp:
         self._signer = SigV4Auth(credentials, service, region)
         self._pool = urllib3.PoolManager(maxsize=concurrency)
 
-    def post(self, url: str, body: bytes, headers: dict[str, str]) -> urllib3.BaseHTTPResponse:
+    def post(
+        self, url: str, body: bytes, headers: dict[str, str], preload_content: bool = True
+    ) -> urllib3.BaseHTTPResponse:
+        """`preload_content=False`: the answer's body is left to read (a stream's)."""
         request = AWSRequest(method="POST", url=url, data=body, headers=headers)
         self._signer.add_auth(request)
-        return self._pool.urlopen("POST", url, body=body, headers=dict(request.headers.items()))
+        return self._pool.urlopen(
+            "POST", url, body=body, headers=dict(request.headers.items()), preload_content=preload_content
+        )
 
 
 def delete_bucket(s3, bucket: str) -> None:

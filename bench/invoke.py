@@ -52,7 +52,7 @@ def main() -> int:
     name = f"bench-{uuid.uuid4().hex[:8]}"
     try:
         arn = _deploy(sagemaker, boto3.client("s3"), name)
-        port = _container_port(arn)
+        port = container_port(arn)
         direct_pool = urllib3.HTTPConnectionPool("127.0.0.1", port, maxsize=options.concurrency)
 
         def direct() -> None:
@@ -77,7 +77,7 @@ def main() -> int:
             for path, call in phases.items()
         }
     finally:
-        _delete(sagemaker, name)
+        delete_endpoint(sagemaker, name)
     _report(results, options)
     return 0
 
@@ -96,9 +96,13 @@ def _deploy(sagemaker, s3, name: str) -> str:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     s3.put_object(Bucket=bucket, Key="model.tar.gz", Body=archive.getvalue())
-    sagemaker.create_model(
-        ModelName=name, PrimaryContainer={"Image": IMAGE, "ModelDataUrl": f"s3://{bucket}/model.tar.gz"}
-    )
+    return deploy_endpoint(sagemaker, name, {"Image": IMAGE, "ModelDataUrl": f"s3://{bucket}/model.tar.gz"})
+
+
+def deploy_endpoint(sagemaker, name: str, container: dict) -> str:
+    """A model, config and endpoint named `name` of one instance running `container`, InService;
+    returns the endpoint's ARN (bench/stream.py uses it too)."""
+    sagemaker.create_model(ModelName=name, PrimaryContainer=container)
     sagemaker.create_endpoint_config(
         EndpointConfigName=name,
         ProductionVariants=[
@@ -131,12 +135,12 @@ def _signed_invoker(runtime, name: str, concurrency: int):
     return invoke
 
 
-def _container_port(arn: str) -> int:
+def container_port(arn: str) -> int:
     [container] = docker.from_env().containers.list(filters={"label": f"sageport.resource={arn}"})
     return int(container.ports["8080/tcp"][0]["HostPort"])
 
 
-def _delete(sagemaker, name: str) -> None:
+def delete_endpoint(sagemaker, name: str) -> None:
     try:
         sagemaker.delete_endpoint(EndpointName=name)
         sagemaker.get_waiter("endpoint_deleted").wait(

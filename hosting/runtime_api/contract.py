@@ -42,9 +42,24 @@ REQUEST_HEADERS = {
     "SessionId": "X-Amzn-SageMaker-Session-Id",
     "PrefixAwareId": "X-Amzn-SageMaker-Prefix-Aware-Id",
 }
+STREAM = "InvokeEndpointWithResponseStream"
+# Its request headers: InvokeEndpoint's but TargetModel and EnableExplanations, and Accept under a
+# name of its own (the container receives it as Accept, as for InvokeEndpoint).
+STREAM_REQUEST_HEADERS = {
+    **{member: header for member, header in REQUEST_HEADERS.items()
+       if member not in ("TargetModel", "EnableExplanations")},
+    "Accept": "X-Amzn-SageMaker-Accept",
+}
 # What the container receives must be what the client signed (botocore signs all of these).
 FORWARDED_HEADERS = tuple(header.lower() for header in REQUEST_HEADERS.values())
-_MEMBERS_BY_HEADER = tuple((member, header.lower()) for member, header in REQUEST_HEADERS.items())
+STREAM_SIGNED_HEADERS = tuple(header.lower() for header in STREAM_REQUEST_HEADERS.values())
+_MEMBERS_BY_HEADER = {
+    operation: tuple((member, header.lower()) for member, header in headers.items())
+    for operation, headers in (("InvokeEndpoint", REQUEST_HEADERS), (STREAM, STREAM_REQUEST_HEADERS))
+}
+# The operations only the data plane serves: the API port's gunicorn threads are too few to be
+# held by streams (its view answers 501 naming the port that serves them).
+DATA_PLANE_ONLY = (STREAM,)
 # Container response headers InvokeEndpoint returns (besides Content-Type).
 RESPONSE_HEADERS = (
     "X-Amzn-SageMaker-Custom-Attributes",
@@ -103,7 +118,12 @@ def unserved_operation(path: str) -> str | None:
 def unserved(path: str) -> ServiceError:
     """What an authenticated request to an unserved runtime operation gets: the 501 that the API
     answers for an unserved SageMaker operation (protocol/dispatch.py)."""
-    return NotImplementedOperation(f"Sageport does not implement SageMakerRuntime.{unserved_operation(path)}")
+    operation = unserved_operation(path)
+    if operation in DATA_PLANE_ONLY:
+        return NotImplementedOperation(
+            f"Sageport serves SageMakerRuntime.{operation} on the runtime port (the data plane) only."
+        )
+    return NotImplementedOperation(f"Sageport does not implement SageMakerRuntime.{operation}")
 
 
 def wrong_method(method: str) -> ServiceError:
@@ -120,23 +140,23 @@ def too_large() -> ServiceError:
     )
 
 
-def params(endpoint_name: str, headers: Mapping[str, str]) -> dict:
-    """The request's InvokeEndpoint members (`headers` by lower-case name), validated against the
-    botocore shape; a ValidationError names what is wrong."""
+def params(endpoint_name: str, headers: Mapping[str, str], operation: str = "InvokeEndpoint") -> dict:
+    """The request's members of `operation` (InvokeEndpoint or STREAM; `headers` by lower-case
+    name), validated against the botocore shape; a ValidationError names what is wrong."""
     found = {"EndpointName": endpoint_name, "Body": ""}  # the body's size is checked on its own
-    for member, header in _MEMBERS_BY_HEADER:
+    for member, header in _MEMBERS_BY_HEADER[operation]:
         value = headers.get(header)
         if value:
             found[member] = value
-    return dict(_validated(tuple(found.items())))
+    return dict(_validated(operation, tuple(found.items())))
 
 
 @functools.lru_cache(maxsize=1024)
-def _validated(members: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object], ...]:
+def _validated(operation: str, members: tuple[tuple[str, str], ...]) -> tuple[tuple[str, object], ...]:
     """Clients repeat the same headers request after request: their validation is remembered
     (refusals are not: an exception is never cached, so each one is raised again)."""
     try:
-        return tuple(validate_input("sagemaker-runtime", "InvokeEndpoint", dict(members)).items())
+        return tuple(validate_input("sagemaker-runtime", operation, dict(members)).items())
     except ValidationException as error:
         raise ValidationError(error.message) from None
 

@@ -27,7 +27,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
 
-from hosting.runtime_api import contract  # noqa: E402
+from hosting.runtime_api import contract, streaming  # noqa: E402
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
 from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
 from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
@@ -43,6 +43,7 @@ from protocol.sigv4 import SignedRequest  # noqa: E402
 log = logging.getLogger(__name__)
 
 _INVOCATIONS = re.compile(r"^(?:.*/)?endpoints/(?P<endpoint_name>[^/]+)/invocations$")
+_STREAM = re.compile(r"^(?:.*/)?endpoints/(?P<endpoint_name>[^/]+)/invocations-response-stream$")
 _RESPONSE_HEADERS = tuple((name, name.lower().encode()) for name in contract.RESPONSE_HEADERS)
 
 
@@ -82,29 +83,37 @@ class DataPlane:
         started = time.perf_counter()
         request = _Request(scope)
         try:
-            status, headers, body = await self._answer(request, receive)
+            reply = await self._answer(request, receive)
         except _ClientGone:
             return
         except ServiceError as error:
-            status, headers, body = _error(error, request.id)
+            reply = _error(error, request.id)
         except Exception:
-            log.exception("unhandled error in InvokeEndpoint (request id %s)", request.id)
-            status, headers, body = _error(InternalFailure("An internal error occurred."), request.id)
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+            log.exception("unhandled error in %s (request id %s)", request.operation, request.id)
+            reply = _error(InternalFailure("An internal error occurred."), request.id)
+        if isinstance(reply, streaming.Relay):
+            status = await _relay(reply, request, send, receive)
+        else:
+            status, headers, body = reply
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
         if request.endpoint_name is not None:
             contract.observe(request.route_labels, status, time.perf_counter() - started, request.invocation)
 
-    async def _answer(self, request: "_Request", receive) -> tuple[int, list, bytes]:
-        match = _INVOCATIONS.match(request.scope["path"])
-        if match is None and contract.unserved_operation(request.scope["path"]):
+    async def _answer(self, request: "_Request", receive) -> "tuple[int, list, bytes] | streaming.Relay":
+        path = request.scope["path"]
+        match = _INVOCATIONS.match(path)
+        if match is None and (match := _STREAM.match(path)):
+            request.operation = contract.STREAM
+        if match is None and contract.unserved_operation(path):
             headers = request.headers()
             await _authenticate(request, headers, await _read_body(headers, receive))
-            raise contract.unserved(request.scope["path"])
+            raise contract.unserved(path)
         if match is None:
             raise UnknownOperationException(
                 f"No operation answers {request.method[:16]} on this path: the runtime API is "
-                "POST /endpoints/<name>/invocations."
+                "POST /endpoints/<name>/invocations (InvokeEndpoint) and "
+                "POST /endpoints/<name>/invocations-response-stream (InvokeEndpointWithResponseStream)."
             )
         endpoint_name = request.endpoint_name = match["endpoint_name"]
         if request.method != "POST":
@@ -112,7 +121,7 @@ class DataPlane:
         headers = request.headers()
         body = await _read_body(headers, receive)
         ctx = await _authenticate(request, headers, body)
-        params = contract.params(endpoint_name, headers)
+        params = contract.params(endpoint_name, headers, request.operation)
         arn = make_arn(ctx.region, ctx.account_id, "endpoint", endpoint_name)
         target = params.get("TargetVariant")
         route = self.router.lookup(arn)
@@ -121,6 +130,11 @@ class DataPlane:
         contract.check_route(route, ctx, endpoint_name, target)
         request.route_labels = (ctx.account_id, endpoint_name, target or "")
         forwarded = contract.forwarded_headers(params)
+        if request.operation == contract.STREAM:
+            tries = Tries(self.router, arn, target, ctx, endpoint_name)
+            relay = await streaming.open_relay(tries, self.upstream, body, forwarded, request)
+            request.route_labels = (ctx.account_id, endpoint_name, relay.choice.variant_name)
+            return relay
         answer, choice = await self._forward(request, ctx, arn, target, body, forwarded)
         request.route_labels = (ctx.account_id, endpoint_name, choice.variant_name)
         if not 200 <= answer.status < 300:
@@ -149,12 +163,13 @@ class DataPlane:
 class _Request:
     """What the data plane notes about one request while answering it."""
 
-    __slots__ = ("scope", "method", "id", "endpoint_name", "route_labels", "invocation")
+    __slots__ = ("scope", "method", "id", "operation", "endpoint_name", "route_labels", "invocation")
 
     def __init__(self, scope):
         self.scope = scope
         self.method: str = scope["method"]
         self.id = str(uuid.uuid4())
+        self.operation = "InvokeEndpoint"  # or contract.STREAM, by the path
         self.endpoint_name: str | None = None  # set once the path is InvokeEndpoint's
         self.route_labels = contract.UNROUTED
         self.invocation: Invocation | None = None
@@ -205,12 +220,23 @@ async def _authenticate(request: _Request, headers: dict[str, str], body: bytes)
     signed = SignedRequest(request.method, request.raw_target(), headers, body)
 
     def verify() -> RequestContext:
-        return authenticate_signed(signed, request_id=request.id, must_sign=contract.FORWARDED_HEADERS)
+        stream = request.operation == contract.STREAM
+        signs = contract.STREAM_SIGNED_HEADERS if stream else contract.FORWARDED_HEADERS
+        return authenticate_signed(signed, request_id=request.id, must_sign=signs)
 
     try:
         return verify()
     except SynchronousOnlyOperation:
         return await asyncio.to_thread(verify)
+
+
+async def _relay(relay: "streaming.Relay", request: _Request, send, receive) -> int:
+    """Send a stream's answer; a failure once it began can only be logged (the head is sent)."""
+    try:
+        await relay.send(send, receive, _http_date())
+    except Exception:
+        log.exception("stream of %s ended by an error (request id %s)", request.endpoint_name, request.id)
+    return 200
 
 
 def _success_headers(answer: Answer, choice: Choice, request_id: str) -> list[tuple[bytes, bytes]]:

@@ -44,27 +44,67 @@ class Upstream:
                 await session.close()
 
     async def post(self, address: str, port: int, body: bytes, headers: dict[str, str]) -> Answer:
-        """POST /invocations to a container; raises Refused, NoAnswer or TimedOut."""
-        url = f"http://{_url_host(address)}:{port}/invocations"
-        attempt = SimpleNamespace(reused=False, answered=False)
+        """POST /invocations to a container and read the whole answer; raises Refused, NoAnswer
+        or TimedOut."""
+        response = await self.send(address, port, body, headers)
         try:
-            return await _exchange(self._pooled, url, body, headers, attempt)
+            return Answer(response.status, response.headers, await read_whole(response))
+        finally:
+            response.release()
+
+    async def send(
+        self, address: str, port: int, body: bytes, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
+        """POST /invocations to a container, returning once the answer's head arrived: its body is
+        left to read (`read_whole` or `chunks`, then `release`). Raises Refused, NoAnswer or
+        TimedOut; the invocation timeout covers the whole exchange, body included."""
+        url = f"http://{_url_host(address)}:{port}/invocations"
+        attempt = SimpleNamespace(reused=False)
+        try:
+            return await _send(self._pooled, url, body, headers, attempt)
         except NoAnswer:
-            if not may_send_again(attempt.reused, attempt.answered):
+            if not may_send_again(attempt.reused, answered=False):
                 raise
-        return await _exchange(self._fresh, url, body, headers, SimpleNamespace(reused=False, answered=False))
+        return await _send(self._fresh, url, body, headers, SimpleNamespace(reused=False))
 
 
-async def _exchange(session, url: str, body: bytes, headers: dict[str, str], attempt) -> Answer:
+async def read_whole(response: aiohttp.ClientResponse) -> bytes:
+    """The rest of an answer's body; raises NoAnswer or TimedOut."""
+    return await _failing_as_no_answer(response.read())
+
+
+async def chunks(response: aiohttp.ClientResponse):
+    """An answer's body piece by piece, as it arrives: each HTTP chunk of a chunked answer (a big
+    one in several pieces), else whatever the socket delivered since the last piece. aiohttp stops
+    reading the socket while its buffer is full, so a slow consumer holds the container back
+    instead of the data plane buffering its answer. Raises NoAnswer or TimedOut."""
+    iterator = response.content.iter_chunks().__aiter__()
+    while True:
+        try:
+            piece, _ = await _failing_as_no_answer(iterator.__anext__())
+        except StopAsyncIteration:
+            return
+        yield piece
+
+
+async def _send(session, url: str, body: bytes, headers: dict[str, str], attempt) -> aiohttp.ClientResponse:
     try:
-        async with session.post(url, data=body, headers=headers, trace_request_ctx=attempt) as response:
-            attempt.answered = True
-            return Answer(response.status, response.headers, await response.read())
+        return await session.post(url, data=body, headers=headers, trace_request_ctx=attempt)
     except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError):
         raise Refused() from None  # refused, or not accepted in 250 ms: nothing was sent
     except TimeoutError:
         raise TimedOut() from None
-    except aiohttp.ClientError as error:  # closed, reset or cut short: no (whole) answer
+    except aiohttp.ClientError as error:  # closed, reset or cut short: no answer
+        raise NoAnswer(str(error) or type(error).__name__) from None
+
+
+async def _failing_as_no_answer(reading):
+    """Await a read of an answer's body: a timeout is the invocation's, a cut connection no answer."""
+    try:
+        return await reading
+    except TimeoutError:
+        raise TimedOut() from None
+    except aiohttp.ClientError as error:
         raise NoAnswer(str(error) or type(error).__name__) from None
 
 

@@ -25,6 +25,12 @@ def serve_image() -> str:
 
 
 @pytest.fixture(scope="session")
+def stream_image() -> str:
+    """examples/token-stream: a token-by-token generator answering chunked."""
+    return _build_example_image("python-stream")
+
+
+@pytest.fixture(scope="session")
 def probe_image(serve_image, tmp_path_factory) -> str:
     context = tmp_path_factory.mktemp("probe")
     (context / "Dockerfile").write_text(PROBE_DOCKERFILE.format(base=serve_image))

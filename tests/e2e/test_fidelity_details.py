@@ -62,14 +62,12 @@ def test_a_region_aws_does_not_have_is_refused_and_never_written_into_an_arn(sta
 
 
 def test_the_runtime_operations_not_served_answer_501_on_the_data_plane(stack):
-    """As every unserved SageMaker operation answers on the API (501 NotImplementedException)."""
+    """As every unserved SageMaker operation answers on the API (501 NotImplementedException).
+    (InvokeEndpointWithResponseStream is served: tests/e2e/test_hosting_streaming.py.)"""
     runtime = stack.client("sagemaker-runtime", config=NO_RETRIES)
     calls = {
         "InvokeEndpointAsync": lambda: runtime.invoke_endpoint_async(
             EndpointName="any", InputLocation="s3://bucket/input.json"
-        ),
-        "InvokeEndpointWithResponseStream": lambda: runtime.invoke_endpoint_with_response_stream(
-            EndpointName="any", Body=b"1"
         ),
     }
     for operation, call in calls.items():

@@ -21,7 +21,11 @@ def test_unserved_runtime_operations_answer_501_on_the_api_port(make_client):  #
         error = raised.value.response
         assert error["ResponseMetadata"]["HTTPStatusCode"] == 501
         assert error["Error"]["Code"] == "NotImplementedException"
-        assert error["Error"]["Message"] == f"Sageport does not implement SageMakerRuntime.{operation}"
+        assert error["Error"]["Message"] == (
+            f"Sageport serves SageMakerRuntime.{operation} on the runtime port (the data plane) only."
+            if operation in contract.DATA_PLANE_ONLY
+            else f"Sageport does not implement SageMakerRuntime.{operation}"
+        )
         assert transport.responses[-1]["Content-Type"] == "application/json"
 
 

@@ -1,0 +1,51 @@
+"""AWS's event-stream framing (`application/vnd.amazon.eventstream`), the body of
+InvokeEndpointWithResponseStream's answer: one message per event, each a prelude (total length,
+headers length, the prelude's CRC32), string headers (`:message-type`, `:event-type` or
+`:exception-type`, `:content-type`), the payload, and the whole message's CRC32. botocore's
+eventstream parser reads these unchanged (tests/unit/hosting/runtime_api/test_eventstream.py)."""
+
+import json
+import struct
+import zlib
+
+CONTENT_TYPE = "application/vnd.amazon.eventstream"
+_STRING = 7  # the header value type botocore reads as a UTF-8 string of 2-byte length
+_PRELUDE = struct.Struct(">II")
+_CRC = struct.Struct(">I")
+
+
+def payload_part(data: bytes) -> bytes:
+    """A `PayloadPart` event whose `Bytes` (the event's payload blob) is `data`."""
+    return message(
+        {":message-type": "event", ":event-type": "PayloadPart", ":content-type": "application/octet-stream"},
+        data,
+    )
+
+
+def exception(exception_type: str, fields: dict[str, str]) -> bytes:
+    """An exception event (`ModelStreamError`, `InternalStreamFailure`): botocore raises it as an
+    EventStreamError whose code is `exception_type` while the client iterates the stream."""
+    return message(
+        {
+            ":message-type": "exception",
+            ":exception-type": exception_type,
+            ":content-type": "application/json",
+        },
+        json.dumps(fields).encode(),
+    )
+
+
+def message(headers: dict[str, str], payload: bytes) -> bytes:
+    encoded = b"".join(_header(name, value) for name, value in headers.items())
+    total = _PRELUDE.size + _CRC.size + len(encoded) + len(payload) + _CRC.size
+    prelude = _PRELUDE.pack(total, len(encoded))
+    head = prelude + _CRC.pack(zlib.crc32(prelude))
+    body = head + encoded + payload
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def _header(name: str, value: str) -> bytes:
+    raw_name, raw_value = name.encode(), value.encode()
+    return b"".join(
+        (struct.pack(">B", len(raw_name)), raw_name, struct.pack(">BH", _STRING, len(raw_value)), raw_value)
+    )

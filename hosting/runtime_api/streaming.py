@@ -1,0 +1,117 @@
+"""InvokeEndpointWithResponseStream on the data plane (dataplane.py reads, authenticates and
+routes the request as InvokeEndpoint's): the container's answer relayed as it arrives, each HTTP
+chunk of it (or each piece its socket delivers, for an answer that is not chunked) as one
+`PayloadPart` event (eventstream.py), so that a token the container wrote reaches the client
+without waiting for the rest.
+
+Before the answer's head, everything is InvokeEndpoint's (contract.py): a container that refuses
+the connection is passed over, one that fails or answers non-2xx is a ModelError (424). Once the
+head is 2xx the client has its 200, and what goes wrong later ends the stream with a
+`ModelStreamError` event as SageMaker sends it: `StreamBroken` (the container closed or reset the
+connection) or `ModelInvocationTimeExceeded` (the whole answer took longer than the invocation
+timeout, which the drain of a replaced container also waits for).
+
+One piece is in flight at a time: the next is read from the container only once the client's
+connection took the last one (uvicorn's `send` waits while its transport is full), and aiohttp
+stops reading the container's socket while its small buffer is full, so a slow client slows the
+container down instead of making the data plane hold its answer. The container stays counted in
+flight (router.py) until the stream ends, so a blue/green drain waits for open streams."""
+
+import asyncio
+
+import aiohttp
+
+from hosting.runtime_api import contract, eventstream, upstream
+from hosting.runtime_api.exchange import NoAnswer, Refused, TimedOut
+from hosting.runtime_api.router import Choice
+from hosting.runtime_api.tries import Tries
+
+STREAM_BROKEN = "StreamBroken"
+TIME_EXCEEDED = "ModelInvocationTimeExceeded"
+
+
+class Relay:
+    """A container's 2xx answer, open: `send` relays its body (ASGI) and ends the exchange."""
+
+    def __init__(self, response: aiohttp.ClientResponse, choice: Choice, tries: Tries, request):
+        """`request`: the data plane's note of the request (its `id`; its `invocation` is set
+        when the stream ends, for the endpoint's CloudWatch metrics)."""
+        self.response, self.choice, self.tries, self.request = response, choice, tries, request
+
+    def headers(self, date: bytes) -> list[tuple[bytes, bytes]]:
+        """No Content-Length: uvicorn sends the stream chunked."""
+        headers = [
+            (b"content-type", eventstream.CONTENT_TYPE.encode()),
+            (b"x-amzn-invoked-production-variant", self.choice.variant_name.encode()),
+            (b"x-amzn-requestid", self.request.id.encode()),
+            (b"date", date),
+        ]
+        content_type = self.response.headers.get("Content-Type")
+        if content_type:
+            headers.append((b"x-amzn-sagemaker-content-type", content_type.encode("latin-1")))
+        custom = self.response.headers.get("X-Amzn-SageMaker-Custom-Attributes")
+        if custom is not None:
+            headers.append((b"x-amzn-sagemaker-custom-attributes", custom.encode("latin-1")))
+        return headers
+
+    async def send(self, send, receive, date: bytes) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.headers(date)})
+        gone = asyncio.ensure_future(_disconnected(receive))
+        model_status = self.response.status
+        try:
+            async for piece in upstream.chunks(self.response):
+                if gone.done():  # nobody reads any more: stop reading the container too
+                    break
+                await send({"type": "http.response.body", "body": eventstream.payload_part(piece),
+                            "more_body": True})
+            ending = b""
+        except (NoAnswer, TimedOut) as error:
+            model_status = 0
+            ending = _model_stream_error(error)
+        finally:
+            gone.cancel()
+            # Back to the pool when read to its end; aiohttp closes one that was not (or failed).
+            self.response.release()
+            self.request.invocation = self.tries.ended(self.choice, model_status)
+        await send({"type": "http.response.body", "body": ending})
+
+
+async def open_relay(
+    tries: Tries, upstream_: upstream.Upstream, body: bytes, headers: dict, request
+) -> Relay:
+    """Send the request to a container (another one while they refuse it) and wait for the head
+    of its answer; a failure or a non-2xx answer raises InvokeEndpoint's error."""
+    while True:
+        choice = tries.choose()
+        try:
+            response = await upstream_.send(choice.backend.address, choice.backend.port, body, headers)
+        except (Refused, NoAnswer, TimedOut) as error:
+            request.invocation = tries.ended(choice, 0)
+            tries.failed(choice, error)
+            continue
+        if 200 <= response.status < 300:
+            return Relay(response, choice, tries, request)
+        try:
+            answer = await upstream.read_whole(response)
+        except (NoAnswer, TimedOut):
+            answer = b""
+        finally:
+            response.release()
+            request.invocation = tries.ended(choice, response.status)
+        raise contract.model_error(tries.ctx, tries.endpoint_name, response.status, answer)
+
+
+def _model_stream_error(error: NoAnswer | TimedOut) -> bytes:
+    if isinstance(error, TimedOut):
+        fields = {"Message": "Your model primary did not complete sending the inference response in the "
+                             "allotted time.", "ErrorCode": TIME_EXCEEDED}
+    else:
+        fields = {"Message": f"The model primary closed the stream before the inference response was "
+                             f"complete: {error}", "ErrorCode": STREAM_BROKEN}
+    return eventstream.exception("ModelStreamError", fields)
+
+
+async def _disconnected(receive) -> None:
+    """Returns when the client goes (its body was read: the next ASGI message is the disconnect)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
