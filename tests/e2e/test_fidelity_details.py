@@ -65,9 +65,6 @@ def test_the_runtime_operations_not_served_answer_501_on_the_data_plane(stack):
     """As every unserved SageMaker operation answers on the API (501 NotImplementedException)."""
     runtime = stack.client("sagemaker-runtime", config=NO_RETRIES)
     calls = {
-        "InvokeEndpointAsync": lambda: runtime.invoke_endpoint_async(
-            EndpointName="any", InputLocation="s3://bucket/input.json"
-        ),
         "InvokeEndpointWithResponseStream": lambda: runtime.invoke_endpoint_with_response_stream(
             EndpointName="any", Body=b"1"
         ),

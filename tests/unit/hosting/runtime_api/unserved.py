@@ -4,9 +4,6 @@
 def unserved_calls(client) -> dict:
     """Operation name → a call of it; tests compare the names with the botocore model's."""
     return {
-        "InvokeEndpointAsync": lambda: client.invoke_endpoint_async(
-            EndpointName="e", InputLocation="s3://bucket/input.json"
-        ),
         "InvokeEndpointWithResponseStream": lambda: client.invoke_endpoint_with_response_stream(
             EndpointName="e", Body=b"1"
         ),
