@@ -176,6 +176,11 @@ def release(pk: int) -> None:
     )
 
 
+def backlog_size(endpoint: Endpoint) -> int:
+    """Requests accepted and not finished (waiting or running)."""
+    return endpoint.async_invocations.filter(status__in=OPEN_STATUSES).count()
+
+
 def endpoints_with_work(now: datetime | None = None) -> list[int]:
     now = now or timezone.now()
     return sorted(set(AsyncInvocation.objects.filter(claimable(now)).values_list("endpoint_id", flat=True)))

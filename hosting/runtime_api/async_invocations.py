@@ -46,6 +46,10 @@ CONTAINER_HEADERS = {
 }
 
 
+# Members that would change where the output goes, which Sageport does not carry out.
+UNSUPPORTED_MEMBERS = ("S3OutputPathExtension", "Filename")
+
+
 @dataclass(frozen=True)
 class Accepted:
     inference_id: str
@@ -91,6 +95,11 @@ def params(endpoint_name: str, headers: Mapping[str, str]) -> dict:
         raise ValidationError(error.message) from None
     if "InputLocation" not in validated:
         raise ValidationError("InputLocation is required: the S3 URI of the request's payload.")
+    refused = [member for member in UNSUPPORTED_MEMBERS if member in validated]
+    if refused:
+        raise ValidationError(
+            f"{' and '.join(refused)} not supported by Sageport: outputs are named by InferenceId."
+        )
     return validated
 
 

@@ -102,3 +102,14 @@ def test_a_real_time_endpoint_and_another_accounts_input_are_validation_errors(r
 def test_an_unknown_endpoint_is_a_validation_error(runtime, store):  # noqa: F811
     status, code, _ = error_of(lambda: runtime.invoke_endpoint_async(EndpointName="nope", InputLocation="s3://in/x"))
     assert (status, code) == (400, "ValidationError")
+
+
+def test_members_that_would_rename_the_output_are_refused(runtime, store):  # noqa: F811
+    _make_async()
+    status, code, response = error_of(lambda: runtime.invoke_endpoint_async(
+        EndpointName="e", InputLocation="s3://in/x", S3OutputPathExtension="sub", Filename="a.json"
+    ))
+    assert (status, code) == (400, "ValidationError")
+    message = response["Error"]["Message"]
+    assert message.startswith("S3OutputPathExtension and Filename not supported by Sageport")
+    assert not AsyncInvocation.objects.exists()
