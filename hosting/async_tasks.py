@@ -10,19 +10,23 @@ from celery import shared_task
 from django.db import connections
 
 from hosting import async_metrics, async_queue, async_worker
+from hosting.models import AsyncInvocationStatus
 
 
 @shared_task(name="hosting.async_tasks.drain", acks_late=True, ignore_result=True)
 def drain(endpoint_id: int) -> None:
     """Claim and run until the endpoint has nothing it can start; a drain that finds every slot
-    taken ends at once (the drain holding them looks again when its requests end)."""
+    taken ends at once (the drain holding them looks again when its requests end), and so does
+    one whose every request went back to the queue (no busy loop against a leaving container)."""
     while True:
         plan = async_queue.claim(endpoint_id)
         claimed = [pk for pk, _ in plan.runs] + plan.expired
         if not claimed:
             return
         with ThreadPoolExecutor(max_workers=len(claimed), thread_name_prefix="async-inference") as pool:
-            list(pool.map(_process, claimed))
+            outcomes = list(pool.map(_process, claimed))
+        if all(outcome == AsyncInvocationStatus.PENDING for outcome in outcomes):
+            return  # every one went back (a container leaving, the store away): the sweeper retries
 
 
 def _process(pk: int) -> str:

@@ -34,7 +34,9 @@ class _Again(Exception):
 
 def process(pk: int) -> str:
     """Run the claimed row `pk`; returns the status it ended with."""
-    row = AsyncInvocation.objects.select_related("endpoint").get(pk=pk)
+    row = AsyncInvocation.objects.select_related("endpoint").filter(pk=pk).first()
+    if row is None:
+        return AsyncInvocationStatus.FAILED  # its endpoint was deleted meanwhile, and the row with it
     account = row.endpoint.account_id
     try:
         if _written(account, row.output_location):

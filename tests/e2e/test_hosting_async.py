@@ -8,8 +8,14 @@ import json
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from sagemaker.async_inference import AsyncInferenceConfig, WaiterConfig
+from sagemaker.exceptions import AsyncInferenceModelError
+from sagemaker.model import Model
+from sagemaker.predictor import Predictor
+from sagemaker.predictor_async import AsyncPredictor
 
 from tests.e2e.hosting import INSTANCE_TYPE, unique, wait_for_endpoint, wait_until
+from tests.e2e.sdk import ROLE
 from tests.e2e.test_cloudwatch_metrics import user_environment  # noqa: F401  (fixture)
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
@@ -119,3 +125,32 @@ def test_a_backlog_queued_while_the_worker_is_down_is_drained_once(
 
     names = wait_until(backlog_metrics, timeout=60, what="the backlog metrics")
     assert {"ApproximateBacklogSizePerInstance", "ApproximateAgeOfOldestRequest"} <= names
+
+
+def test_the_sdks_async_predictor_gets_the_output_and_raises_on_a_failure(
+    sdk_session, sagemaker, probe_image, bucket
+):
+    """SDK v2 `Model.deploy(async_inference_config=...)` returns an AsyncPredictor; `predict`
+    uploads the input, calls InvokeEndpointAsync and waits for the output or failure object."""
+    endpoint = unique("sdk-async")
+    config = AsyncInferenceConfig(
+        output_path=f"s3://{bucket}/sdk-out", failure_path=f"s3://{bucket}/sdk-failed"
+    )
+    quick = WaiterConfig(max_attempts=120, delay=1)
+    try:
+        model = Model(
+            image_uri=probe_image, role=ROLE, sagemaker_session=sdk_session, predictor_cls=Predictor
+        )
+        predictor = model.deploy(
+            initial_instance_count=1, instance_type=INSTANCE_TYPE, endpoint_name=endpoint,
+            async_inference_config=config,
+        )
+        assert isinstance(predictor, AsyncPredictor)
+
+        report = json.loads(predictor.predict(data=b"{}", waiter_config=quick))
+        assert report["body_length"] == 2
+        with pytest.raises(AsyncInferenceModelError, match="no such feature"):
+            predictor.predict(data=json.dumps({"status": 400, "message": "no such feature"}).encode(),
+                              waiter_config=quick)
+    finally:
+        sagemaker.delete_endpoint(EndpointName=endpoint)

@@ -4,10 +4,13 @@ queued, against an echoing model server (test_dataplane's) and an S3 kept in a d
 import pytest
 
 from accounts import s3_tenancy
+from devstack.stack import free_port
 from hosting import async_tasks, async_worker
-from hosting.models import AsyncInvocation, EndpointDeployment
+from hosting.models import AsyncInvocation, Endpoint, EndpointDeployment, ServingContainer
 from storage.s3 import StorageError, parse_s3_uri
 from tests.unit.hosting.runtime_api.test_dataplane import data_plane, error_of, model_port, runtime  # noqa: F401
+from tests.unit.hosting.runtime_api.test_routing import container, deployment, endpoint
+from tests.unit.protocol.conftest import access_key, make_client  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,3 +116,33 @@ def test_members_that_would_rename_the_output_are_refused(runtime, store):  # no
     message = response["Error"]["Message"]
     assert message.startswith("S3OutputPathExtension and Filename not supported by Sageport")
     assert not AsyncInvocation.objects.exists()
+
+
+def test_the_api_port_queues_the_request_too(make_client, access_key, store):  # noqa: F811
+    """Containers reach only the API's port: InvokeEndpointAsync answers there as on the data plane."""
+    owner = endpoint("InService")
+    container(deployment(owner, "Active", {"A": 1.0}), "A", "blue-a")
+    account = access_key.account_id
+    arn = owner.endpoint_arn.replace("123456789012", account)
+    Endpoint.objects.update(account_id=account, endpoint_arn=arn)
+    _make_async()
+    client, _ = make_client("sagemaker-runtime", region="us-east-1")
+
+    answer = client.invoke_endpoint_async(EndpointName="e", InputLocation="s3://in/x", InferenceId="api")
+
+    assert answer["ResponseMetadata"]["HTTPStatusCode"] == 202
+    assert answer["OutputLocation"] == "s3://out/r/api.out"
+    assert AsyncInvocation.objects.get().inference_id == "api"
+
+
+def test_a_container_that_refuses_the_connection_sends_the_request_back(runtime, store):  # noqa: F811
+    _make_async()
+    store["s3://in/payload"] = b"1"
+    runtime.invoke_endpoint_async(EndpointName="e", InputLocation="s3://in/payload", InferenceId="back")
+    ServingContainer.objects.update(host_port=free_port())  # nothing listens there
+
+    async_tasks.drain(AsyncInvocation.objects.get().endpoint_id)  # returns: no busy loop
+
+    row = AsyncInvocation.objects.get()
+    assert (row.status, row.container_name, row.attempts) == ("Pending", "", 1)
+    assert not [uri for uri in store if uri.startswith("s3://out/")]
