@@ -28,8 +28,8 @@ class _Failed(Exception):
 
 
 class _Again(Exception):
-    """Nothing went wrong with the request itself (its container left, the store is away): it
-    goes back to the queue."""
+    """Nothing went wrong with the request itself (its container left, or refused the
+    connection): it goes back to the queue."""
 
 
 def process(pk: int) -> str:
@@ -51,15 +51,18 @@ def process(pk: int) -> str:
         return _finish(row, AsyncInvocationStatus.COMPLETED)
     except _Failed as failure:
         return _fail(row, account, str(failure))
-    except _Again as reason:
-        log.info("async inference %s back to the queue: %s", row.inference_id, reason)
-        async_queue.release(row.pk)
-        return AsyncInvocationStatus.PENDING
     except StorageError as error:
-        if error.transient:
-            async_queue.release(row.pk)
-            return AsyncInvocationStatus.PENDING
-        return _fail(row, account, str(error))
+        if not error.transient:
+            return _fail(row, account, str(error))
+        return _back_to_the_queue(row, error)
+    except _Again as reason:
+        return _back_to_the_queue(row, reason)
+
+
+def _back_to_the_queue(row: AsyncInvocation, reason: Exception) -> str:
+    log.info("async inference %s back to the queue: %s", row.inference_id, reason)
+    async_queue.release(row.pk)
+    return AsyncInvocationStatus.PENDING
 
 
 def _fail(row: AsyncInvocation, account: str, message: str) -> str:

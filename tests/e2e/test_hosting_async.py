@@ -103,12 +103,20 @@ def test_an_input_of_another_account_is_refused(async_endpoint, runtime, stack):
 def test_a_backlog_queued_while_the_worker_is_down_is_drained_once(
     async_endpoint, runtime, s3, bucket, stack, user_environment  # noqa: F811
 ):
+    """Two slow requests the worker may be running when it is killed (they run again once their
+    lease, the 5 s invocation timeout + 10 s, ends; either way, one output each), and three
+    accepted while it is down."""
+    slow = {"sleep": 2}
+    running = [
+        _invoke(runtime, s3, bucket, async_endpoint, slow, InferenceId=f"slow{n}", InvocationTimeoutSeconds=5)
+        for n in range(2)
+    ]
     stack.kill_worker()
     try:
-        answers = [_invoke(runtime, s3, bucket, async_endpoint, {}, InferenceId=f"r{n}") for n in range(5)]
-        ids = [answer["InferenceId"] for answer in answers]
+        queued = [_invoke(runtime, s3, bucket, async_endpoint, {}, InferenceId=f"r{n}") for n in range(3)]
     finally:
         stack.start_worker()
+    ids = [answer["InferenceId"] for answer in running + queued]
 
     for inference_id in ids:
         _object(s3, f"s3://{bucket}/out/{inference_id}.out", timeout=120)
