@@ -14,7 +14,7 @@ from capacity.gpus import gpu_ids
 from console import invocation_charts, live
 from console.actions import perform
 from console.viewer import Viewer, console_view
-from hosting import presenters
+from hosting import async_queue, presenters
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
 from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
@@ -97,6 +97,7 @@ def _endpoint_context(endpoint: Endpoint) -> dict:
         "described": presenters.describe_endpoint(endpoint),
         "fleet": _fleet(endpoint),
         "history": presenters.deployment_history(endpoint, HISTORY_SHOWN),
+        "async_backlog": async_queue.backlog_size(endpoint),
     }
 
 

@@ -5,6 +5,7 @@ from accounts.views import CREDENTIALS_PATH, container_credentials_view
 from controlplane.health import healthz, readyz
 from controlplane.metrics import metrics
 from controlplane.root import root
+from hosting.runtime_api.async_invocations import invoke_endpoint_async_view
 from hosting.runtime_api.contract import unserved_paths
 from hosting.runtime_api.invocations import invoke_endpoint_view, unserved_runtime_view
 from protocol.views import json_protocol_view
@@ -27,7 +28,12 @@ urlpatterns = [
         invoke_endpoint_view,
         name="invoke-endpoint",
     ),
-    # The runtime operations Sageport does not serve (InvokeEndpointAsync, ...): 501.
+    re_path(
+        r"^(?:.*/)?endpoints/(?P<endpoint_name>[^/]+)/async-invocations$",
+        invoke_endpoint_async_view,
+        name="invoke-endpoint-async",
+    ),
+    # The runtime operations Sageport does not serve (InvokeEndpointWithResponseStream, ...): 501.
     *(re_path(pattern, unserved_runtime_view, name=operation) for pattern, operation in unserved_paths()),
     # The Kubernetes-style API of HyperPodPyTorchJobs (`/version`, `/api`, `/apis/...`; README
     # "Elastic training"), before the catch-all; protocol/middleware.py leaves its answers alone.

@@ -205,3 +205,47 @@ class EndpointDeploymentEvent(models.Model):
 
     def __str__(self):
         return f"{self.endpoint_id} {self.kind} {self.endpoint_config_name}"
+
+
+class AsyncInvocationStatus(models.TextChoices):
+    # Accepted, waiting for a free invocation slot on the endpoint.
+    PENDING = "Pending"
+    # Claimed by a worker until `lease_expires_at`; a worker that dies leaves it to be claimed again.
+    IN_PROGRESS = "InProgress"
+    # The output (Completed) or the failure (Failed) object is written.
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+
+
+class AsyncInvocation(models.Model):
+    """One InvokeEndpointAsync request, durable from the moment it is acknowledged (202): the
+    queue of an asynchronous endpoint is these rows (hosting/async_queue.py), so that neither a
+    worker nor a data-plane restart loses one. The output keys are derived from the inference id,
+    so processing a request again never writes a second object."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="async_invocations")
+    inference_id = models.CharField(max_length=64)
+    input_location = models.CharField(max_length=1024)
+    output_location = models.CharField(max_length=1024)
+    failure_location = models.CharField(max_length=1024)
+    # The headers the container receives (Content-Type, Accept, custom attributes), as signed.
+    headers = models.JSONField(default=dict)
+    invocation_timeout_seconds = models.IntegerField()
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()  # created_at + RequestTTLSeconds: not started by then, it fails
+
+    status = models.CharField(max_length=16, default=AsyncInvocationStatus.PENDING)
+    attempts = models.IntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True)
+    container_name = models.CharField(max_length=200, blank=True, default="")  # the claim's container
+    finished_at = models.DateTimeField(null=True)
+    failure_reason = models.CharField(max_length=1024, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "inference_id"], name="unique_inference_per_endpoint")
+        ]
+        indexes = [models.Index(fields=["endpoint", "status", "created_at"])]
+
+    def __str__(self):
+        return f"{self.endpoint_id}/{self.inference_id} ({self.status})"

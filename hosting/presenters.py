@@ -77,8 +77,13 @@ def describe_endpoint(endpoint: Endpoint) -> dict:
         FailureReason=endpoint.failure_reason or None,
         LastDeploymentConfig=endpoint.last_deployment_config,
         PendingDeploymentSummary=_pending_summary(pending) if pending else None,
+        AsyncInferenceConfig=_async_config(active or pending),
     )
     return body
+
+
+def _async_config(deployment: EndpointDeployment | None) -> dict | None:
+    return deployment.snapshot["EndpointConfig"].get("AsyncInferenceConfig") if deployment else None
 
 
 def _variants(deployment: EndpointDeployment | None) -> list[dict]:

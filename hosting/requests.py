@@ -6,6 +6,7 @@ change. Members that would change behaviour Sageport does not carry out are refu
 silently ignored."""
 
 from capacity import instance_types
+from hosting import async_config
 from protocol.errors import ValidationException
 
 DEFAULT_VARIANT_WEIGHT = 1.0
@@ -21,7 +22,6 @@ UNSUPPORTED_CONTAINER_MEMBERS = {
 }
 UNSUPPORTED_CONFIG_MEMBERS = {
     "DataCaptureConfig": "data capture is not available yet",
-    "AsyncInferenceConfig": "asynchronous inference is not available yet",
     "ExplainerConfig": "online explainability is not available",
     "ShadowProductionVariants": "shadow variants are not available yet",
     "VpcConfig": "VPC placement has no meaning on a Docker host",
@@ -140,6 +140,8 @@ def check_create_endpoint_config(params: dict) -> None:
         problems.append(f"Variant names must be unique; repeated: {', '.join(repeated)}.")
     for variant in params["ProductionVariants"]:
         problems += _variant_problems(variant)
+    if "AsyncInferenceConfig" in params:
+        problems += async_config.problems(params["AsyncInferenceConfig"])
     _raise_if(problems)
 
 

@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from capacity import nodes
-from hosting import placement, reaper, reconciler
+from hosting import async_tasks, placement, reaper, reconciler
 from hosting.models import Endpoint, EndpointStatus
 from reconcile import leases
 
@@ -58,6 +58,7 @@ def sweep_hosting() -> None:
     """The sweeper's share (registered in HostingConfig.ready)."""
     sweep_endpoints()
     reaper.reap_serving_orphans()
+    async_tasks.sweep_async()
 
 
 def sweep_endpoints() -> None:

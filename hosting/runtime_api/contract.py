@@ -77,6 +77,7 @@ INVOCATION_SECONDS = Histogram(
     ["account", "endpoint", "variant", "status"],
 )
 UNROUTED = ("", "", "")
+SERVED_OPERATIONS = ("InvokeEndpoint", "InvokeEndpointAsync")  # the latter: async_invocations.py
 
 
 class ValidationError(ServiceError):
@@ -96,14 +97,14 @@ class ServiceUnavailable(ServiceError):
 
 @functools.cache
 def unserved_paths() -> tuple[tuple[str, str], ...]:
-    """(path pattern, operation) of every sagemaker-runtime operation but InvokeEndpoint, from the
-    botocore model (InvokeEndpointAsync's `/endpoints/{EndpointName}/async-invocations`,
-    InvokeEndpointWithResponseStream's, and any the model gains), after an optional path prefix
-    as InvokeEndpoint's. Patterns match Django's path (no leading slash) and the ASGI one."""
+    """(path pattern, operation) of every sagemaker-runtime operation not served on both ports,
+    from the botocore model (InvokeEndpointWithResponseStream's, which the data plane matches
+    before asking, and any the model gains), after an optional path prefix as InvokeEndpoint's.
+    Patterns match Django's path (no leading slash) and the ASGI one."""
     model = service_model("sagemaker-runtime")
     found = []
     for operation in model.operation_names:
-        if operation != "InvokeEndpoint":
+        if operation not in SERVED_OPERATIONS:
             uri = model.operation_model(operation).http["requestUri"].lstrip("/")
             path = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(uri))
             found.append((rf"^(?:.*/)?{path}$", operation))

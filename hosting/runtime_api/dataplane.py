@@ -7,8 +7,9 @@ loads (hosting/runtime_api/router.py, refreshed in the background when a change 
 an access key not yet remembered (accounts/accesskeys.py). A request reads its body (≤ 6 MB),
 verifies SigV4 (protocol/sigv4.py, with cached signing keys), validates its headers against the
 botocore shape, picks a container from the in-memory table (counted in flight there for drains),
-and forwards over a pooled keep-alive connection (upstream.py). The other runtime operations'
-paths (InvokeEndpointAsync, ...) answer 501 NotImplementedException once authenticated. Refusals,
+and forwards over a pooled keep-alive connection (upstream.py). InvokeEndpointAsync is queued
+(async_invocations.py); the other runtime operations' paths answer 501 NotImplementedException
+once authenticated. Refusals,
 routing and errors are contract.py's, shared with the API's Django view."""
 
 import asyncio
@@ -27,7 +28,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
 
-from hosting.runtime_api import contract, streaming  # noqa: E402
+from hosting.runtime_api import async_invocations, contract, streaming  # noqa: E402
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
 from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
 from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
@@ -102,6 +103,9 @@ class DataPlane:
 
     async def _answer(self, request: "_Request", receive) -> "tuple[int, list, bytes] | streaming.Relay":
         path = request.scope["path"]
+        asynchronous = async_invocations.PATH.match(path)
+        if asynchronous is not None:
+            return await self._invoke_async(request, receive, asynchronous["endpoint_name"])
         match = _INVOCATIONS.match(path)
         if match is None and (match := _STREAM.match(path)):
             request.operation = contract.STREAM
@@ -140,6 +144,19 @@ class DataPlane:
         if not 200 <= answer.status < 300:
             raise contract.model_error(ctx, endpoint_name, answer.status, answer.body)
         return 200, _success_headers(answer, choice, request.id), answer.body
+
+    async def _invoke_async(self, request: "_Request", receive,
+        endpoint_name: str) -> tuple[int, list, bytes]:
+        """InvokeEndpointAsync: the queueing is async_invocations.py's, in a thread (the database)."""
+        if request.method != "POST":
+            raise contract.wrong_method(request.method)
+        headers = request.headers()
+        body = await _read_body(headers, receive)
+        ctx = await _authenticate(request, headers, body, async_invocations.SIGNED_HEADERS)
+        accepted = await asyncio.to_thread(async_invocations.invoke, ctx, endpoint_name, headers)
+        answer = [(name.lower().encode(), value.encode()) for name, value in accepted.headers().items()]
+        answer += [(b"x-amzn-requestid", request.id.encode()), (b"date", _http_date())]
+        return 202, answer, accepted.body()
 
     async def _forward(
         self, request: "_Request", ctx: RequestContext, arn: str, target, body: bytes, headers: dict
@@ -213,16 +230,19 @@ async def _read_body(headers: dict[str, str], receive) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one chunk: no copy
 
 
-async def _authenticate(request: _Request, headers: dict[str, str], body: bytes) -> RequestContext:
+async def _authenticate(
+    request: _Request, headers: dict[str, str], body: bytes, must_sign: tuple[str, ...] | None = None
+) -> RequestContext:
     """SigV4 on the loop while the access key is remembered (accounts/accesskeys.py), which is
     nearly always; otherwise Django refuses the database query there, and the check runs again
-    in a thread."""
+    in a thread. `must_sign`: the headers that must be signed, by default the operation's."""
     signed = SignedRequest(request.method, request.raw_target(), headers, body)
+    if must_sign is None:
+        stream = request.operation == contract.STREAM
+        must_sign = contract.STREAM_SIGNED_HEADERS if stream else contract.FORWARDED_HEADERS
 
     def verify() -> RequestContext:
-        stream = request.operation == contract.STREAM
-        signs = contract.STREAM_SIGNED_HEADERS if stream else contract.FORWARDED_HEADERS
-        return authenticate_signed(signed, request_id=request.id, must_sign=signs)
+        return authenticate_signed(signed, request_id=request.id, must_sign=must_sign)
 
     try:
         return verify()

@@ -59,21 +59,3 @@ def test_a_region_aws_does_not_have_is_refused_and_never_written_into_an_arn(sta
     s3 = stack.client("s3", region_name=FAKE_REGION)
     s3.put_object(Bucket=bucket, Key="followed", Body=b"x")
     assert stack.client("s3").get_object(Bucket=bucket, Key="followed")["Body"].read() == b"x"
-
-
-def test_the_runtime_operations_not_served_answer_501_on_the_data_plane(stack):
-    """As every unserved SageMaker operation answers on the API (501 NotImplementedException).
-    (InvokeEndpointWithResponseStream is served: tests/e2e/test_hosting_streaming.py.)"""
-    runtime = stack.client("sagemaker-runtime", config=NO_RETRIES)
-    calls = {
-        "InvokeEndpointAsync": lambda: runtime.invoke_endpoint_async(
-            EndpointName="any", InputLocation="s3://bucket/input.json"
-        ),
-    }
-    for operation, call in calls.items():
-        error = _error(call)
-        assert error["ResponseMetadata"]["HTTPStatusCode"] == 501
-        assert error["Error"] == {
-            "Code": "NotImplementedException",
-            "Message": f"Sageport does not implement SageMakerRuntime.{operation}",
-        }

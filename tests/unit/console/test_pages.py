@@ -1,9 +1,9 @@
 """Every page renders for its owner, with what the resource holds (tags, deployment config)."""
 
 from batchtransform import services as transform_services
-from hosting import history
+from hosting import async_queue, history
 from hosting import services as hosting_services
-from hosting.models import DeploymentEventKind, Endpoint
+from hosting.models import DeploymentEventKind, Endpoint, EndpointDeployment
 from tests.unit.console.conftest import (
     ACCOUNT_A,
     ACCOUNT_B,
@@ -115,3 +115,19 @@ def test_an_unknown_console_address_is_the_consoles_own_not_found_page(account_a
     assert page.status_code == 404 and "Nothing here is visible to account" in page.content.decode()
     assert "Nothing here is visible" in account_a.get("/console/training-jobs").content.decode()
     assert client.get("/console/no-such-page").status_code == 302  # signed out: the sign-in first
+
+
+def test_the_endpoint_page_shows_its_async_config_and_backlog(account_a):
+    deployment = in_service_endpoint(ACCOUNT_A)
+    snapshot = deployment.snapshot
+    snapshot["EndpointConfig"]["AsyncInferenceConfig"] = {"OutputConfig": {"S3OutputPath": "s3://b/out"}}
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(snapshot=snapshot)
+    async_queue.accept(
+        deployment.endpoint, snapshot["EndpointConfig"]["AsyncInferenceConfig"],
+        {"InferenceId": "r1", "InputLocation": "s3://b/in", "Headers": {}},
+    )
+
+    page = account_a.get(f"/console/endpoints/{deployment.endpoint.pk}/").content.decode()
+
+    assert "<code>s3://b/out</code>" in page
+    assert "1 request waiting or running" in page

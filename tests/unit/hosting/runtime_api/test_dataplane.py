@@ -185,22 +185,30 @@ def test_unsigned_requests_wrong_methods_and_unknown_paths_get_rest_json_errors(
     assert {r.headers["Content-Type"] for r in answers.values()} == {"application/json"}
 
 
-def test_the_runtime_operations_not_served_answer_501_like_the_api(runtime):
+def test_every_runtime_operation_of_the_model_is_served_on_the_data_plane(runtime):
+    """InvokeEndpoint, InvokeEndpointAsync and InvokeEndpointWithResponseStream (the only one the
+    API port leaves to the data plane): the model lists no other."""
+    assert {operation for _, operation in contract.unserved_paths()} == set(contract.DATA_PLANE_ONLY)
+    assert set(unserved_calls(runtime)) == set(contract.DATA_PLANE_ONLY)
+
+
+def test_a_runtime_operation_a_newer_model_adds_answers_501_like_the_api(monkeypatch):
     """The API answers an unserved SageMaker operation 501 NotImplementedException
-    (protocol/dispatch.py); the runtime's unserved operations, from the botocore model, alike."""
-    calls = unserved_calls(runtime)
-    assert set(calls) == {op for _, op in contract.unserved_paths()}  # every one the model has
-    for operation in contract.DATA_PLANE_ONLY:  # served here (test_dataplane_streaming.py)
-        del calls[operation]
-    for operation, call in calls.items():
-        status, code, response = error_of(call)
-        assert (status, code) == (501, "NotImplementedException")
-        assert response["Error"]["Message"] == f"Sageport does not implement SageMakerRuntime.{operation}"
+    (protocol/dispatch.py); a runtime operation the botocore model gains alike."""
+    future = ((r"^(?:.*/)?endpoints/[^/]+/future-invocations$", "InvokeEndpointInTheFuture"),)
+    monkeypatch.setattr(contract, "unserved_paths", lambda: future)
+
+    error = contract.unserved("endpoints/e/future-invocations")
+
+    assert (error.status, error.code) == (501, "NotImplementedException")
+    assert error.message == "Sageport does not implement SageMakerRuntime.InvokeEndpointInTheFuture"
 
 
-def test_an_unserved_runtime_operation_is_authenticated_first(data_plane):
-    answer = urllib3.PoolManager().request("POST", f"{data_plane}/endpoints/e/async-invocations")
-    assert (answer.status, answer.headers["X-Amzn-ErrorType"]) == (403, "MissingAuthenticationTokenException")
+def test_an_unsigned_request_is_refused_before_anything_else(data_plane):
+    for path in ("invocations", "invocations-response-stream", "async-invocations"):
+        answer = urllib3.PoolManager().request("POST", f"{data_plane}/endpoints/e/{path}")
+        refusal = (answer.status, answer.headers["X-Amzn-ErrorType"])
+        assert refusal == (403, "MissingAuthenticationTokenException"), path
 
 
 def test_a_scope_naming_a_region_aws_does_not_have_is_refused(data_plane, runtime):

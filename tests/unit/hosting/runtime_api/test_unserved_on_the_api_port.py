@@ -30,5 +30,5 @@ def test_unserved_runtime_operations_answer_501_on_the_api_port(make_client):  #
 
 
 def test_an_unsigned_one_is_refused_first(db):
-    answer = Client().post("/endpoints/e/async-invocations")
+    answer = Client().post("/endpoints/e/invocations-response-stream")
     assert (answer.status_code, answer["X-Amzn-ErrorType"]) == (403, "MissingAuthenticationTokenException")

@@ -1,12 +1,10 @@
-"""The sagemaker-runtime operations Sageport does not serve, as boto3 calls them."""
+"""The sagemaker-runtime operations Sageport does not serve on both ports, as boto3 calls them
+(InvokeEndpointWithResponseStream: on the data plane only)."""
 
 
 def unserved_calls(client) -> dict:
     """Operation name → a call of it; tests compare the names with the botocore model's."""
     return {
-        "InvokeEndpointAsync": lambda: client.invoke_endpoint_async(
-            EndpointName="e", InputLocation="s3://bucket/input.json"
-        ),
         "InvokeEndpointWithResponseStream": lambda: client.invoke_endpoint_with_response_stream(
             EndpointName="e", Body=b"1"
         ),
