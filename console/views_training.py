@@ -10,6 +10,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts import s3_tenancy
 from console import live, snippets
 from console.actions import perform
 from console.s3_links import href
@@ -111,7 +112,9 @@ def _artifacts_link(job: TrainingJob, uri: str) -> tuple[str | None, str]:
     if not job.is_terminal:
         return None, "written when the job ends"
     try:
-        exists = s3.object_size(*s3.parse_s3_uri(uri)) is not None
+        exists = s3.object_size(*s3_tenancy.location(job.account_id, uri)) is not None
+    except s3_tenancy.ForeignLocation:
+        return None, "no longer this account's bucket"
     except s3.StorageError:
         return None, "S3 did not answer"
     return (href(uri), "") if exists else (None, "not written: the job ended before it saved a model")

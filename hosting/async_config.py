@@ -6,7 +6,7 @@ ClientConfig.MaxConcurrentInvocationsPerInstance. Refused, because Sageport coul
 they ask: NotificationConfig (there is no SNS here to publish the success or error message to)
 and KmsKeyId (there is no KMS to encrypt the objects with)."""
 
-from storage.s3 import StorageError, parse_s3_uri
+from storage.s3 import is_s3_uri
 
 # SageMaker chooses a concurrency when the config gives none; one request per instance at a time
 # is the value that never overloads a model server written for one request.
@@ -29,18 +29,12 @@ def problems(config: dict) -> list[str]:
         )
     for member in ("S3OutputPath", "S3FailurePath"):
         uri = output.get(member)
-        if uri is not None and not _is_s3_uri(uri):
+        if uri is not None and not is_s3_uri(uri):
             found.append(f"AsyncInferenceConfig.OutputConfig.{member} must be an s3:// URI naming a bucket.")
     if not output.get("S3OutputPath"):
         found.append("AsyncInferenceConfig.OutputConfig.S3OutputPath is required.")
     return found
 
-
-def _is_s3_uri(uri: str) -> bool:
-    try:
-        return bool(parse_s3_uri(uri)[0])
-    except StorageError:
-        return False
 
 
 def max_concurrent_per_instance(config: dict) -> int:

@@ -72,6 +72,13 @@ def s3_uri(bucket: str, key: str) -> str:
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
     """(bucket, key) of `s3://bucket/key` or of the path-style `https://host/bucket/key`."""
+    found = _bucket_and_key(uri)
+    if found is None:
+        raise StorageError(f"Invalid S3 URI {uri!r}: expected s3://bucket/key")
+    return found
+
+
+def _bucket_and_key(uri: str) -> tuple[str, str] | None:
     parts = urlsplit(uri)
     if parts.scheme == "s3":
         bucket, key = parts.netloc, parts.path.removeprefix("/")
@@ -80,8 +87,14 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     else:
         bucket = key = ""
     if not bucket or parts.query or parts.fragment:
-        raise StorageError(f"Invalid S3 URI {uri!r}: expected s3://bucket/key")
+        return None
     return bucket, key
+
+
+def is_s3_uri(uri: str) -> bool:
+    """Whether `uri` has the form of an S3 location naming a bucket (its format only: turning it
+    into a read or write is accounts.s3_tenancy.location's, which checks whose bucket it is)."""
+    return _bucket_and_key(uri) is not None
 
 
 @contextmanager

@@ -31,7 +31,7 @@ from protocol.limits import declared_length
 from protocol.serialization import REST_JSON, error_response
 from protocol.shapes import operation_model
 from protocol.validation import validate_input
-from storage.s3 import StorageError, parse_s3_uri
+from storage.s3 import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -145,11 +145,11 @@ def _async_endpoint(ctx: RequestContext, endpoint_name: str) -> Endpoint:
 
 def _check_input(ctx: RequestContext, uri: str) -> None:
     try:
-        bucket, _ = parse_s3_uri(uri)
-    except StorageError as error:
+        s3_tenancy.location(ctx.account_id, uri)
+    except s3_tenancy.ForeignLocation:
+        raise ValidationError(f"Could not access the input location {uri}: AccessDenied.") from None
+    except StorageError as error:  # not an S3 URI
         raise ValidationError(str(error)) from None
-    if not s3_tenancy.may_use(ctx.account_id, bucket):
-        raise ValidationError(f"Could not access the input location {uri}: AccessDenied.")
 
 
 def _nudge(endpoint_id: int) -> None:
