@@ -5,7 +5,7 @@ streaming.Relay, whose ASGI `send` writes each body to a socket that a thread dr
 median time to the first piece of a short generation. No Docker, no HTTP server in front of the
 relay, no signing: the relay's own cost (bench/stream.py measures the whole stack).
 
-    DJANGO_SETTINGS_MODULE=tests.settings .venv/bin/python -m bench.stream_relay [--tokens 20000 --runs 5]
+    make bench-stream-relay [ARGS='--tokens 20000 --runs 10']
 """
 
 import argparse
