@@ -57,6 +57,12 @@ BENCHES := bench-invoke bench-stream bench-api bench-job-lifecycle bench-staging
 $(BENCHES): bench-%: images up
 	. "$${SAGEPORT_DATA_DIR:-.sageport}/env" && $(VENV)/bin/python -m bench.$(subst -,_,$*) $(ARGS)
 
+## bench-stream-relay: InvokeEndpointWithResponseStream's relay alone, in process, against reading
+## the same loopback token stream directly (bench/stream_relay.py); needs no stack
+.PHONY: bench-stream-relay
+bench-stream-relay: bootstrap
+	DJANGO_SETTINGS_MODULE=tests.settings $(VENV)/bin/python -m bench.stream_relay $(ARGS)
+
 ## bench-modelparallel: pipeline parallelism's parameter bytes per rank and step time (P = 1, 2, 4)
 ## against single-process training, on the CPU (bench/modelparallel.py); needs no stack
 .PHONY: bench-modelparallel

@@ -16,10 +16,13 @@ _CRC = struct.Struct(">I")
 
 def payload_part(data: bytes) -> bytes:
     """A `PayloadPart` event whose `Bytes` (the event's payload blob) is `data`."""
-    return message(
-        {":message-type": "event", ":event-type": "PayloadPart", ":content-type": "application/octet-stream"},
-        data,
-    )
+    return _framed(_PAYLOAD_PART_HEADERS, data)
+
+
+def payload_parts(pieces: list[bytes]) -> bytes:
+    """One `PayloadPart` event per piece, back to back: what a client reads as `len(pieces)`
+    events, written at once."""
+    return b"".join([_framed(_PAYLOAD_PART_HEADERS, piece) for piece in pieces])
 
 
 def exception(exception_type: str, fields: dict[str, str]) -> bytes:
@@ -36,12 +39,20 @@ def exception(exception_type: str, fields: dict[str, str]) -> bytes:
 
 
 def message(headers: dict[str, str], payload: bytes) -> bytes:
-    encoded = b"".join(_header(name, value) for name, value in headers.items())
+    return _framed(_headers(headers), payload)
+
+
+def _framed(encoded: bytes, payload: bytes) -> bytes:
+    """A message of already encoded headers: only the lengths and the CRCs depend on the payload."""
     total = _PRELUDE.size + _CRC.size + len(encoded) + len(payload) + _CRC.size
     prelude = _PRELUDE.pack(total, len(encoded))
     head = prelude + _CRC.pack(zlib.crc32(prelude))
-    body = head + encoded + payload
-    return body + _CRC.pack(zlib.crc32(body))
+    crc = zlib.crc32(payload, zlib.crc32(encoded, zlib.crc32(head)))  # the whole message's, unjoined
+    return b"".join((head, encoded, payload, _CRC.pack(crc)))
+
+
+def _headers(headers: dict[str, str]) -> bytes:
+    return b"".join(_header(name, value) for name, value in headers.items())
 
 
 def _header(name: str, value: str) -> bytes:
@@ -49,3 +60,9 @@ def _header(name: str, value: str) -> bytes:
     return b"".join(
         (struct.pack(">B", len(raw_name)), raw_name, struct.pack(">BH", _STRING, len(raw_value)), raw_value)
     )
+
+
+# The same for every PayloadPart: encoded once, not per token.
+_PAYLOAD_PART_HEADERS = _headers(
+    {":message-type": "event", ":event-type": "PayloadPart", ":content-type": "application/octet-stream"}
+)

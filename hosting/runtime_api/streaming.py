@@ -2,7 +2,9 @@
 routes the request as InvokeEndpoint's): the container's answer relayed as it arrives, each HTTP
 chunk of it (or each piece its socket delivers, for an answer that is not chunked) as one
 `PayloadPart` event (eventstream.py), so that a token the container wrote reaches the client
-without waiting for the rest.
+without waiting for the rest. The pieces already buffered when one arrives go with it, each its
+own event, in one ASGI `send` (at most about BATCH_BYTES): a fast stream of small tokens costs
+one write per burst instead of one per token, and the first piece never waits for others.
 
 Before the answer's head, everything is InvokeEndpoint's (contract.py): a container that refuses
 the connection is passed over, one that fails or answers non-2xx is a ModelError (424). Once the
@@ -11,7 +13,7 @@ head is 2xx the client has its 200, and what goes wrong later ends the stream wi
 connection) or `ModelInvocationTimeExceeded` (the whole answer took longer than the invocation
 timeout, which the drain of a replaced container also waits for).
 
-One piece is in flight at a time: the next is read from the container only once the client's
+One batch is in flight at a time: the next is read from the container only once the client's
 connection took the last one (uvicorn's `send` waits while its transport is full), and aiohttp
 stops reading the container's socket while its small buffer is full, so a slow client slows the
 container down instead of making the data plane hold its answer. The container stays counted in
@@ -28,6 +30,9 @@ from hosting.runtime_api.tries import Tries
 
 STREAM_BROKEN = "StreamBroken"
 TIME_EXCEEDED = "ModelInvocationTimeExceeded"
+# At most about this many bytes of the container's answer per `send`: enough that a burst of small
+# tokens costs one write instead of one each, little enough that the data plane holds little.
+BATCH_BYTES = 65536
 
 
 class Relay:
@@ -59,10 +64,10 @@ class Relay:
         gone = asyncio.ensure_future(_disconnected(receive))
         model_status = self.response.status
         try:
-            async for piece in upstream.chunks(self.response):
+            async for pieces in upstream.batches(self.response, BATCH_BYTES):
                 if gone.done():  # nobody reads any more: stop reading the container too
                     break
-                await send({"type": "http.response.body", "body": eventstream.payload_part(piece),
+                await send({"type": "http.response.body", "body": eventstream.payload_parts(pieces),
                             "more_body": True})
             ending = b""
         except (NoAnswer, TimedOut) as error:

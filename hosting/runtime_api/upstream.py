@@ -56,7 +56,7 @@ class Upstream:
         self, address: str, port: int, body: bytes, headers: dict[str, str]
     ) -> aiohttp.ClientResponse:
         """POST /invocations to a container, returning once the answer's head arrived: its body is
-        left to read (`read_whole` or `chunks`, then `release`). Raises Refused, NoAnswer or
+        left to read (`read_whole` or `batches`, then `release`). Raises Refused, NoAnswer or
         TimedOut; the invocation timeout covers the whole exchange, body included."""
         url = f"http://{_url_host(address)}:{port}/invocations"
         attempt = SimpleNamespace(reused=False)
@@ -73,18 +73,35 @@ async def read_whole(response: aiohttp.ClientResponse) -> bytes:
     return await _failing_as_no_answer(response.read())
 
 
-async def chunks(response: aiohttp.ClientResponse):
-    """An answer's body piece by piece, as it arrives: each HTTP chunk of a chunked answer (a big
-    one in several pieces), else whatever the socket delivered since the last piece. aiohttp stops
-    reading the socket while its buffer is full, so a slow consumer holds the container back
-    instead of the data plane buffering its answer. Raises NoAnswer or TimedOut."""
-    iterator = response.content.iter_chunks().__aiter__()
+async def batches(response: aiohttp.ClientResponse, limit: int):
+    """An answer's body as lists of pieces: each HTTP chunk of a chunked answer (a big one in
+    several pieces), else whatever the socket delivered since the last piece. A list holds the
+    first piece as soon as it arrives, with those already buffered behind it, up to about `limit`
+    bytes (never waiting for more): a consumer writes many small chunks at once, yet none later
+    than it came. aiohttp stops reading the socket while its buffer is full, so a slow consumer
+    holds the container back instead of the data plane buffering its answer. Raises NoAnswer or
+    TimedOut."""
+    taken = 0  # bytes read out of the body: fewer than aiohttp received means some are buffered
     while True:
-        try:
-            piece, _ = await _failing_as_no_answer(iterator.__anext__())
-        except StopAsyncIteration:
+        batch, size = await _failing_as_no_answer(_next_batch(response.content, taken, limit))
+        if not batch:
             return
-        yield piece
+        taken += size
+        yield batch
+
+
+async def _next_batch(content: aiohttp.StreamReader, taken: int, limit: int) -> tuple[list[bytes], int]:
+    """The next piece, waited for, and those buffered behind it; none at the body's end."""
+    piece, chunk_ended = await content.readchunk()
+    if not piece and not chunk_ended:  # aiohttp's end of the body
+        return [], 0
+    batch, size = [piece], len(piece)
+    # readchunk returns without suspending while the buffer holds data: no event-loop turn.
+    while size < limit and content.total_bytes > taken + size:
+        piece, _ = await content.readchunk()
+        batch.append(piece)
+        size += len(piece)
+    return batch, size
 
 
 async def _send(session, url: str, body: bytes, headers: dict[str, str], attempt) -> aiohttp.ClientResponse:
