@@ -6,6 +6,7 @@ change. Members that would change behaviour Sageport does not carry out are refu
 silently ignored."""
 
 from capacity import instance_types
+from hosting import multi_model
 from protocol.errors import ValidationException
 
 DEFAULT_VARIANT_WEIGHT = 1.0
@@ -17,7 +18,7 @@ UNSUPPORTED_MODEL_MEMBERS = {
 UNSUPPORTED_CONTAINER_MEMBERS = {
     "InferenceSpecificationName": "give Image (and ModelDataUrl) instead of an inference specification",
     "AdditionalModelDataSources": "only one model data source is unpacked, at /opt/ml/model",
-    "MultiModelConfig": "multi-model endpoints are not available",
+    "MultiModelConfig": "a multi-model container always caches its models (hosting/multi_model.py)",
 }
 UNSUPPORTED_CONFIG_MEMBERS = {
     "DataCaptureConfig": "data capture is not available yet",
@@ -79,8 +80,8 @@ def _container_problems(container: dict) -> list[str]:
         return problems + _package_reference_problems(container)
     if not container.get("Image"):
         problems.append("The container's Image is required.")
-    if container.get("Mode", "SingleModel") != "SingleModel":
-        problems.append("Container Mode MultiModel is not supported by Sageport: use SingleModel.")
+    if container.get("Mode") == "MultiModel":
+        return problems + multi_model.container_problems(container)
     url = container.get("ModelDataUrl")
     source = container.get("ModelDataSource", {}).get("S3DataSource")
     if url is not None and source is not None:

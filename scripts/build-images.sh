@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
-#   scripts/build-images.sh [busybox|python|python-serve|sagemaker-training|pytorch-mpi|pytorch-tier|
-#                            pytorch-elastic]...         (no argument: all of them)
+#   scripts/build-images.sh [busybox|python|python-serve|python-multi-model|sagemaker-training|
+#                            pytorch-mpi|pytorch-tier|pytorch-elastic]...   (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
 # this machine and `docker import`ed; a base image whose tag exists is reused, because making
@@ -15,6 +15,7 @@ BUSYBOX_TAG=sageport-examples/busybox:latest
 PYTHON_BASE_TAG=sageport-examples/python-base:bookworm
 PYTHON_TAG=sageport-examples/python:latest
 PYTHON_SERVE_TAG=sageport-examples/python-serve:latest
+PYTHON_MULTI_MODEL_TAG=sageport-examples/python-multi-model:latest
 TOOLKIT_VERSION=5.1.4  # the sagemaker-training toolkit (script mode), as framework images ship it
 TOOLKIT_TAG=sageport-examples/sagemaker-training:$TOOLKIT_VERSION
 # The wheelhouses are machine-wide (not in the checkout): a fresh clone on this machine finds them
@@ -75,13 +76,14 @@ ensure_python_base() {
     fi
 }
 
-# An image on the python base: build_on_python_base TAG DOCKERFILE (context: the example).
+# An image on the python base: build_on_python_base TAG DOCKERFILE [CONTEXT] (default context:
+# the linear-regression example).
 build_on_python_base() {
     ensure_python_base
     log "building $1"
     local output  # shown only on failure: the legacy builder warns on every run
     if ! output=$(docker build --quiet --build-arg "BASE=$PYTHON_BASE_TAG" -t "$1" \
-            -f "$2" examples/linear_regression 2>&1); then
+            -f "$2" "${3:-examples/linear_regression}" 2>&1); then
         echo "$output" >&2
         exit 1
     fi
@@ -254,13 +256,15 @@ build_pytorch_elastic() {
 }
 
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)
+[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve python-multi-model sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
         python) build_on_python_base "$PYTHON_TAG" images/python/Dockerfile ;;
         # The linear-regression example's inference container (`serve`).
         python-serve) build_on_python_base "$PYTHON_SERVE_TAG" images/python-serve/Dockerfile ;;
+        python-multi-model)
+            build_on_python_base "$PYTHON_MULTI_MODEL_TAG" images/python-multi-model/Dockerfile examples/multi_model ;;
         # Script mode: the SageMaker SDKs' entry_point/source_dir jobs run on it.
         sagemaker-training) build_toolkit ;;
         # MPI and model-parallel jobs (the SDK's `distribution` with mpi/smdistributed) run on it.
@@ -269,6 +273,6 @@ for name in "${images[@]}"; do
         pytorch-tier) build_pytorch_tier ;;
         # Elastic training: examples/elastic-training/train.py under AWS's elastic agent.
         pytorch-elastic) build_pytorch_elastic ;;
-        *) log "unknown image '$name' (known: busybox python python-serve sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
+        *) log "unknown image '$name' (known: busybox python python-serve python-multi-model sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
     esac
 done

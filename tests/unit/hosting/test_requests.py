@@ -81,3 +81,16 @@ def test_weight_and_capacity_changes_name_existing_variants_once_each():
     ]:
         with pytest.raises(ValidationException, match=complaint):
             check_weights_and_capacities(changes, ["a", "b"], "e")
+
+
+def test_a_multi_model_container_takes_an_s3_prefix_of_models():
+    check_create_model(
+        {"ModelName": "m", "PrimaryContainer": {"Image": "i", "Mode": "MultiModel", "ModelDataUrl": "s3://b/p/"}}
+    )
+    for container, complaint in [
+        ({"Image": "i", "Mode": "MultiModel"}, "needs ModelDataUrl"),
+        ({"Image": "i", "Mode": "MultiModel", "ModelDataUrl": "s3://b/p/m.tar.gz"}, "prefix ending with '/'"),
+        ({"Mode": "MultiModel", "ModelDataUrl": "s3://b/p/"}, "Image is required"),
+    ]:
+        with pytest.raises(ValidationException, match=complaint):
+            check_create_model({"ModelName": "m", "PrimaryContainer": container})
