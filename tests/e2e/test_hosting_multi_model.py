@@ -3,9 +3,7 @@ the example multi-model image) serving three models from one S3 prefix, chosen p
 TargetModel. The session allows two models per container (SAGEPORT_MULTI_MODEL_MAX_LOADED=2 in
 tests/settings.py), so the third evicts the least recently used one."""
 
-import io
 import json
-import tarfile
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from tests.conftest import _build_example_image
 from tests.e2e.hosting import invoke_json, wait_for_endpoint, wait_until
+from tests.tar_archives import tar_gz
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
 
@@ -24,20 +23,11 @@ def multi_model_image() -> str:
     return _build_example_image("python-multi-model")
 
 
-def model_archive(coefficient: float) -> bytes:
-    data = json.dumps({"coefficient": coefficient}).encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        member = tarfile.TarInfo("model.json")
-        member.size = len(data)
-        archive.addfile(member, io.BytesIO(data))
-    return buffer.getvalue()
-
-
 @pytest.fixture
 def endpoint(s3, bucket, sagemaker, hosting, multi_model_image) -> str:
     for key, coefficient in COEFFICIENTS.items():
-        s3.put_object(Bucket=bucket, Key=f"models/{key}", Body=model_archive(coefficient))
+        model = {"model.json": json.dumps({"coefficient": coefficient}).encode()}
+        s3.put_object(Bucket=bucket, Key=f"models/{key}", Body=tar_gz(model))
     model = hosting.model(multi_model_image, Mode="MultiModel", ModelDataUrl=f"s3://{bucket}/models/")
     name = hosting.endpoint(hosting.config(("AllTraffic", model, 1, 1.0)))
     wait_for_endpoint(sagemaker, name)

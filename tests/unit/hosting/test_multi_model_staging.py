@@ -1,26 +1,15 @@
 """Staging one target model of a multi-model endpoint (hosting/multi_model.py): the model's
 account's rights, tar-slip refused, unpacked once."""
 
-import io
 import json
-import tarfile
 
 import pytest
 
 from accounts import s3_tenancy
 from hosting import multi_model
+from tests.tar_archives import tar_gz
 
 PREFIX = "s3://bucket/models/"
-
-
-def archive(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 @pytest.fixture
@@ -42,7 +31,7 @@ def store(monkeypatch):
 
 def test_a_model_is_unpacked_under_its_model_name_once(store, tmp_path):
     objects, downloads = store
-    objects["models/a.tar.gz"] = archive({"model.json": json.dumps({"coefficient": 2}).encode()})
+    objects["models/a.tar.gz"] = tar_gz({"model.json": json.dumps({"coefficient": 2}).encode()})
 
     staged = multi_model.stage("111111111111", PREFIX, "a.tar.gz", tmp_path)
     again = multi_model.stage("111111111111", PREFIX, "a.tar.gz", tmp_path)
@@ -54,7 +43,7 @@ def test_a_model_is_unpacked_under_its_model_name_once(store, tmp_path):
 
 def test_a_missing_key_and_another_account_s_bucket_look_the_same(store, tmp_path):
     objects, _ = store
-    objects["models/a.tar.gz"] = archive({"model.json": b"{}"})
+    objects["models/a.tar.gz"] = tar_gz({"model.json": b"{}"})
 
     with pytest.raises(multi_model.TargetModelMissing) as missing:
         multi_model.stage("111111111111", PREFIX, "nope.tar.gz", tmp_path)
@@ -65,7 +54,7 @@ def test_a_missing_key_and_another_account_s_bucket_look_the_same(store, tmp_pat
 
 def test_an_archive_escaping_its_directory_is_refused(store, tmp_path):
     objects, _ = store
-    objects["models/evil.tar.gz"] = archive({"../../escaped": b"x"})
+    objects["models/evil.tar.gz"] = tar_gz({"../../escaped": b"x"})
 
     with pytest.raises(multi_model.TargetModelUnusable, match="escaped"):
         multi_model.stage("111111111111", PREFIX, "evil.tar.gz", tmp_path)
