@@ -1,16 +1,23 @@
 """Multi-model endpoints with stock boto3 against the live stack: one endpoint (one instance of
 the example multi-model image) serving three models from one S3 prefix, chosen per request by
 TargetModel. The session allows two models per container (SAGEPORT_MULTI_MODEL_MAX_LOADED=2 in
-tests/settings.py), so the third evicts the least recently used one."""
+tests/settings.py), so the third evicts the least recently used one. And the SageMaker SDK v2's
+MultiDataModel, which makes such a model itself."""
 
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from botocore.exceptions import ClientError
+from sagemaker.deserializers import JSONDeserializer
+from sagemaker.multidatamodel import MultiDataModel
+from sagemaker.predictor import Predictor
+from sagemaker.serializers import JSONSerializer
 
 from tests.conftest import _build_example_image
-from tests.e2e.hosting import invoke_json, wait_for_endpoint, wait_until
+from tests.e2e.conftest import unique_name
+from tests.e2e.hosting import INSTANCE_TYPE, invoke_json, wait_for_endpoint, wait_until
+from tests.e2e.sdk import ROLE
 from tests.tar_archives import tar_gz
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
@@ -101,3 +108,27 @@ def test_target_model_errors_are_sagemaker_s(runtime, endpoint, bucket, hosting,
     single = hosting.probe_endpoint(probe_image)
     code, message = error_of(lambda: predict(runtime, single, "model-a.tar.gz"))
     assert (code, "not a multi-model endpoint" in message) == ("ValidationError", True)
+
+
+def test_the_sdks_multi_data_model_deploys_and_predicts_per_target_model(
+    sdk_session, sagemaker, multi_model_image, tmp_path
+):
+    prefix = f"s3://{sdk_session.default_bucket()}/{unique_name('mme')}/"
+    archive = tmp_path / "model-d.tar.gz"
+    archive.write_bytes(tar_gz({"model.json": json.dumps({"coefficient": 4}).encode()}))
+    name = unique_name("sdk-mme")
+    model = MultiDataModel(
+        name=name, model_data_prefix=prefix, image_uri=multi_model_image, role=ROLE,
+        sagemaker_session=sdk_session,
+    )
+    model.add_model(str(archive))  # uploaded below the prefix
+    model.deploy(initial_instance_count=1, instance_type=INSTANCE_TYPE, endpoint_name=name)
+    predictor = Predictor(
+        name, sagemaker_session=sdk_session, serializer=JSONSerializer(), deserializer=JSONDeserializer()
+    )
+    try:
+        assert list(model.list_models()) == ["model-d.tar.gz"]
+        assert predictor.predict(10, target_model="model-d.tar.gz")["prediction"] == 40
+        assert sagemaker.describe_model(ModelName=name)["PrimaryContainer"]["Mode"] == "MultiModel"
+    finally:
+        sagemaker.delete_endpoint(EndpointName=name)
