@@ -45,7 +45,8 @@ def is_multi_model(definition: dict) -> bool:
 
 
 def container_problems(container: dict) -> list[str]:
-    """CreateModel's rules for a MultiModel container: an Image and a ModelDataUrl that is an S3 prefix."""
+    """CreateModel's rules for a MultiModel container: an Image and a ModelDataUrl that is an S3
+    prefix; MultiModelConfig's ModelCacheSetting may only be Enabled (the default)."""
     problems = []
     if not container.get("Image"):
         problems.append("The container's Image is required.")
@@ -57,6 +58,10 @@ def container_problems(container: dict) -> list[str]:
     elif not (url.startswith("s3://") and url.endswith("/")):
         problems.append(
             f"A MultiModel container's ModelDataUrl must be an s3:// prefix ending with '/', got '{url}'."
+        )
+    if container.get("MultiModelConfig", {}).get("ModelCacheSetting") == "Disabled":
+        problems.append(
+            "MultiModelConfig ModelCacheSetting Disabled is not supported by Sageport: models stay cached."
         )
     return problems
 
