@@ -106,3 +106,24 @@ def delete_bucket(s3, bucket: str) -> None:
         s3.delete_bucket(Bucket=bucket)
     except Exception as error:  # never hide the measurement behind a cleanup problem
         print(f"warning: could not delete bucket {bucket}: {error}", file=sys.stderr)
+
+
+def deploy_one_instance(sagemaker, name: str) -> str:
+    """An endpoint `name` of one ml.m5.large instance of the model `name` (its config named so too),
+    InService when this returns; returns its ARN."""
+    sagemaker.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
+    arn = sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=name)["EndpointArn"]
+    sagemaker.get_waiter("endpoint_in_service").wait(
+        EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+    )
+    return arn

@@ -33,7 +33,7 @@ import urllib3
 from botocore.config import Config
 
 try:
-    from bench.common import SignedHttp, load_arguments, measure, ratios
+    from bench.common import SignedHttp, deploy_one_instance, load_arguments, measure, ratios
 except ModuleNotFoundError:  # run as a script, the repository root is not on the path
     sys.exit("run it from the repository root as: .venv/bin/python -m bench.invoke")
 
@@ -99,22 +99,7 @@ def _deploy(sagemaker, s3, name: str) -> str:
     sagemaker.create_model(
         ModelName=name, PrimaryContainer={"Image": IMAGE, "ModelDataUrl": f"s3://{bucket}/model.tar.gz"}
     )
-    sagemaker.create_endpoint_config(
-        EndpointConfigName=name,
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": name,
-                "InitialInstanceCount": 1,
-                "InstanceType": "ml.m5.large",
-            }
-        ],
-    )
-    arn = sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=name)["EndpointArn"]
-    sagemaker.get_waiter("endpoint_in_service").wait(
-        EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
-    )
-    return arn
+    return deploy_one_instance(sagemaker, name)
 
 
 def _signed_invoker(runtime, name: str, concurrency: int):
