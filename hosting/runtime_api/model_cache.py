@@ -7,8 +7,9 @@ The bound is SAGEPORT_MULTI_MODEL_MAX_LOADED models per container. The container
 too: a model this process does not know of counts as used longest ago. Pure bookkeeping, no I/O
 (hosting/runtime_api/multi_model.py does the exchanges)."""
 
+import contextlib
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 
 
@@ -17,6 +18,7 @@ class ModelCache:
         self._lock = threading.Lock()
         self._loaded: dict[str, OrderedDict[str, None]] = {}  # container -> models, oldest first
         self._loading: dict[tuple[str, str], threading.Lock] = {}
+        self._in_use: Counter[tuple[str, str]] = Counter()  # requests between load and answer
 
     def holders(self, model_name: str) -> frozenset[str]:
         """The containers that have the model loaded."""
@@ -47,15 +49,31 @@ class ModelCache:
 
     def victims(self, container: str, in_container: Iterable[str], bound: int) -> list[str]:
         """The models to unload so that one more fits under `bound`: those the container holds,
-        least recently used first (ones this process never used before any it did)."""
+        least recently used first (ones this process never used before any it did), never one a
+        request of this process is about to invoke (the container holds more for a while then)."""
         in_container = list(dict.fromkeys(in_container))
         excess = len(in_container) + 1 - bound
         if excess <= 0:
             return []
         with self._lock:
             order = list(self._loaded.get(container, ()))
+            idle = [name for name in in_container if not self._in_use[(container, name)]]
         rank = {name: index for index, name in enumerate(order)}
-        return sorted(in_container, key=lambda name: rank.get(name, -1))[:excess]
+        return sorted(idle, key=lambda name: rank.get(name, -1))[:excess]
+
+    @contextlib.contextmanager
+    def in_use(self, container: str, model_name: str):
+        """While a request loads and invokes the model: it is not chosen for unloading."""
+        key = (container, model_name)
+        with self._lock:
+            self._in_use[key] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_use[key] -= 1
+                if not self._in_use[key]:
+                    del self._in_use[key]
 
     def loading_lock(self, container: str, model_name: str) -> threading.Lock:
         """Held while the model is loaded into the container: concurrent requests for it wait for

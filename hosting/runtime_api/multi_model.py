@@ -89,24 +89,25 @@ def _invoke_loaded(router, choice: Choice, ctx, endpoint_name, target_model, bod
     backend = choice.backend
     model_name = multi_model.container_model_name(target_model)
     pool = router.pool(backend)
-    hit = _ensure_loaded(pool, choice, ctx, endpoint_name, target_model)
     path = f"/models/{model_name}/invoke"
-    answer = blocking_upstream.post(pool, body, headers, path=path)
-    if answer.status == 404 and hit:  # unloaded meanwhile by another serving process: load again
-        _cache.unloaded(backend.container_name, model_name)
+    with _cache.in_use(backend.container_name, model_name):
         _ensure_loaded(pool, choice, ctx, endpoint_name, target_model)
         answer = blocking_upstream.post(pool, body, headers, path=path)
+        if answer.status == 404:  # unloaded meanwhile by another serving process: load it again, once
+            _cache.unloaded(backend.container_name, model_name)
+            _ensure_loaded(pool, choice, ctx, endpoint_name, target_model)
+            answer = blocking_upstream.post(pool, body, headers, path=path)
     return answer
 
 
-def _ensure_loaded(pool, choice: Choice, ctx, endpoint_name: str, target_model: str) -> bool:
-    """Load the model into the container unless it has it; returns whether it had (a cache hit)."""
+def _ensure_loaded(pool, choice: Choice, ctx, endpoint_name: str, target_model: str) -> None:
+    """Load the model into the container unless it has it (a cache hit)."""
     backend, model_name = choice.backend, multi_model.container_model_name(target_model)
     container = backend.container_name
     metrics = get_model_metrics()
     if _cache.hit(container, model_name):
         metrics.record(ModelLoad(ctx, endpoint_name, choice.variant_name, True, 0.0, _cache.count(container)))
-        return True
+        return
     started = time.perf_counter()
     with _cache.loading_lock(container, model_name):
         if not _cache.hit(container, model_name):  # else another request loaded it meanwhile
@@ -114,7 +115,6 @@ def _ensure_loaded(pool, choice: Choice, ctx, endpoint_name: str, target_model: 
             _load(pool, container, model_name, target_model, ctx, endpoint_name)
     waited = time.perf_counter() - started
     metrics.record(ModelLoad(ctx, endpoint_name, choice.variant_name, False, waited, _cache.count(container)))
-    return False
 
 
 def _stage(backend: Backend, ctx: RequestContext, target_model: str) -> None:

@@ -198,3 +198,14 @@ def test_a_model_the_container_cannot_load_is_a_model_error(container, staged):
             router, ARN, CTX, "mme", {"TargetModel": "broken.tar.gz"}, b"1",
             {multi_model.TARGET_MODEL_HEADER: "broken.tar.gz"}, lambda invocation: None,
         )
+
+
+def test_a_model_a_request_is_about_to_invoke_is_not_unloaded():
+    cache = ModelCache()
+    for name in ("a", "b"):
+        cache.loaded("c1", name)
+
+    with cache.in_use("c1", "a"):
+        assert cache.victims("c1", ["a", "b"], bound=2) == ["b"]
+        assert cache.victims("c1", ["a", "b"], bound=1) == ["b"]  # over the bound for a while
+    assert cache.victims("c1", ["a", "b"], bound=1) == ["a", "b"]
