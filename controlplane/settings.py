@@ -415,6 +415,10 @@ SAGEPORT_STARTUP_HEALTH_TIMEOUT_SECONDS = _env_float("SAGEPORT_STARTUP_HEALTH_TI
 SAGEPORT_SERVE_KILL_GRACE_SECONDS = _env_float("SAGEPORT_SERVE_KILL_GRACE_SECONDS", 30.0)
 # InvokeEndpoint waits this long for a container's answer (SageMaker: 60 s).
 SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SECONDS", 60.0)
+# A multi-model container holds at most this many models loaded; loading one more unloads the
+# least recently used first (hosting/runtime_api/model_cache.py). A container that answers 507
+# (out of memory) to a load gets its least recently used model unloaded too.
+SAGEPORT_MULTI_MODEL_MAX_LOADED = _env_positive_int("SAGEPORT_MULTI_MODEL_MAX_LOADED", 8)
 # API processes look for routing changes this often (in the background: a request never waits
 # on Redis), and their acknowledgement of a table expires after the TTL (hosting/runtime_api/routing.py).
 SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)

@@ -14,6 +14,7 @@ from django.conf import settings
 
 from capacity import gpus, instance_types
 from gateway.environment import container_reach
+from hosting import multi_model
 from hosting.models import Endpoint, EndpointDeployment, ServingContainer
 from hosting.requests import model_container
 from runtime import labels
@@ -75,7 +76,8 @@ def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -
 def spec_for(
     endpoint: Endpoint, deployment: EndpointDeployment, container: ServingContainer
 ) -> ContainerSpec:
-    """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model, port 8080
+    """`docker run IMAGE serve` with the model unpacked read-only at /opt/ml/model (a multi-model
+    container: its models directory at /opt/ml/models, hosting/multi_model.py), port 8080
     published on its node's address, the GPUs the container's row holds (none: "void"), and what
     the endpoint's containers reach (gateway/: region, endpoints, credentials, the services network)."""
     definition = container_definition(deployment, container.variant_name)
@@ -92,6 +94,10 @@ def spec_for(
         role_arn=execution_role(deployment, container.variant_name),
     )
     environment = {**reach.environment, **definition.get("Environment", {})}
+    mount_point = MODEL_DIR
+    if multi_model.is_multi_model(definition):  # no model loaded: the data plane loads them
+        environment.update(multi_model.ENVIRONMENT)
+        mount_point = multi_model.CONTAINER_MODELS_DIR
     # Set last: the model's Environment cannot widen what the container was given.
     environment["NVIDIA_VISIBLE_DEVICES"], gpu_ids = gpus.device_selection(gpus.gpu_ids(container))
     return ContainerSpec(
@@ -105,7 +111,7 @@ def spec_for(
         },
         command=["serve"],
         environment=environment,
-        mounts=(Mount(str(model_dir(deployment, variant["ModelName"])), MODEL_DIR, read_only=True),),
+        mounts=(Mount(str(model_dir(deployment, variant["ModelName"])), mount_point, read_only=True),),
         hostname=definition.get("ContainerHostname"),
         extra_networks=reach.networks,
         nano_cpus=nano_cpus,

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 
 from accounts import s3_tenancy
+from hosting import multi_model
 from storage.archives import ArchiveError, safe_extract
 from storage.s3 import ByteBudget, StorageError, download_many, list_keys
 from storage.safe_files import contained
@@ -31,6 +32,8 @@ def stage(account_id: str, container: dict, dest: Path) -> None:
     Model data in another account's bucket is refused (accounts/s3_tenancy)."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
+    if multi_model.is_multi_model(container):
+        return  # its models are staged on first use, by the data plane (hosting/multi_model.py)
     source = container.get("ModelDataSource", {}).get("S3DataSource")
     url = container.get("ModelDataUrl")
     try:

@@ -6,7 +6,7 @@ change. Members that would change behaviour Sageport does not carry out are refu
 silently ignored."""
 
 from capacity import instance_types
-from hosting import async_config
+from hosting import async_config, multi_model
 from protocol.errors import ValidationException
 
 DEFAULT_VARIANT_WEIGHT = 1.0
@@ -18,7 +18,7 @@ UNSUPPORTED_MODEL_MEMBERS = {
 UNSUPPORTED_CONTAINER_MEMBERS = {
     "InferenceSpecificationName": "give Image (and ModelDataUrl) instead of an inference specification",
     "AdditionalModelDataSources": "only one model data source is unpacked, at /opt/ml/model",
-    "MultiModelConfig": "multi-model endpoints are not available",
+    "MultiModelConfig": "it applies to a container of Mode MultiModel only",
 }
 UNSUPPORTED_CONFIG_MEMBERS = {
     "DataCaptureConfig": "data capture is not available yet",
@@ -74,13 +74,14 @@ def check_create_model(params: dict) -> None:
 
 
 def _container_problems(container: dict) -> list[str]:
+    if multi_model.is_multi_model(container):
+        unsupported = {k: v for k, v in UNSUPPORTED_CONTAINER_MEMBERS.items() if k != "MultiModelConfig"}
+        return _unsupported(unsupported, container, "Container ") + multi_model.container_problems(container)
     problems = _unsupported(UNSUPPORTED_CONTAINER_MEMBERS, container, "Container ")
     if "ModelPackageName" in container:
         return problems + _package_reference_problems(container)
     if not container.get("Image"):
         problems.append("The container's Image is required.")
-    if container.get("Mode", "SingleModel") != "SingleModel":
-        problems.append("Container Mode MultiModel is not supported by Sageport: use SingleModel.")
     url = container.get("ModelDataUrl")
     source = container.get("ModelDataSource", {}).get("S3DataSource")
     if url is not None and source is not None:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
-#   scripts/build-images.sh [busybox|python|python-serve|python-stream|sagemaker-training|pytorch-mpi|
-#                            pytorch-tier|pytorch-elastic]...     (no argument: all of them)
+#   scripts/build-images.sh [busybox|python|python-serve|python-stream|python-multi-model|
+#                            sagemaker-training|pytorch-mpi|pytorch-tier|pytorch-elastic]...
+#                            (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
 # this machine and `docker import`ed; a base image whose tag exists is reused, because making
@@ -16,6 +17,7 @@ PYTHON_BASE_TAG=sageport-examples/python-base:bookworm
 PYTHON_TAG=sageport-examples/python:latest
 PYTHON_SERVE_TAG=sageport-examples/python-serve:latest
 PYTHON_STREAM_TAG=sageport-examples/python-stream:latest
+PYTHON_MULTI_MODEL_TAG=sageport-examples/python-multi-model:latest
 TOOLKIT_VERSION=5.1.4  # the sagemaker-training toolkit (script mode), as framework images ship it
 TOOLKIT_TAG=sageport-examples/sagemaker-training:$TOOLKIT_VERSION
 # The wheelhouses are machine-wide (not in the checkout): a fresh clone on this machine finds them
@@ -256,8 +258,8 @@ build_pytorch_elastic() {
 }
 
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve python-stream sagemaker-training pytorch-mpi pytorch-tier
-                                   pytorch-elastic)
+[ ${#images[@]} -gt 0 ] || images=(busybox python python-serve python-stream python-multi-model
+                                   sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
@@ -266,6 +268,8 @@ for name in "${images[@]}"; do
         python-serve) build_on_python_base "$PYTHON_SERVE_TAG" images/python-serve/Dockerfile ;;
         # A token-by-token text generator that streams its answer (InvokeEndpointWithResponseStream).
         python-stream) build_on_python_base "$PYTHON_STREAM_TAG" images/python-stream/Dockerfile examples/token-stream ;;
+        python-multi-model)
+            build_on_python_base "$PYTHON_MULTI_MODEL_TAG" images/python-multi-model/Dockerfile examples/multi_model ;;
         # Script mode: the SageMaker SDKs' entry_point/source_dir jobs run on it.
         sagemaker-training) build_toolkit ;;
         # MPI and model-parallel jobs (the SDK's `distribution` with mpi/smdistributed) run on it.
@@ -274,6 +278,6 @@ for name in "${images[@]}"; do
         pytorch-tier) build_pytorch_tier ;;
         # Elastic training: examples/elastic-training/train.py under AWS's elastic agent.
         pytorch-elastic) build_pytorch_elastic ;;
-        *) log "unknown image '$name' (known: busybox python python-serve python-stream sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
+        *) log "unknown image '$name' (known: busybox python python-serve python-stream python-multi-model sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
     esac
 done

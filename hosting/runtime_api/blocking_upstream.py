@@ -39,22 +39,27 @@ def new_pool(address: str, port: int, maxsize: int = POOL_CONNECTIONS_PER_CONTAI
     return pool
 
 
-def post(pool: HTTPConnectionPool, body: bytes, headers: dict[str, str]) -> Answer:
-    """POST /invocations to the pool's container; raises Refused, NoAnswer or TimedOut."""
-    attempt = SimpleNamespace(reused=False, answered=False)
+def post(
+    pool: HTTPConnectionPool, body: bytes, headers: dict[str, str],
+    method: str = "POST", path: str = "/invocations",
+) -> Answer:
+    """POST /invocations (or `method` `path`: a multi-model container's model management) to the
+    pool's container; raises Refused, NoAnswer or TimedOut."""
+    attempt = SimpleNamespace(reused=False, answered=False, method=method, path=path)
     try:
         return _exchange(pool, body, headers, attempt)
     except NoAnswer:
         if not exchange.may_send_again(attempt.reused, attempt.answered):
             raise
     with new_pool(pool.host, pool.port, maxsize=1) as fresh:
-        return _exchange(fresh, body, headers, SimpleNamespace(reused=False, answered=False))
+        again = SimpleNamespace(reused=False, answered=False, method=method, path=path)
+        return _exchange(fresh, body, headers, again)
 
 
 def _exchange(pool: HTTPConnectionPool, body: bytes, headers: dict[str, str], attempt) -> Answer:
     _opened.connection = False
     try:
-        response = pool.urlopen("POST", "/invocations", body=body, headers=headers, redirect=False,
+        response = pool.urlopen(attempt.method, attempt.path, body=body, headers=headers, redirect=False,
                                 assert_same_host=False, preload_content=False)
     except ConnectTimeoutError:  # also NewConnectionError: refused, or not accepted in 250 ms
         raise exchange.Refused() from None

@@ -14,6 +14,7 @@ routing and errors are contract.py's, shared with the API's Django view."""
 
 import asyncio
 import email.utils
+import functools
 import logging
 import os
 import re
@@ -28,7 +29,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
 
-from hosting.runtime_api import async_invocations, contract, streaming  # noqa: E402
+from hosting.runtime_api import async_invocations, contract, multi_model, streaming  # noqa: E402
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
 from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
 from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
@@ -134,12 +135,19 @@ class DataPlane:
         contract.check_route(route, ctx, endpoint_name, target)
         request.route_labels = (ctx.account_id, endpoint_name, target or "")
         forwarded = contract.forwarded_headers(params)
+        multi = multi_model.check(route, params, endpoint_name)  # a stream has no TargetModel: refused
         if request.operation == contract.STREAM:
             tries = Tries(self.router, arn, target, ctx, endpoint_name)
             relay = await streaming.open_relay(tries, self.upstream, body, forwarded, request)
             request.route_labels = (ctx.account_id, endpoint_name, relay.choice.variant_name)
             return relay
-        answer, choice = await self._forward(request, ctx, arn, target, body, forwarded)
+        if multi:  # blocking I/O (S3, loads): off the loop
+            note = functools.partial(setattr, request, "invocation")
+            answer, choice = await asyncio.to_thread(
+                multi_model.forward, self.router, arn, ctx, endpoint_name, params, body, forwarded, note
+            )
+        else:
+            answer, choice = await self._forward(request, ctx, arn, target, body, forwarded)
         request.route_labels = (ctx.account_id, endpoint_name, choice.variant_name)
         if not 200 <= answer.status < 300:
             raise contract.model_error(ctx, endpoint_name, answer.status, answer.body)

@@ -154,13 +154,18 @@ class InvocationMetrics:
                     self._minutes.setdefault(key, _Minute()).merge(minute)
 
     def _flush_forever(self) -> None:
-        while True:
-            time.sleep(self._flush_seconds)
-            close_old_connections()
-            try:
-                self.flush()
-            except Exception:  # never let the thread die: the next interval tries again
-                log.exception("invocation metrics flush failed")
+        flush_forever(self.flush, self._flush_seconds, "invocation metrics")
+
+
+def flush_forever(flush, seconds: float, what: str) -> None:
+    """A flush thread's loop (also multi_model_metrics.py's)."""
+    while True:
+        time.sleep(seconds)
+        close_old_connections()
+        try:
+            flush()
+        except Exception:  # never let the thread die: the next interval tries again
+            log.exception("%s flush failed", what)
 
 
 def _statistic_sets(minutes: dict[_Key, _Minute]) -> dict[MinuteKey, StatisticSet]:

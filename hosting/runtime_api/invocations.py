@@ -7,6 +7,7 @@ Authenticate, validate the headers against the botocore shape, pick a container 
 in-memory routing table, forward the body and the headers InvokeEndpoint defines, and answer
 with the container's body. Container failures become ModelError (424), as in SageMaker."""
 
+import functools
 import logging
 import time
 import uuid
@@ -15,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
 
-from hosting.runtime_api import blocking_upstream, contract
+from hosting.runtime_api import blocking_upstream, contract, multi_model
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut
 from hosting.runtime_api.router import Choice, get_router
 from hosting.runtime_api.tries import Tries
@@ -94,10 +95,17 @@ def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpRe
     arn = make_arn(ctx.region, ctx.account_id, "endpoint", endpoint_name)
     router = get_router()
     target = params.get("TargetVariant")
-    contract.check_route(router.route(arn), ctx, endpoint_name, target)
+    route = router.route(arn)
+    contract.check_route(route, ctx, endpoint_name, target)
     request.sageport_route = (ctx.account_id, endpoint_name, target or "")
     headers = contract.forwarded_headers(params)
-    upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
+    if multi_model.check(route, params, endpoint_name):
+        note = functools.partial(setattr, request, "sageport_invocation")
+        upstream, choice = multi_model.forward(
+            router, arn, ctx, endpoint_name, params, request.body, headers, note
+        )
+    else:
+        upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
     request.sageport_route = (ctx.account_id, endpoint_name, choice.variant_name)
     if not 200 <= upstream.status < 300:
         raise contract.model_error(ctx, endpoint_name, upstream.status, upstream.body)

@@ -154,9 +154,13 @@ class Router:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def choose(self, endpoint_arn: str, target_variant: str | None, avoid: set[str]) -> Choice:
+    def choose(
+        self, endpoint_arn: str, target_variant: str | None, avoid: set[str],
+        prefer: frozenset[str] = frozenset(),
+    ) -> Choice:
         """Pick a container by variant weight (or the target variant), the least busy one of its
-        group, and count the request in flight there. Call `release` when done."""
+        group (among those in `prefer` if any: a multi-model container that has the target model
+        loaded), and count the request in flight there. Call `release` when done."""
         with self._lock:
             route = self._table.get(endpoint_arn)
             groups = [
@@ -170,7 +174,10 @@ class Router:
             if not groups:
                 raise NoRoute()
             group = _weighted_choice(groups)
-            backend = min(group.backends, key=lambda b: (self._busy[b.container_name], random.random()))
+            backend = min(
+                group.backends,
+                key=lambda b: (b.container_name not in prefer, self._busy[b.container_name], random.random()),
+            )
             self._busy[backend.container_name] += 1
             return Choice(group.variant_name, backend)
 

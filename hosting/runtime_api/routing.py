@@ -35,7 +35,9 @@ import redis
 from django.conf import settings
 from django.db import transaction
 
+from hosting import containers, multi_model
 from hosting.models import ROUTED_PHASES, ContainerStatus, Endpoint, EndpointStatus
+from hosting.requests import model_container
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +144,20 @@ def publish_ack(process_id: str, version: int, busy: dict[str, int]) -> None:
 
 
 @dataclass(frozen=True)
+class MultiModelSource:
+    """Where a multi-model container's models come from and are staged (hosting/multi_model.py)."""
+
+    account_id: str  # the model's account, whose rights read the prefix
+    prefix_uri: str  # the model's ModelDataUrl
+    models_dir: str  # on the host; the container mounts it at /opt/ml/models
+
+
+@dataclass(frozen=True)
 class Backend:
     container_name: str
     address: str  # its node's address (Node.address)
     port: int
+    multi_model: MultiModelSource | None = None
 
 
 @dataclass(frozen=True)
@@ -181,7 +193,7 @@ def _route(endpoint: Endpoint) -> EndpointRoute:
         shifted = sum(d.traffic_percent for d in deployments if d.phase != "Active")
         for deployment in deployments:
             share = deployment.traffic_percent if deployment.phase != "Active" else 100.0 - shifted
-            groups += _groups(deployment, share / 100.0)
+            groups += _groups(deployment, share / 100.0, endpoint.account_id)
     return EndpointRoute(
         endpoint_name=endpoint.endpoint_name,
         account_id=endpoint.account_id,
@@ -191,15 +203,28 @@ def _route(endpoint: Endpoint) -> EndpointRoute:
     )
 
 
-def _groups(deployment, share: float) -> Iterable[RouteGroup]:
+def _groups(deployment, share: float, account_id: str) -> Iterable[RouteGroup]:
     weights = {name: values["DesiredWeight"] for name, values in deployment.desired.items()}
     total = sum(weights.values())
     for name, weight in weights.items():
+        source = _multi_model_source(deployment, name, account_id)
         backends = tuple(
-            Backend(container.name, container.node.address, container.host_port)
+            Backend(container.name, container.node.address, container.host_port, source)
             for container in deployment.containers.all()
             if container.variant_name == name and container.status == ContainerStatus.IN_SERVICE
         )
         # All weights zero: SageMaker would send nothing; spreading evenly keeps the endpoint usable.
         fraction = weight / total if total else 1.0 / len(weights)
         yield RouteGroup(variant_name=name, weight=share * fraction, backends=backends)
+
+
+def _multi_model_source(deployment, variant_name: str, account_id: str) -> MultiModelSource | None:
+    """The variant's models' source when its model is a MultiModel one (a snapshot without the
+    variant's model, as some tests write, is a single-model one)."""
+    variants = deployment.snapshot.get("EndpointConfig", {}).get("ProductionVariants", ())
+    model_name = next((v["ModelName"] for v in variants if v["VariantName"] == variant_name), None)
+    model = deployment.snapshot.get("Models", {}).get(model_name)
+    if model is None or not multi_model.is_multi_model(model_container(model)):
+        return None
+    models_dir = containers.model_dir(deployment, model_name)
+    return MultiModelSource(account_id, model_container(model)["ModelDataUrl"], str(models_dir))

@@ -24,10 +24,10 @@ class Tries:
         self.refused: set[str] = set()
         self.sent = time.perf_counter()
 
-    def choose(self) -> Choice:
-        """The next container, counted in flight there until `ended`."""
+    def choose(self, prefer: frozenset[str] = frozenset()) -> Choice:
+        """The next container (one in `prefer` if it can), counted in flight there until `ended`."""
         try:
-            return self.router.choose(self.arn, self.target, avoid=self.refused)
+            return self.router.choose(self.arn, self.target, avoid=self.refused, prefer=prefer)
         except NoRoute:
             raise contract.no_container(self.ctx, self.endpoint_name) from None
 

@@ -12,18 +12,13 @@ from botocore.exceptions import ClientError
 
 from tests.e2e.conftest import read_tar_gz, training_request, unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, invoke_json, wait_for_endpoint, wait_until
+from tests.tar_archives import tar_gz
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image, probe_image
 
 
 def _put_tar_gz(s3, bucket: str, key: str, files: dict[str, bytes]) -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    s3.put_object(Bucket=bucket, Key=key, Body=buffer.getvalue())
+    s3.put_object(Bucket=bucket, Key=key, Body=tar_gz(files))
     return f"s3://{bucket}/{key}"
 
 

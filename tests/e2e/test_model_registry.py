@@ -2,9 +2,7 @@
 errors as SageMaker words them) and the SDK v2's `ModelPackage(...).deploy()`, which registers
 nothing itself but describes the package, approves it, creates a model from its ARN and serves it."""
 
-import io
 import json
-import tarfile
 import uuid
 
 import pytest
@@ -14,18 +12,9 @@ from sagemaker import ModelPackage
 from tests.e2e.conftest import unique_name
 from tests.e2e.hosting import INSTANCE_TYPE, NO_RETRIES, wait_for_endpoint
 from tests.e2e.sdk import ROLE
+from tests.tar_archives import tar_gz
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
-
-
-def model_archive(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, content in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
-    return buffer.getvalue()
 
 
 def test_a_group_s_versions_are_registered_approved_listed_and_deleted(sagemaker):
@@ -107,7 +96,7 @@ def test_the_sdk_deploys_a_registered_model_package(sdk_session, sagemaker, s3, 
     the package, approves an unapproved version, and creates the model with
     `PrimaryContainer.ModelPackageName`; the endpoint runs the package's image on its model data
     with its Environment."""
-    s3.put_object(Bucket=bucket, Key="registry/model.tar.gz", Body=model_archive({"weights.txt": b"42"}))
+    s3.put_object(Bucket=bucket, Key="registry/model.tar.gz", Body=tar_gz({"weights.txt": b"42"}))
     group = unique_name("registered")
     sagemaker.create_model_package_group(ModelPackageGroupName=group)
     container = {

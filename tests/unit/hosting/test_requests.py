@@ -81,3 +81,23 @@ def test_weight_and_capacity_changes_name_existing_variants_once_each():
     ]:
         with pytest.raises(ValidationException, match=complaint):
             check_weights_and_capacities(changes, ["a", "b"], "e")
+
+
+def test_a_multi_model_container_takes_an_s3_prefix_of_models():
+    cached = {"ModelCacheSetting": "Enabled"}
+    for extra in ({}, {"MultiModelConfig": cached}):
+        container = {"Image": "i", "Mode": "MultiModel", "ModelDataUrl": "s3://b/p/", **extra}
+        check_create_model({"ModelName": "m", "PrimaryContainer": container})
+    for container, complaint in [
+        ({"Image": "i", "Mode": "MultiModel"}, "needs ModelDataUrl"),
+        ({"Image": "i", "Mode": "MultiModel", "ModelDataUrl": "s3://b/p/m.tar.gz"}, "prefix ending with '/'"),
+        ({"Mode": "MultiModel", "ModelDataUrl": "s3://b/p/"}, "Image is required"),
+        (
+            {"Image": "i", "Mode": "MultiModel", "ModelDataUrl": "s3://b/p/",
+             "MultiModelConfig": {"ModelCacheSetting": "Disabled"}},
+            "ModelCacheSetting Disabled",
+        ),
+        ({"Image": "i", "MultiModelConfig": {"ModelCacheSetting": "Enabled"}}, "Mode MultiModel only"),
+    ]:
+        with pytest.raises(ValidationException, match=complaint):
+            check_create_model({"ModelName": "m", "PrimaryContainer": container})

@@ -1,0 +1,82 @@
+"""Which models each multi-model container has loaded, as this serving process knows it, in
+least-recently-used order: the routing preference (send a model's requests where it is loaded)
+and the eviction choice (unload the least recently used model when the container is full).
+
+The bound is SAGEPORT_MULTI_MODEL_MAX_LOADED models per container. The container's own list
+(`GET /models`) is the truth for how many it holds, since other serving processes load models
+too: a model this process does not know of counts as used longest ago. Pure bookkeeping, no I/O
+(hosting/runtime_api/multi_model.py does the exchanges)."""
+
+import contextlib
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+
+
+class ModelCache:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._loaded: dict[str, OrderedDict[str, None]] = {}  # container -> models, oldest first
+        self._loading: dict[tuple[str, str], threading.Lock] = {}
+        self._in_use: Counter[tuple[str, str]] = Counter()  # requests between load and answer
+
+    def holders(self, model_name: str) -> frozenset[str]:
+        """The containers that have the model loaded."""
+        with self._lock:
+            return frozenset(name for name, models in self._loaded.items() if model_name in models)
+
+    def hit(self, container: str, model_name: str) -> bool:
+        """Whether the container has the model loaded; if so it becomes the most recently used."""
+        with self._lock:
+            models = self._loaded.get(container)
+            if models is None or model_name not in models:
+                return False
+            models.move_to_end(model_name)
+            return True
+
+    def loaded(self, container: str, model_name: str) -> None:
+        with self._lock:
+            self._loaded.setdefault(container, OrderedDict())[model_name] = None
+            self._loaded[container].move_to_end(model_name)
+
+    def unloaded(self, container: str, model_name: str) -> None:
+        with self._lock:
+            self._loaded.get(container, {}).pop(model_name, None)
+
+    def count(self, container: str) -> int:
+        with self._lock:
+            return len(self._loaded.get(container, ()))
+
+    def victims(self, container: str, in_container: Iterable[str], bound: int) -> list[str]:
+        """The models to unload so that one more fits under `bound`: those the container holds,
+        least recently used first (ones this process never used before any it did), never one a
+        request of this process is about to invoke (the container holds more for a while then)."""
+        in_container = list(dict.fromkeys(in_container))
+        excess = len(in_container) + 1 - bound
+        if excess <= 0:
+            return []
+        with self._lock:
+            order = list(self._loaded.get(container, ()))
+            idle = [name for name in in_container if not self._in_use[(container, name)]]
+        rank = {name: index for index, name in enumerate(order)}
+        return sorted(idle, key=lambda name: rank.get(name, -1))[:excess]
+
+    @contextlib.contextmanager
+    def in_use(self, container: str, model_name: str):
+        """While a request loads and invokes the model: it is not chosen for unloading."""
+        key = (container, model_name)
+        with self._lock:
+            self._in_use[key] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_use[key] -= 1
+                if not self._in_use[key]:
+                    del self._in_use[key]
+
+    def loading_lock(self, container: str, model_name: str) -> threading.Lock:
+        """Held while the model is loaded into the container: concurrent requests for it wait for
+        one load instead of each loading it."""
+        with self._lock:
+            return self._loading.setdefault((container, model_name), threading.Lock())
