@@ -25,7 +25,7 @@ from django.conf import settings
 
 from accounts import s3_tenancy
 from storage.archives import ArchiveError, safe_extract
-from storage.s3 import ByteBudget, StorageError, download_many, object_size, parse_s3_uri
+from storage.s3 import ByteBudget, StorageError, download_many, object_size
 
 MODE = "MultiModel"
 CONTAINER_MODELS_DIR = "/opt/ml/models"
@@ -38,6 +38,12 @@ class TargetModelMissing(Exception):
 
 class TargetModelUnusable(Exception):
     """The object is there but cannot be staged (not a safe archive, too large)."""
+
+
+def _named(prefix_uri: str, target_model: str) -> tuple[str, str]:
+    """(bucket, key) as the error names them; never used to read (s3_tenancy.location is)."""
+    bucket, _, prefix = prefix_uri.removeprefix("s3://").partition("/")
+    return bucket, prefix + target_model
 
 
 def is_multi_model(definition: dict) -> bool:
@@ -85,9 +91,12 @@ def stage(account_id: str, prefix_uri: str, target_model: str, models_dir: Path)
     with _staging_lock(model_dir):
         if (model_dir / "staged").exists():
             return model_dir
-        bucket, prefix = parse_s3_uri(prefix_uri)
+        try:
+            bucket, prefix = s3_tenancy.location(account_id, prefix_uri)
+        except s3_tenancy.ForeignLocation:  # another account's bucket: as if nothing were there
+            raise TargetModelMissing(*_named(prefix_uri, target_model)) from None
         key = prefix + target_model  # not parsed as a URI: a '#' or '?' in the key is the key's
-        if not s3_tenancy.may_use(account_id, bucket) or object_size(bucket, key) is None:
+        if object_size(bucket, key) is None:
             raise TargetModelMissing(bucket, key)
         shutil.rmtree(model_dir, ignore_errors=True)
         model_dir.mkdir(parents=True)
