@@ -245,16 +245,19 @@ function followResource(heading) {
   };
   const actions = document.querySelector("[data-actions-html]");
   let state = heading.dataset.state || null;  // what the forms on the page were rendered for
+  const FAILURE = '[data-testid="failure-reason"]';
+  const failedAtLoad = document.querySelector(FAILURE) !== null;
   async function refresh() {
     const data = await getJSON(heading.dataset.live);
-    if ("state" in data && state !== null && data.state !== state) {
-      if (actions) actions.innerHTML = data.actions_html;
-      // "Deploying …" or "Deleting …" told what an action started; the status shows how it ended.
-      document.querySelectorAll(".messages .message.success").forEach((element) => element.remove());
-    }
+    if (actions && "state" in data && state !== null && data.state !== state) actions.innerHTML = data.actions_html;
     if ("state" in data) state = data.state;
     for (const [key, element] of Object.entries(parts)) {
       if (element && key in data && element.innerHTML !== data[key]) element.innerHTML = data[key];
+    }
+    // A failure that appeared since the page loaded (a rolled-back update) contradicts the green
+    // "Deploying …" note of the action that led to it: the note goes, the red reason stays.
+    if (!failedAtLoad && document.querySelector(FAILURE)) {
+      document.querySelectorAll(".messages .message.success").forEach((element) => element.remove());
     }
     for (const name of data.streams) await followStream(heading.dataset.logs, streamPanel(logs, name));
     if (charts) drawCharts(charts, (await getJSON(heading.dataset.metrics)).series);
