@@ -11,7 +11,10 @@ the connection is passed over, one that fails or answers non-2xx is a ModelError
 head is 2xx the client has its 200, and what goes wrong later ends the stream with a
 `ModelStreamError` event as SageMaker sends it: `StreamBroken` (the container closed or reset the
 connection) or `ModelInvocationTimeExceeded` (the whole answer took longer than the invocation
-timeout, which the drain of a replaced container also waits for).
+timeout, which the drain of a replaced container also waits for). What is not the model's doing
+ends it with `InternalStreamFailure`, SageMaker's "try your request again": an unexpected error
+in the relay, or the data plane stopping (its graceful shutdown over) with the stream still open,
+so that the client learns the answer is cut short instead of reading a truncated body.
 
 One batch is in flight at a time: the next is read from the container only once the client's
 connection took the last one (uvicorn's `send` waits while its transport is full), and aiohttp
@@ -20,6 +23,7 @@ container down instead of making the data plane hold its answer. The container s
 flight (router.py) until the stream ends, so a blue/green drain waits for open streams."""
 
 import asyncio
+import logging
 
 import aiohttp
 
@@ -33,6 +37,11 @@ TIME_EXCEEDED = "ModelInvocationTimeExceeded"
 # At most about this many bytes of the container's answer per `send`: enough that a burst of small
 # tokens costs one write instead of one each, little enough that the data plane holds little.
 BATCH_BYTES = 65536
+# SageMaker's words for InternalStreamFailure (the sagemaker-runtime API reference).
+INTERNAL_FAILURE = ("The stream processing failed because of an unknown error, exception or failure. "
+                    "Try your request again.")
+
+log = logging.getLogger(__name__)
 
 
 class Relay:
@@ -73,6 +82,14 @@ class Relay:
         except (NoAnswer, TimedOut) as error:
             model_status = 0
             ending = _model_stream_error(error)
+        except asyncio.CancelledError:  # the data plane stops with the stream open
+            model_status = 0
+            await _send_last(send, _internal_stream_failure())
+            raise
+        except Exception:
+            log.exception("stream relay failed (request id %s)", self.request.id)
+            model_status = 0
+            ending = _internal_stream_failure()
         finally:
             gone.cancel()
             # Back to the pool when read to its end; aiohttp closes one that was not (or failed).
@@ -114,6 +131,19 @@ def _model_stream_error(error: NoAnswer | TimedOut) -> bytes:
         fields = {"Message": f"The model primary closed the stream before the inference response was "
                              f"complete: {error}", "ErrorCode": STREAM_BROKEN}
     return eventstream.exception("ModelStreamError", fields)
+
+
+def _internal_stream_failure() -> bytes:
+    return eventstream.exception("InternalStreamFailure", {"Message": INTERNAL_FAILURE})
+
+
+async def _send_last(send, body: bytes) -> None:
+    """The stream's last event, sent as the relay is cancelled: the write goes to the socket at
+    once unless the client's connection is full, and the data plane does not wait long for that."""
+    try:
+        await asyncio.wait_for(send({"type": "http.response.body", "body": body}), timeout=1)
+    except Exception:  # the connection is full or gone: the client sees the stream cut short
+        pass
 
 
 async def _disconnected(receive) -> None:

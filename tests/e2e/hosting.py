@@ -115,8 +115,11 @@ class Load:
     MAX_REQUESTS = 5000
     MAX_SECONDS = 120.0
 
-    def __init__(self, stack, endpoint_name: str, threads: int = 3, interval: float = 0.0):
-        """`interval`: seconds between the starts of one thread's requests (0: back to back)."""
+    def __init__(self, stack, endpoint_name: str, threads: int = 3, interval: float = 0.0, ask=None):
+        """`interval`: seconds between the starts of one thread's requests (0: back to back).
+        `ask(client, endpoint_name)`: one request, the tag its answer counts under (default: an
+        InvokeEndpoint of the probe image, its answer's "tag")."""
+        self._ask = ask or (lambda client, name: invoke_json(client, name)["tag"])
         self._clients = [stack.client("sagemaker-runtime", config=NO_RETRIES) for _ in range(threads)]
         self._name = endpoint_name
         self._stop = threading.Event()
@@ -151,7 +154,7 @@ class Load:
             if time.monotonic() - self._started > self.MAX_SECONDS:
                 return
             try:
-                tag = invoke_json(client, self._name)["tag"]
+                tag = self._ask(client, self._name)
             except Exception as error:  # every failure counts, whatever its kind
                 with self._lock:
                     self.failures.append(repr(error))

@@ -8,7 +8,13 @@ from devstack.stack import free_port
 from hosting import async_tasks, async_worker
 from hosting.models import AsyncInvocation, Endpoint, EndpointDeployment, ServingContainer
 from storage.s3 import StorageError, parse_s3_uri
-from tests.unit.hosting.runtime_api.test_dataplane import data_plane, error_of, model_port, runtime  # noqa: F401
+from tests.unit.hosting.runtime_api.test_dataplane import (  # noqa: F401
+    data_plane,
+    data_plane_server,
+    error_of,
+    model_port,
+    runtime,
+)
 from tests.unit.hosting.runtime_api.test_routing import container, deployment, endpoint
 from tests.unit.protocol.conftest import access_key, make_client  # noqa: F401  (fixtures)
 

@@ -66,9 +66,15 @@ def model_port():
 
 
 @pytest.fixture
-def data_plane(monkeypatch):
-    """The app under uvicorn on a free port; its router's refresh thread is not started (no Redis),
-    nor the CloudWatch metrics' flush thread (it would outlive the test's database)."""
+def data_plane(data_plane_server) -> str:
+    return data_plane_server.url
+
+
+@pytest.fixture
+def data_plane_server(monkeypatch):
+    """The app under uvicorn on a free port (its address in `url`); its router's refresh thread is
+    not started (no Redis), nor the CloudWatch metrics' flush thread (it would outlive the test's
+    database)."""
     monkeypatch.setattr(Router, "_refresh_forever", lambda self: None)
     monkeypatch.setattr(invocation_metrics, "_metrics", InvocationMetrics(60, background=False))
     port = free_port()
@@ -87,7 +93,8 @@ def data_plane(monkeypatch):
     while not server.started:
         assert time.monotonic() < deadline and thread.is_alive(), "the data plane did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
+    server.url = f"http://127.0.0.1:{port}"
+    yield server
     server.should_exit = True
     thread.join(timeout=10)
 

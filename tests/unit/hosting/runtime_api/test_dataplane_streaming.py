@@ -1,6 +1,7 @@
 """InvokeEndpointWithResponseStream on the data plane, as boto3 reads it: the container's chunked
 answer relayed piece by piece as PayloadPart events, its first piece before the rest exists, a
-container dying mid-stream as ModelStreamError, back pressure, and the container counted in
+container dying mid-stream as ModelStreamError, the data plane's own failure or shutdown
+mid-stream as InternalStreamFailure, back pressure, and the container counted in
 flight (what a blue/green drain waits for) until the stream ends."""
 
 import socket
@@ -12,8 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from botocore.exceptions import EventStreamError
 
+from hosting.runtime_api import streaming
 from hosting.runtime_api.router import Router
-from tests.unit.hosting.runtime_api.test_dataplane import data_plane, error_of, runtime  # noqa: F401
+from tests.unit.hosting.runtime_api.test_dataplane import (  # noqa: F401
+    data_plane,
+    data_plane_server,
+    error_of,
+    runtime,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -145,6 +152,39 @@ def test_a_stream_past_the_invocation_timeout_ends_with_model_invocation_time_ex
         "Code": "ModelStreamError",
         "Message": "Your model primary did not complete sending the inference response in the allotted time.",
     }
+
+
+def test_a_stream_open_when_the_data_plane_stops_ends_with_internal_stream_failure(
+    runtime, data_plane_server, model  # noqa: F811
+):
+    """The model never goes on; the data plane is told to stop and its graceful shutdown (shortened
+    here) runs out with the stream open."""
+    events = iter(_stream(runtime, b"wait")["Body"])
+    assert next(events)["PayloadPart"]["Bytes"] == TOKENS[0]
+
+    data_plane_server.config.timeout_graceful_shutdown = 0.2
+    data_plane_server.should_exit = True
+    with pytest.raises(EventStreamError) as raised:
+        list(events)
+    failure = {"Code": "InternalStreamFailure", "Message": streaming.INTERNAL_FAILURE}
+    assert raised.value.response["Error"] == failure
+
+
+def test_an_unexpected_error_in_the_relay_ends_the_stream_with_internal_stream_failure(
+    runtime, model, monkeypatch  # noqa: F811
+):
+    async def failing_after_one(response, limit):
+        yield [await response.content.readany()]
+        raise RuntimeError("a bug in the relay")
+
+    monkeypatch.setattr(streaming.upstream, "batches", failing_after_one)
+    received = []
+    with pytest.raises(EventStreamError) as raised:
+        for event in _stream(runtime, b"go")["Body"]:
+            received.append(event["PayloadPart"]["Bytes"])
+
+    assert received and b"".join(TOKENS).startswith(b"".join(received))
+    assert raised.value.response["Error"]["Code"] == "InternalStreamFailure"
 
 
 def test_errors_before_the_stream_are_invoke_endpoints(runtime):  # noqa: F811
