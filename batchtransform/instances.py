@@ -30,6 +30,9 @@ from runtime.base import ContainerRuntime, ContainerState, Mount
 from runtime.docker import get_runtime
 
 PING_INTERVAL_SECONDS = 0.25
+# A container SIGTERM ends exits within milliseconds: looked for that soon, then less and less
+# often. Every job's end waits for this.
+FIRST_EXIT_LOOK_SECONDS = 0.01
 STOP_WAIT_SECONDS = 5.0  # a serving container's SIGTERM ends it at once when nothing is in flight
 # How much of a container's output one look copies into its stream: a container that floods its
 # stdout never makes the worker hold its whole output, and the job's watcher (which also sees
@@ -164,5 +167,7 @@ def stop(job: TransformJob) -> None:
     runtime = get_runtime()
     stopping.signal_running(runtime, [state for state in states(job).values() if state], "SIGTERM")
     deadline = time.monotonic() + STOP_WAIT_SECONDS
+    pause = FIRST_EXIT_LOOK_SECONDS
     while time.monotonic() < deadline and any(state and state.running for state in states(job).values()):
-        threading.Event().wait(PING_INTERVAL_SECONDS)
+        threading.Event().wait(pause)
+        pause = min(pause * 2, PING_INTERVAL_SECONDS)

@@ -62,9 +62,9 @@ def _give_up(job: TransformJob, reason: str) -> float | None:
 
 
 def _end(job: TransformJob, outcome: str, reason: str = "") -> None:
-    """Remove what the job used, then write its end (a stop asked for meanwhile makes a job that
-    did not fail Stopped)."""
-    cleanup.remove_resources(get_runtime(), identity(job))
+    """Remove the job's containers, then write its end (a stop asked for meanwhile makes a job that
+    did not fail Stopped); its network and workspace go after, the end not waiting for them."""
+    cleanup.remove_containers(get_runtime(), identity(job))
     placement.release(job)
     now = timezone.now()
     if outcome == TransformJobStatus.COMPLETED and _status(job) == TransformJobStatus.STOPPING:
@@ -75,6 +75,7 @@ def _end(job: TransformJob, outcome: str, reason: str = "") -> None:
         transform_end_time=now,
         last_modified_time=now,
     )
+    cleanup.remove_surroundings(get_runtime(), identity(job))
     return None
 
 

@@ -23,9 +23,20 @@ def remove_resources(runtime: ContainerRuntime, job: JobIdentity, keep_network: 
     `keep_network`: for a job that starts again at once, on the same network (by name). A swarm
     overlay network that a lost node's containers were attached to cannot be removed while the
     swarm still counts that node's attachments, which a restart must not wait for."""
+    remove_containers(runtime, job)
+    remove_surroundings(runtime, job, keep_network)
+
+
+def remove_containers(runtime: ContainerRuntime, job: JobIdentity) -> None:
+    """The job's containers and their keys: what holds the node's capacity or could still act."""
     for state in runtime.find(job_labels(job)):
         runtime.remove(state.name)
     container_credentials.revoke(job.arn)  # its containers are gone: so are their keys
+
+
+def remove_surroundings(runtime: ContainerRuntime, job: JobIdentity, keep_network: bool = False) -> None:
+    """The job's network and workspace, once its containers are gone. Holding nothing, they may
+    go after the job's end is written: a crash before leaves them to `reap`."""
     if not keep_network:
         runtime.remove_network(network_name(job.kind, job.id))
     workspace.remove(job)
