@@ -1,7 +1,11 @@
 # Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
 VENV := .venv
 
-.PHONY: bootstrap run up down node clean images sdk-v3 hyp test lint
+.PHONY: help bootstrap run up down node clean images sdk-v3 hyp test lint
+
+## help: this list (the default target); `.venv/bin/sageport` lists the operator's commands
+help:
+	@awk '/^## [a-z0-9, /-]+:/ { print ""; print "  " substr($$0, 4); next } /^## / { print "      " substr($$0, 4) }' $(firstword $(MAKEFILE_LIST))
 
 bootstrap:
 	@scripts/bootstrap.sh

@@ -358,7 +358,7 @@ def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
         argv=["redis-server", str(config), "--bind", address, "--port", str(port), "--dir", str(redis_dir),
               "--save", "", "--appendonly", "no"],
         listens=f"redis://{_url_host(address)}:{port}",
-        ready=lambda: _redis_answers(redis_url),
+        ready=lambda: redis_answers(redis_url),
         ports=(port,),
         address=address,
     )
@@ -398,7 +398,7 @@ def seaweedfs_spec(data_dir: Path, s3_port: int, platform_key: tuple[str, str]) 
               f"-volume.max={STORE_VOLUME_SLOTS}", "-webdav=false", "-admin.ui=false",
               "-s3.port.iceberg=0", "-s3.port.lance=0",
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
-        ready=lambda: _http_answers(f"http://{LOOPBACK}:{s3_port}/"),
+        ready=lambda: http_answers(f"http://{LOOPBACK}:{s3_port}/"),
         # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into its admin
         # identity: the platform's key, and never one inherited by chance.
         drop_env_prefixes=("AWS_", "S3_"),
@@ -418,7 +418,7 @@ def s3_gateway_spec(data_dir: Path, address: str, port: int, store_url: str) -> 
         name="s3gateway",
         argv=[sys.executable, "-m", "s3gateway", "--listen", f"{address}:{port}", "--upstream", store_url],
         listens=url,
-        ready=lambda: _http_answers(f"{url}/"),
+        ready=lambda: http_answers(f"{url}/"),
         env=_django_env(data_dir),
         ports=(port,),
         address=address,
@@ -447,7 +447,7 @@ def api_spec(data_dir: Path, address: str, port: int, workers: int = 4) -> Servi
               "--bind", f"fd://{listener.fileno()}", "--workers", str(workers), "--worker-class", "gthread",
               "--threads", "2"],
         listens=url,
-        ready=lambda: _http_answers(f"{url}/"),
+        ready=lambda: http_answers(f"{url}/"),
         env=_django_env(data_dir),
         listener=listener,
     )
@@ -464,7 +464,7 @@ def runtime_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
         argv=[sys.executable, "-m", "hosting.runtime_api.serve", "--fd", str(listener.fileno()),
               "--workers", "1"],
         listens=url,
-        ready=lambda: _http_answers(f"{url}/"),
+        ready=lambda: http_answers(f"{url}/"),
         env=_django_env(data_dir),
         listener=listener,
     )
@@ -738,7 +738,7 @@ def _weed_binary() -> str:
     return found
 
 
-def _http_answers(url: str) -> bool:
+def http_answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1):
             return True
@@ -748,7 +748,7 @@ def _http_answers(url: str) -> bool:
         return False
 
 
-def _redis_answers(url: str) -> bool:
+def redis_answers(url: str) -> bool:
     try:
         return bool(redis.Redis.from_url(url, socket_timeout=1).ping())
     except redis.RedisError:
