@@ -27,5 +27,6 @@ def test_a_remote_function_returns_its_value_and_raises_its_exception_in_the_cal
     with pytest.raises(ZeroDivisionError, match="division by zero"):
         divide(1, 0)
     jobs = sagemaker.list_training_jobs(NameContains="divide", SortBy="CreationTime", SortOrder="Descending")
-    latest = sagemaker.describe_training_job(TrainingJobName=jobs["TrainingJobSummaries"][0]["TrainingJobName"])
-    assert latest["FailureReason"] == "AlgorithmError: ZeroDivisionError('division by zero'), exit code: 1"
+    latest = jobs["TrainingJobSummaries"][0]["TrainingJobName"]
+    failed = sagemaker.describe_training_job(TrainingJobName=latest)
+    assert failed["FailureReason"] == "AlgorithmError: ZeroDivisionError('division by zero'), exit code: 1"
