@@ -8,6 +8,9 @@ results.json when a later step reads it) under the job's S3OutputPath. A Delayed
 another @step is read by that step's container; one that a ConditionStep compares is a
 `Std:JsonGet` on the S3 URI of results.json, which the pipeline itself evaluates.
 
+An ordinary TrainingStep in the condition's branch takes Report's return value as an environment
+variable of its job (its shell script fails unless it is the value expected).
+
 AWS behaviour checked: `execution.result(step_name)` gives a function step's return value (the
 SDK reads it back through the step's TrainingJob metadata); a function that raises fails its step
 with the training job's FailureReason, `AlgorithmError: <the exception's repr>, exit code: 1`
@@ -15,6 +18,7 @@ with the training job's FailureReason, `AlgorithmError: <the exception's repr>, 
 
 import time
 
+from sagemaker.estimator import Estimator
 from sagemaker.workflow.condition_step import ConditionStep
 from sagemaker.workflow.conditions import ConditionGreaterThanOrEqualTo
 from sagemaker.workflow.fail_step import FailStep
@@ -22,17 +26,19 @@ from sagemaker.workflow.function_step import step
 from sagemaker.workflow.parameters import ParameterInteger
 from sagemaker.workflow.pipeline import Pipeline
 from sagemaker.workflow.pipeline_context import PipelineSession
+from sagemaker.workflow.steps import TrainingStep
 
 from tests.e2e.conftest import unique_name
 from tests.e2e.sdk import ROLE
 
 
-def build(name: str, image: str, session: PipelineSession) -> Pipeline:
-    """Make(count) → Total(made) → Check(total >= threshold) → Report(made, total) | TooSmall.
+def build(name: str, images: dict, bucket: str, session: PipelineSession) -> Pipeline:
+    """Make(count) → Total(made) → Check(total >= threshold) → Report(made, total) → UseReport
+    (a TrainingStep) | TooSmall.
 
     The functions are local so that cloudpickle sends them by value (the container cannot import
     this test module)."""
-    options = {"image_uri": image, "instance_type": "ml.m5.large", "role": ROLE}
+    options = {"image_uri": images["sdk"], "instance_type": "ml.m5.large", "role": ROLE}
     count = ParameterInteger(name="Count", default_value=4)
     threshold = ParameterInteger(name="Threshold", default_value=5)
 
@@ -50,10 +56,16 @@ def build(name: str, image: str, session: PipelineSession) -> Pipeline:
 
     made = make(count)
     summed = total(made)
+    reported = report(made["label"], summed)
+    estimator = Estimator(
+        image_uri=images["shell"], role=ROLE, instance_count=1, instance_type="ml.m5.large",
+        output_path=f"s3://{bucket}/fn", sagemaker_session=session,
+        environment={"ALGO_SCRIPT": 'test "$REPORT" = "made: 10"', "REPORT": reported},
+    )
     check = ConditionStep(
         name="Check",
         conditions=[ConditionGreaterThanOrEqualTo(left=summed, right=threshold)],
-        if_steps=[report(made["label"], summed)],
+        if_steps=[reported, TrainingStep(name="UseReport", step_args=estimator.fit())],
         else_steps=[FailStep(name="TooSmall", error_message="the total is below the threshold")],
     )
     return Pipeline(name=name, parameters=[count, threshold], steps=[check], sagemaker_session=session)
@@ -68,13 +80,14 @@ def build_failing(name: str, image: str, session: PipelineSession) -> Pipeline:
 
 
 def test_step_functions_pass_their_results_on_through_a_condition_and_a_raise_fails_its_step(
-    stack, sdk_session, python_sagemaker_image
+    stack, sdk_session, bucket, python_sagemaker_image, shell_algo_image
 ):
     started = time.monotonic()
     session = PipelineSession(
         boto_session=sdk_session.boto_session, sagemaker_client=sdk_session.sagemaker_client
     )
-    pipeline = build(unique_name("fnsteps"), python_sagemaker_image, session)
+    images = {"sdk": python_sagemaker_image, "shell": shell_algo_image}
+    pipeline = build(unique_name("fnsteps"), images, bucket, session)
     failing = build_failing(unique_name("fnboom"), python_sagemaker_image, session)
     for made in (pipeline, failing):
         made.upsert(role_arn=ROLE)
@@ -85,7 +98,7 @@ def test_step_functions_pass_their_results_on_through_a_condition_and_a_raise_fa
     _wait_ended(execution)
     steps = {found["StepName"]: found for found in execution.list_steps()}
     assert {name: found["StepStatus"] for name, found in steps.items()} == dict.fromkeys(
-        ("Make", "Total", "Check", "Report"), "Succeeded"
+        ("Make", "Total", "Check", "Report", "UseReport"), "Succeeded"
     ), [found.get("FailureReason") for found in steps.values()]
     assert steps["Check"]["Metadata"]["Condition"]["Outcome"] == "True"
     assert execution.result(step_name="Make") == {"values": [1, 2, 3, 4], "label": "made"}
