@@ -3,7 +3,7 @@ properties with their PropertiesList indexing by name, Join, JsonGet) and its co
 
 import pytest
 
-from pipelines import conditions, expressions, paths
+from pipelines import caching, conditions, expressions, paths
 
 
 class Scope:
@@ -88,6 +88,16 @@ def test_json_get_on_an_s3_uri_reads_the_value_at_its_path_and_references_the_ur
         expressions.Reference(step="Fn", path="OutputDataConfig.S3OutputPath")
     ]
     assert expressions.problems(DELAYED_RETURN) == []
+
+
+def test_a_cache_key_holds_a_step_function_s_return_value_and_not_the_execution_id():
+    """A step reading a DelayedReturn hits the cache when the value is the same (pipelines.caching)."""
+    scope = Scope()
+    scope.properties["Fn"] = {"OutputDataConfig": {"S3OutputPath": "s3://b/abc123/Fn/results"}}
+    arguments = {"Arg": DELAYED_RETURN, "Run": {"Get": "Execution.PipelineExecutionId"}}
+    assert caching.key("Training", arguments, scope) == caching.key(
+        "Training", {"Arg": "x", "Run": {"Get": "Execution.PipelineExecutionId"}}, scope
+    )
 
 
 @pytest.mark.parametrize(
