@@ -58,6 +58,9 @@ class _KeyScope:
     def property_file(self, step: str, name: str, json_path: str) -> object:
         return self._scope.property_file(step, name, json_path)
 
+    def s3_json(self, uri: str, json_path: str) -> object:
+        return self._scope.s3_json(uri, json_path)
+
 
 def key(step_type: str, arguments: object, scope: expressions.Scope) -> str:
     keyed = expressions.evaluate(arguments, _KeyScope(scope))

@@ -4,10 +4,11 @@ naming it (SageMaker validates the definition when the pipeline is created or up
 
 What is understood: Parameters (String, Integer, Float, Boolean), Steps of the types in
 `kinds.KINDS` plus Condition (IfSteps/ElseSteps nest whole steps) and Fail, DependsOn, and the
-expressions of `expressions.py`. What SageMaker has and Sageport does not run is refused with its
-name rather than accepted and skipped: the other step types, a PropertyFile's or JsonGet's S3Uri
-form. CacheConfig (caching.py) and RetryPolicies (retries.py) are understood on the steps that make
-a resource."""
+expressions of `expressions.py`. A `@step` function of the SDK is a Training step (its job runs
+the SDK's remote-function runner; its return value is read by `Std:JsonGet` on an S3Uri). What
+SageMaker has and Sageport does not run is refused with its name rather than accepted and skipped:
+the other step types. CacheConfig (caching.py) and RetryPolicies (retries.py) are understood on
+the steps that make a resource."""
 
 import json
 from dataclasses import dataclass, field
@@ -30,7 +31,6 @@ UNSUPPORTED_TYPES = (
     "EMR",
     "EMRServerless",
     "AutoML",
-    "Function",
     "Notebook",
     "Endpoint",
     "EndpointConfig",

@@ -9,7 +9,10 @@ evaluated. Pure Python: what they read comes through a `Scope`.
   Outcome);
 - `{"Std:Join": {"On": sep, "Values": [...]}}`: the values as strings, joined;
 - `{"Std:JsonGet": {"PropertyFile": {"Get": "Steps.<step>.PropertyFiles.<name>"}, "Path": p}}`:
-  the value at `p` in a processing step's property file."""
+  the value at `p` in a processing step's property file;
+- `{"Std:JsonGet": {"S3Uri": <a string or an expression>, "Path": p}}`: the value at `p` in the
+  JSON object at that S3 URI: how the SDK's `DelayedReturn` reads a `@step` function's return
+  value (`<the step's OutputDataConfig.S3OutputPath>/results.json`, path `Result...`)."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +51,7 @@ class Scope(Protocol):
     def variable(self, name: str) -> object: ...
     def step_property(self, step: str, path: str) -> object: ...
     def property_file(self, step: str, name: str, json_path: str) -> object: ...
+    def s3_json(self, uri: str, json_path: str) -> object: ...
 
 
 def parse_get(target: object) -> Reference:
@@ -109,20 +113,26 @@ def _walk(value: object, found_problems: list[str], found_refs: list[Reference])
                 raise ExpressionError('Std:Join takes {"On": separator, "Values": [...]}')
             _walk(argument["Values"], found_problems, found_refs)
         elif name == JSON_GET:
-            found_refs.append(_json_get_file(argument))
+            _json_get_source(argument)
+            if "S3Uri" in argument:
+                _walk(argument["S3Uri"], found_problems, found_refs)
+            else:
+                found_refs.append(_json_get_file(argument))
         else:
             raise ExpressionError(f"the function {name} is not supported by Sageport")
     except ExpressionError as exc:
         found_problems.append(f"{exc}.")
 
 
-def _json_get_file(argument: object) -> Reference:
+def _json_get_source(argument: object) -> None:
+    """Std:JsonGet reads a JSON path of one source: a property file or an S3 URI."""
     if not isinstance(argument, dict) or not isinstance(argument.get("Path"), str):
-        raise ExpressionError('Std:JsonGet takes {"PropertyFile": ..., "Path": json path}')
-    if "S3Uri" in argument:
-        raise ExpressionError(
-            "Std:JsonGet on an S3Uri (the output of a @step function) is not supported by Sageport"
-        )
+        raise ExpressionError('Std:JsonGet takes {"PropertyFile" or "S3Uri": ..., "Path": json path}')
+    if ("S3Uri" in argument) == ("PropertyFile" in argument):
+        raise ExpressionError("Std:JsonGet reads either a PropertyFile or an S3Uri, one of them")
+
+
+def _json_get_file(argument: dict) -> Reference:
     source = argument.get("PropertyFile")
     target = source.get(GET) if isinstance(source, dict) else None
     ref = parse_get(target)
@@ -147,6 +157,12 @@ def evaluate(value: object, scope: Scope) -> object:
         return _get(parse_get(argument), scope)
     if name == JOIN:
         return str(argument.get("On", "")).join(as_text(evaluate(item, scope)) for item in argument["Values"])
+    _json_get_source(argument)
+    if "S3Uri" in argument:
+        uri = evaluate(argument["S3Uri"], scope)
+        if not isinstance(uri, str):
+            raise ExpressionError(f"Std:JsonGet's S3Uri must be a string, not {str(uri)[:200]}")
+        return scope.s3_json(uri, argument["Path"])
     ref = _json_get_file(argument)
     return scope.property_file(ref.step, ref.property_file, argument["Path"])
 

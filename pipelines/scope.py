@@ -1,6 +1,7 @@
 """What a running execution's expressions read (expressions.Scope): its parameters, its
-execution variables, the properties of its steps that succeeded, and the property files of its
-processing steps, read from S3 as the execution's account (the tenancy rule's `location`)."""
+execution variables, the properties of its steps that succeeded, the property files of its
+processing steps and the JSON objects `Std:JsonGet` names by S3 URI (a `@step` function's
+results.json), read from S3 as the execution's account (the tenancy rule's `location`)."""
 
 import json
 
@@ -22,6 +23,7 @@ class ExecutionScope:
         self.rows = rows
         self._values = {item["Name"]: item["Value"] for item in execution.parameters}
         self._files: dict[tuple[str, str], object] = {}
+        self._objects: dict[str, object] = {}  # S3 URI → its JSON, read once a look
 
     def parameter(self, name: str) -> object:
         return self.definition.parameters[name].value(self._values.get(name))
@@ -49,6 +51,11 @@ class ExecutionScope:
             self._files[key] = self._read_file(step, name)
         return lookup(self._files[key], json_path, f"property file {name} of step {step}, path {json_path}")
 
+    def s3_json(self, uri: str, json_path: str) -> object:
+        if uri not in self._objects:
+            self._objects[uri] = self._read_json(uri, f"the JSON object at {uri}")
+        return lookup(self._objects[uri], json_path, f"the JSON object at {uri}, path {json_path}")
+
     def _read_file(self, step: str, name: str) -> object:
         """The JSON file at FilePath under the processing output the PropertyFile names."""
         spec = next(
@@ -60,14 +67,17 @@ class ExecutionScope:
             step, f"ProcessingOutputConfig.Outputs['{spec['OutputName']}'].S3Output.S3Uri"
         )
         uri = f"{str(output).rstrip('/')}/{spec['FilePath'].lstrip('/')}"
+        return self._read_json(uri, f"property file {name} of step {step} ({uri})")
+
+    def _read_json(self, uri: str, what: str) -> object:
+        """The JSON document at `uri`, read as the pipeline's account; ExpressionError naming
+        `what` when it is missing, foreign or not JSON."""
         try:
             where = s3_tenancy.location(self.execution.pipeline.account_id, uri)
             return json.loads(get_bytes(where.bucket, where.key))
         except StorageError as exc:
             if exc.transient:
                 raise  # the store throttling or away: the reconcile loop retries the step later
-            raise ExpressionError(
-                f"property file {name} of step {step} ({uri}) could not be read: {exc}"
-            ) from None
+            raise ExpressionError(f"{what} could not be read: {exc}") from None
         except ValueError:
-            raise ExpressionError(f"property file {name} of step {step} ({uri}) is not JSON") from None
+            raise ExpressionError(f"{what} is not JSON") from None

@@ -2,7 +2,7 @@
 # Build Sageport's example images in the local Docker engine, without any registry.
 #
 #   scripts/build-images.sh [busybox|python|python-serve|python-stream|python-multi-model|
-#                            sagemaker-training|pytorch-mpi|pytorch-tier|pytorch-elastic]...
+#                            sagemaker-training|python-sagemaker|pytorch-mpi|pytorch-tier|pytorch-elastic]...
 #                            (no argument: all of them)
 #
 # Prints each image's tag on stdout (progress goes to stderr). Root filesystems are made on
@@ -41,6 +41,11 @@ ELASTIC_AGENT_VERSION=1.1.3  # hyperpod-elastic-agent
 ELASTIC_VERSIONS=$TIER_TORCH_VERSION-$ELASTIC_AGENT_VERSION
 PYTORCH_ELASTIC_TAG=sageport-examples/pytorch-elastic:$ELASTIC_VERSIONS
 ELASTIC_WHEEL_CACHE=$WHEELHOUSES/pytorch-elastic-$ELASTIC_VERSIONS
+# Remote functions (`@step`, `@remote`): the SageMaker Python SDK v2 the tests' client runs (its
+# remote-function runner checks the container's Python is the client's minor version: 3.11).
+SAGEMAKER_SDK_VERSION=$(.venv/bin/python -c 'from importlib.metadata import version; print(version("sagemaker"))')
+PYTHON_SAGEMAKER_TAG=sageport-examples/python-sagemaker:$SAGEMAKER_SDK_VERSION
+SAGEMAKER_WHEEL_CACHE=$WHEELHOUSES/python-sagemaker-$SAGEMAKER_SDK_VERSION  # ~60 MB
 BUILD_LABEL=sageport.build=build-images  # on the throwaway containers this script makes
 
 log() { echo "build-images: $*" >&2; }
@@ -182,35 +187,71 @@ tier_requirements() {
         "s3torchconnector==$S3_CONNECTOR_VERSION" boto3 tenacity xxhash requests
 }
 
-# Run in the framework's container with the requirements as arguments. pip runs from its own wheel
-# (the base has no pip). triton (~640 MB) is removed again: torch imports and runs without it (it
-# only compiles GPU kernels), and removing it before the commit keeps it out of the image.
+# Run in a throwaway container of the python base with the requirements as arguments; pip runs from
+# its own wheel (the base has no pip), then the caller's finishing command ($FINISH) runs.
 # shellcheck disable=SC2016  # expanded by the container's shell
-TIER_INSTALL_SCRIPT='set -e
+WHEEL_INSTALL_SCRIPT='set -e
 pip_wheel=$(echo /wheels/pip-*.whl)
 python3 "$pip_wheel/pip" install --quiet --no-index --no-cache-dir --find-links /wheels \
     --break-system-packages --root-user-action=ignore "$@"
-python3 -m pip uninstall --quiet --yes --break-system-packages --root-user-action=ignore triton'
+eval "$FINISH"'
 
-# The framework layer: the python base with the wheelhouse installed. It is made by a throwaway
-# container that mounts the wheelhouse read-only and is then committed, so the wheels never
-# become a layer of the image (a Dockerfile's COPY would keep ~3 GB of them in it). When the tag
-# exists nothing is downloaded at all.
+# commit_wheels TAG WHEELHOUSE FINISH REQUIREMENTS...: the python base with the wheelhouse's
+# requirements installed, made by a throwaway container that mounts the wheelhouse read-only and is
+# then committed, so the wheels never become a layer of the image (a Dockerfile's COPY would keep
+# them in it).
+commit_wheels() {
+    local tag=$1 wheelhouse=$2 finish=$3 container status=0
+    shift 3
+    container=$(docker create --label "$BUILD_LABEL" --network none --env "FINISH=$finish" \
+        --volume "$wheelhouse:/wheels:ro" "$PYTHON_BASE_TAG" sh -c "$WHEEL_INSTALL_SCRIPT" sh "$@")
+    docker start --attach "$container" >&2 || status=$?
+    [ "$status" = 0 ] && docker commit --change 'CMD ["python3"]' "$container" "$tag" >/dev/null \
+        || status=$?
+    docker rm "$container" >/dev/null
+    [ "$status" = 0 ] || { log "installing the wheels into $tag failed"; exit 1; }
+}
+
+# The framework layer: the python base with the wheelhouse installed. triton (~640 MB) is removed
+# again: torch imports and runs without it (it only compiles GPU kernels), and removing it before
+# the commit keeps it out of the image. When the tag exists nothing is downloaded at all.
 ensure_tier_framework() {
     have_image "$TIER_FRAMEWORK_TAG" && return 0
     ensure_python_base
     ensure_tier_wheels
     log "installing the wheels into $TIER_FRAMEWORK_TAG (a few minutes, once)"
-    local container status=0
     # shellcheck disable=SC2046  # one word per requirement
-    container=$(docker create --label "$BUILD_LABEL" --network none \
-        --volume "$TIER_WHEEL_CACHE:/wheels:ro" "$PYTHON_BASE_TAG" sh -c "$TIER_INSTALL_SCRIPT" sh \
-        $(tier_requirements))
-    docker start --attach "$container" >&2 || status=$?
-    [ "$status" = 0 ] && docker commit --change 'CMD ["python3"]' "$container" "$TIER_FRAMEWORK_TAG" >/dev/null \
-        || status=$?
-    docker rm "$container" >/dev/null
-    [ "$status" = 0 ] || { log "installing the wheels failed"; exit 1; }
+    commit_wheels "$TIER_FRAMEWORK_TAG" "$TIER_WHEEL_CACHE" \
+        'python3 -m pip uninstall --quiet --yes --break-system-packages --root-user-action=ignore triton' \
+        $(tier_requirements)
+}
+
+# The SDK and its dependencies, as wheels for the image's Python, made once on this machine.
+ensure_sagemaker_wheels() {
+    [ -f "$SAGEMAKER_WHEEL_CACHE/.complete" ] && return 0
+    require_image_python "the SageMaker SDK"
+    log "downloading sagemaker $SAGEMAKER_SDK_VERSION and its dependencies into $SAGEMAKER_WHEEL_CACHE (once)"
+    mkdir -p "$SAGEMAKER_WHEEL_CACHE"
+    .venv/bin/pip wheel --quiet --wheel-dir "$SAGEMAKER_WHEEL_CACHE" --find-links "$SAGEMAKER_WHEEL_CACHE" \
+        pip "sagemaker==$SAGEMAKER_SDK_VERSION" >&2
+    touch "$SAGEMAKER_WHEEL_CACHE/.complete"
+}
+
+# The python base with the SDK and pip: what a remote function's job runs. The SDK's job_driver.sh
+# calls `python` (Debian names it python3), and its bootstrap always runs `pip install -U -r` of a
+# requirements file naming `sagemaker>=2.256.0,<3.0.0`: pip is told to use no index (containers
+# here reach none), so the installed SDK satisfies it, and Debian's externally-managed marker goes
+# (PEP 668: here the Python is the job's own, as in AWS's images).
+PYTHON_SAGEMAKER_FINISH='rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && ln -s python3 /usr/bin/python && printf "[global]\nno-index = true\n" >/etc/pip.conf'
+build_python_sagemaker() {
+    if ! have_image "$PYTHON_SAGEMAKER_TAG"; then
+        ensure_python_base
+        ensure_sagemaker_wheels
+        log "installing the SDK into $PYTHON_SAGEMAKER_TAG (a minute, once)"
+        commit_wheels "$PYTHON_SAGEMAKER_TAG" "$SAGEMAKER_WHEEL_CACHE" "$PYTHON_SAGEMAKER_FINISH" \
+            pip "sagemaker==$SAGEMAKER_SDK_VERSION"
+    fi
+    echo "$PYTHON_SAGEMAKER_TAG"
 }
 
 build_pytorch_tier() {
@@ -259,7 +300,7 @@ build_pytorch_elastic() {
 
 images=("$@")
 [ ${#images[@]} -gt 0 ] || images=(busybox python python-serve python-stream python-multi-model
-                                   sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)
+                                   sagemaker-training python-sagemaker pytorch-mpi pytorch-tier pytorch-elastic)
 for name in "${images[@]}"; do
     case "$name" in
         busybox) build_busybox ;;
@@ -272,12 +313,14 @@ for name in "${images[@]}"; do
             build_on_python_base "$PYTHON_MULTI_MODEL_TAG" images/python-multi-model/Dockerfile examples/multi_model ;;
         # Script mode: the SageMaker SDKs' entry_point/source_dir jobs run on it.
         sagemaker-training) build_toolkit ;;
+        # SageMaker Pipelines' @step functions and the SDK's @remote functions run on it.
+        python-sagemaker) build_python_sagemaker ;;
         # MPI and model-parallel jobs (the SDK's `distribution` with mpi/smdistributed) run on it.
         pytorch-mpi) build_pytorch_mpi ;;
         # Managed tiered checkpointing: the example (examples/tiered-checkpointing) under torchrun.
         pytorch-tier) build_pytorch_tier ;;
         # Elastic training: examples/elastic-training/train.py under AWS's elastic agent.
         pytorch-elastic) build_pytorch_elastic ;;
-        *) log "unknown image '$name' (known: busybox python python-serve python-stream python-multi-model sagemaker-training pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
+        *) log "unknown image '$name' (known: busybox python python-serve python-stream python-multi-model sagemaker-training python-sagemaker pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
     esac
 done

@@ -61,7 +61,7 @@ NEEDS_BY_FIXTURE = {
     "s3": {"s3_service"},
     "docker": {
         "docker_engine", "busybox_image", "python_image", "toolkit_image", "pytorch_mpi_image",
-        "pytorch_tier_image", "pytorch_elastic_image", "stack",
+        "pytorch_tier_image", "pytorch_elastic_image", "python_sagemaker_image", "stack",
     },
 }
 E2E_DIR = Path(__file__).parent / "e2e"
@@ -150,6 +150,12 @@ def python_image() -> str:
 def toolkit_image() -> str:
     """Debian's python with the sagemaker-training toolkit: SDK script mode's container."""
     return _build_example_image("sagemaker-training")
+
+
+@pytest.fixture(scope="session")
+def python_sagemaker_image() -> str:
+    """Debian's python (3.11, the client's) with the SageMaker SDK v2: remote functions' jobs."""
+    return _build_example_image("python-sagemaker")
 
 
 @pytest.fixture(scope="session")

@@ -154,3 +154,64 @@ def document(**changes) -> dict:
 
 def text(**changes) -> str:
     return json.dumps(document(**changes))
+
+
+def function_step(name: str, *property_references: str) -> dict:
+    """A `@step` function as the SDK compiles it (sagemaker.remote_function.job._Job.compile): a
+    Training step running the SDK's job driver; its results under
+    `<s3 root>/<pipeline>/<execution id>/<step>/results`, and what its arguments read (another
+    function's DelayedReturn: that step's S3OutputPath) passed as `--property_references`."""
+    execution_id = {"Get": "Execution.PipelineExecutionId"}
+    references = [
+        item
+        for step in property_references
+        for item in (
+            f"Steps.{step}.OutputDataConfig.S3OutputPath",
+            {"Std:Join": {"On": "", "Values": [{"Get": f"Steps.{step}.OutputDataConfig.S3OutputPath"}]}},
+        )
+    ]
+    return {
+        "Name": name,
+        "Type": "Training",
+        "DependsOn": list(property_references),
+        "Arguments": {
+            "AlgorithmSpecification": {
+                "TrainingImage": "python-sagemaker:1",
+                "TrainingInputMode": "File",
+                "ContainerEntrypoint": [
+                    "/bin/bash",
+                    "/opt/ml/input/data/sagemaker_remote_function_bootstrap/job_driver.sh",
+                ],
+                "ContainerArguments": [
+                    "--s3_base_uri",
+                    "s3://bkt/p1",
+                    "--pipeline_execution_id",
+                    execution_id,
+                    "--property_references",
+                    "Execution.PipelineExecutionId",
+                    {"Std:Join": {"On": "", "Values": [execution_id]}},
+                    *references,
+                    "--serialize_output_to_json",
+                    "true",
+                ],
+            },
+            "OutputDataConfig": {
+                "S3OutputPath": {
+                    "Std:Join": {"On": "/", "Values": ["s3://bkt/p1", execution_id, name, "results"]}
+                }
+            },
+            "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+            "ResourceConfig": {"VolumeSizeInGB": 30, "InstanceCount": 1, "InstanceType": "ml.m5.large"},
+            "RoleArn": ROLE,
+            "RetryStrategy": {"MaximumRetryAttempts": 1},
+            "EnableManagedSpotTraining": False,
+        },
+    }
+
+
+def delayed_return(step: str, path: str = "Result") -> dict:
+    """A @step function's return value as a later step reads it (the SDK's DelayedReturn)."""
+    results = {"Get": f"Steps.{step}.OutputDataConfig.S3OutputPath"}
+    return {
+        "Std:JsonGet": {"S3Uri": {"Std:Join": {"On": "/", "Values": [results, "results.json"]}}, "Path": path}
+    }

@@ -30,6 +30,28 @@ def test_the_sdks_definition_parses_with_its_branches_and_dependencies():
     assert parsed.parameters["Threshold"].value(None) == 1
 
 
+def test_step_functions_read_each_other_and_a_condition_reads_their_return_values():
+    check = {
+        "Name": "Check",
+        "Type": "Condition",
+        "Arguments": {
+            "Conditions": [{"Type": "Equals", "LeftValue": sample.delayed_return("Total"), "RightValue": 3}],
+            "IfSteps": [sample.FAIL],
+            "ElseSteps": [],
+        },
+    }
+    steps = [sample.function_step("Make"), sample.function_step("Total", "Make"), check]
+    parsed = definition.parse(sample.text(Steps=steps))
+    assert parsed.steps["Total"].dependencies == {"Make"}
+    assert parsed.steps["Check"].dependencies == {"Total"}
+    # Its return value is read from the step's output path: a property a training job has.
+    check["Arguments"]["Conditions"][0]["LeftValue"] = sample.delayed_return("Make")
+    check["Arguments"]["Conditions"][0]["LeftValue"]["Std:JsonGet"]["S3Uri"]["Std:Join"]["Values"][0] = {
+        "Get": "Steps.Make.OutputDataConfig.Nope"
+    }
+    assert "reads a property step 'Make' does not have" in refused(sample.text(Steps=steps))
+
+
 def test_invalid_json_is_refused():
     assert "not valid JSON" in refused("{")
 

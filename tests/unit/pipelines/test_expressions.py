@@ -3,7 +3,7 @@ properties with their PropertiesList indexing by name, Join, JsonGet) and its co
 
 import pytest
 
-from pipelines import conditions, expressions, paths
+from pipelines import caching, conditions, expressions, paths
 
 
 class Scope:
@@ -19,6 +19,7 @@ class Scope:
             }
         }
         self.files = {("Prepare", "Report"): {"metrics": {"score": [0.5, 0.9]}}}
+        self.objects = {"s3://b/abc123/Fn/results/results.json": {"Result": {"pair": [2, "x"]}}}
 
     def parameter(self, name):
         return {"Threshold": 3, "Flag": True}[name]
@@ -31,6 +32,23 @@ class Scope:
 
     def property_file(self, step, name, json_path):
         return expressions.lookup(self.files[(step, name)], json_path, name)
+
+    def s3_json(self, uri, json_path):
+        return expressions.lookup(self.objects[uri], json_path, uri)
+
+
+# A @step function's return value as the SDK's DelayedReturn compiles it (`result["pair"][1]`).
+DELAYED_RETURN = {
+    "Std:JsonGet": {
+        "S3Uri": {
+            "Std:Join": {
+                "On": "/",
+                "Values": [{"Get": "Steps.Fn.OutputDataConfig.S3OutputPath"}, "results.json"],
+            }
+        },
+        "Path": "Result['pair'][1]",
+    }
+}
 
 
 def test_get_join_and_json_get_evaluate_inside_arguments():
@@ -60,6 +78,47 @@ def test_get_join_and_json_get_evaluate_inside_arguments():
         "Score": 0.9,
         "Plain": [{"Key": "v"}],
     }
+
+
+def test_json_get_on_an_s3_uri_reads_the_value_at_its_path_and_references_the_uri_s_step():
+    scope = Scope()
+    scope.properties["Fn"] = {"OutputDataConfig": {"S3OutputPath": "s3://b/abc123/Fn/results"}}
+    assert expressions.evaluate({"Arg": DELAYED_RETURN}, scope) == {"Arg": "x"}
+    assert expressions.references(DELAYED_RETURN) == [
+        expressions.Reference(step="Fn", path="OutputDataConfig.S3OutputPath")
+    ]
+    assert expressions.problems(DELAYED_RETURN) == []
+
+
+def test_a_cache_key_holds_a_step_function_s_return_value_and_not_the_execution_id():
+    """A step reading a DelayedReturn hits the cache when the value is the same (pipelines.caching)."""
+    scope = Scope()
+    scope.properties["Fn"] = {"OutputDataConfig": {"S3OutputPath": "s3://b/abc123/Fn/results"}}
+    arguments = {"Arg": DELAYED_RETURN, "Run": {"Get": "Execution.PipelineExecutionId"}}
+    assert caching.key("Training", arguments, scope) == caching.key(
+        "Training", {"Arg": "x", "Run": {"Get": "Execution.PipelineExecutionId"}}, scope
+    )
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        {"S3Uri": "s3://b/k", "PropertyFile": {"Get": "Steps.P.PropertyFiles.R"}, "Path": "a"},
+        {"Path": "a"},
+        {"S3Uri": "s3://b/k"},
+    ],
+)
+def test_json_get_reads_exactly_one_source_at_a_path(argument):
+    assert expressions.problems({"Std:JsonGet": argument}) == [
+        'Std:JsonGet takes {"PropertyFile" or "S3Uri": ..., "Path": json path}.'
+        if "Path" not in argument
+        else "Std:JsonGet reads either a PropertyFile or an S3Uri, one of them."
+    ]
+
+
+def test_an_s3_uri_that_is_not_a_string_is_an_expression_error():
+    with pytest.raises(expressions.ExpressionError, match="S3Uri must be a string"):
+        expressions.evaluate({"Std:JsonGet": {"S3Uri": {"Get": "Parameters.Flag"}, "Path": "a"}}, Scope())
 
 
 def test_a_missing_property_is_an_expression_error_naming_it():

@@ -267,3 +267,50 @@ def test_a_stop_finds_the_job_a_look_made_before_it_died(report):
     end_processing("Stopped")
     assert look(execution)["Prepare"]["StepStatus"] == "Stopped"
     assert execution.status == "Stopped"
+
+
+def function_pipeline(output_root: str) -> list[dict]:
+    """Make (a @step function) → Check on its return value: Equals 3 → TooLow, else nothing."""
+    make = sample.function_step("Make")
+    make["Arguments"]["OutputDataConfig"]["S3OutputPath"] = f"{output_root}/Make/results"
+    check = {
+        "Name": "Check",
+        "Type": "Condition",
+        "Arguments": {
+            "Conditions": [
+                {"Type": "Equals", "LeftValue": sample.delayed_return("Make", "Result[1]"), "RightValue": 3}
+            ],
+            "IfSteps": [sample.FAIL],
+            "ElseSteps": [],
+        },
+    }
+    return [make, check]
+
+
+def test_a_condition_reads_a_step_function_s_return_value_from_its_results_json(report, monkeypatch):
+    """The pipeline reads `<S3OutputPath>/results.json` (what invoke_function writes) as its account."""
+    objects = {("bkt", "fn/Make/results/results.json"): b'{"Result": [1, 3]}'}
+    monkeypatch.setattr("pipelines.scope.get_bytes", lambda bucket, key: objects[(bucket, key)])
+    execution = start(steps=function_pipeline("s3://bkt/fn"))
+    look(execution)
+    end_training()
+    found = look(execution)
+    assert found["Check"]["Metadata"] == {"Condition": {"Outcome": "True"}}
+    assert look(execution)["TooLow"]["StepStatus"] == "Failed"
+
+
+def test_a_return_value_in_another_account_s_bucket_is_not_read(report, monkeypatch):
+    BucketOwner.objects.create(bucket="theirs", account_id="222222222222")
+    execution = start(steps=function_pipeline("s3://bkt/fn"))
+    look(execution)
+    # The definition is frozen at start: the stored one is changed to read the other's bucket.
+    end_training()
+    frozen = json.loads(execution.definition)
+    frozen["Steps"][1]["Arguments"]["Conditions"][0]["LeftValue"]["Std:JsonGet"]["S3Uri"] = "s3://theirs/r.json"
+    PipelineExecution.objects.filter(pk=execution.pk).update(definition=json.dumps(frozen))
+    found = look(execution)
+    assert found["Check"]["StepStatus"] == "Failed"
+    assert found["Check"]["FailureReason"] == (
+        "ClientError: the JSON object at s3://theirs/r.json could not be read: "
+        "Could not read s3://theirs/r.json: AccessDenied"
+    )
