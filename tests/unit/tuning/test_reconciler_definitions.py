@@ -7,7 +7,7 @@ TuningJobCompletionDetails."""
 from django.utils import timezone
 
 from logs import metrics as metric_store
-from tests.unit.tuning.helpers import CTX, end, several_params, step, trainings
+from tests.unit.tuning.helpers import CTX, end, report, several_params, step, trainings
 from training import metrics as training_metrics
 from training.models import TrainingJob
 from tuning import services
@@ -92,3 +92,17 @@ def test_training_jobs_not_improving_end_the_search_with_their_count(db):
         describe_tuning_job(job)["TuningJobCompletionDetails"]["NumberOfTrainingJobsObjectiveNotImproving"]
         == 3
     )
+
+
+def test_with_hyperband_each_definition_reads_its_own_max_resource(db):
+    """`fast` has epochs 4, `deep` epochs 2: two objective values are all of deep's resource, not
+    of fast's."""
+    job = step(services.create_tuning_job(CTX, several_params("bands", maximum=2, Strategy="Hyperband")))
+    fast, deep = trainings(job)
+    report(fast, (1000, 0.5), (2000, 0.6))
+    metric_store.put(
+        training_metrics.series_key(deep), "algo-1", [("score", 1000, 0.5), ("score", 2000, 0.6)]
+    )
+    step(job)
+    assert TrainingJob.objects.get(pk=deep.pk).training_job_status == "Stopping"
+    assert TrainingJob.objects.get(pk=fast.pk).training_job_status == "InProgress"
