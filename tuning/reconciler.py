@@ -52,24 +52,36 @@ def _poll() -> float:
 
 
 def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
-    config = job.request["HyperParameterTuningJobConfig"]
     defs = definitions.of(job.request)
     shares = budget.quotas(defs)
-    planned = sum(shares)
-    if config["Strategy"] == strategies.HYPERBAND:
+    if job.request["HyperParameterTuningJobConfig"]["Strategy"] == strategies.HYPERBAND:
         for index, definition in enumerate(defs):
             own = [trial for trial in found if trial.row.definition_name == definition.name]
             _stop_early(job, definition, index, own)
-    if _completion(job, found, planned).met:
+    if _completion(job, found, sum(shares)).met:
         return _complete_early(job, found)
-    unmade = [trial.row for trial in found if trial.job is None]
-    parallel = config["ResourceLimits"]["MaxParallelTrainingJobs"]
+    recorded = _record_next(job, found, defs, shares)
+    if recorded is None:
+        return _poll()  # another step recorded one: look again
+    for row in [trial.row for trial in found if trial.job is None] + recorded:
+        refused = _launch(job, row)
+        if refused:
+            return _give_up(job, refused)
+    if len(found) == sum(shares) and not any(trial.running for trial in found):
+        return _end(job, found)
+    return _poll()
+
+
+def _record_next(job: HyperParameterTuningJob, found: list[t.Trial], defs: list[definitions.Definition],
+                 shares: list[int]) -> list[TuningTrainingJob] | None:
+    """Record the next training jobs while fewer than MaxParallelTrainingJobs run, each with its
+    definition (tuning/budget.py) and the hyperparameters that definition's search chooses; None
+    when another step recorded one of them first."""
     histories = {definition.name: _history(definition, found) for definition in defs}
     running = sum(len(history.running) for history in histories.values())
-    seeded: set[str] = set()
-    for number in range(len(found) + 1, planned + 1):
-        if running >= parallel:
-            break
+    parallel = job.request["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxParallelTrainingJobs"]
+    recorded, seeded = [], set()
+    for number in range(len(found) + 1, min(sum(shares), len(found) + parallel - running) + 1):
         index, ordinal = budget.owner(shares, number)
         definition, history = defs[index], histories[defs[index].name]
         if definition.name not in seeded:
@@ -80,17 +92,10 @@ def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
         )
         row = _record(job, number, definition.name, tuned)
         if row is None:
-            return _poll()  # another step recorded it: look again
-        unmade.append(row)
+            return None
+        recorded.append(row)
         history.running.append(row.tuned_hyperparameters)
-        running += 1
-    for row in unmade:
-        refused = _launch(job, row)
-        if refused:
-            return _give_up(job, refused)
-    if len(found) == planned and not running:
-        return _end(job, found)
-    return _poll()
+    return recorded
 
 
 def _history(definition: definitions.Definition, found: list[t.Trial]) -> strategies.History:

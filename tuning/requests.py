@@ -1,13 +1,12 @@
 """Checks on a CreateHyperParameterTuningJob request that the botocore shape cannot express, and
 the CreateTrainingJob request of each training job the tuning job launches.
 
-One TrainingJobDefinition takes the config's objective and ranges; several TrainingJobDefinitions
-(at most 10, botocore's limit) each give their DefinitionName (unique), TuningObjective (all of one
-Type) and HyperParameterRanges, and the config gives neither (tuning/definitions.py). Each refusal
-is a ValidationException whose text says what to change; what Sageport does not carry out
-(early stopping of the Auto kind, Autotune, MaxRuntimeInSeconds) is refused rather than
-silently ignored. A warm start's parents are checked by
-tuning/warm_start.py, which needs the caller's account."""
+The definitions' own shape (one TrainingJobDefinition, or several TrainingJobDefinitions) is
+checked by tuning/definitions.py first, then each definition as a search of its own. Each refusal
+is a ValidationException whose text says what to change; what Sageport does not carry out (early
+stopping of the Auto kind, Autotune, MaxRuntimeInSeconds) is refused rather than silently
+ignored. A warm start's parents are checked by tuning/warm_start.py, which needs the caller's
+account."""
 import copy
 
 from protocol.errors import ValidationException
@@ -28,17 +27,6 @@ RESOURCE_MEMBERS = ("InstanceType", "InstanceCount", "VolumeSizeInGB", "VolumeKm
 UNSUPPORTED_MEMBERS = {
     "Autotune": "Autotune is not supported",
 }
-# What a lone TrainingJobDefinition takes from HyperParameterTuningJobConfig instead.
-LONE_DEFINITION_MEMBERS = {
-    "DefinitionName": "it names one of several TrainingJobDefinitions",
-    "TuningObjective": "give HyperParameterTuningJobConfig.HyperParameterTuningJobObjective",
-    "HyperParameterRanges": "give HyperParameterTuningJobConfig.ParameterRanges",
-}
-# What each of several TrainingJobDefinitions gives itself instead of HyperParameterTuningJobConfig.
-PER_DEFINITION_MEMBERS = {
-    "HyperParameterTuningJobObjective": "TuningObjective",
-    "ParameterRanges": "HyperParameterRanges",
-}
 
 
 def check_create_request(params: dict) -> None:
@@ -46,7 +34,7 @@ def check_create_request(params: dict) -> None:
         f"{member} is not supported by Sageport: {why}." for member, why in UNSUPPORTED_MEMBERS.items()
         if member in params
     ]
-    problems += _shape_problems(params)
+    problems += definitions.problems(params)
     if problems:
         raise ValidationException(" ".join(problems))
     found = definitions.of(params)
@@ -63,40 +51,6 @@ def check_create_request(params: dict) -> None:
         sample = training_request(params, definition.name, "check", first, [])
         validate_input("sagemaker", "CreateTrainingJob", sample)
         training.check_create_request(sample)
-
-
-def _shape_problems(params: dict) -> list[str]:
-    """One TrainingJobDefinition with the config's objective and ranges, or several
-    TrainingJobDefinitions, each named, with its own."""
-    config = params["HyperParameterTuningJobConfig"]
-    if "TrainingJobDefinition" in params and definitions.several(params):
-        return ["Specify either TrainingJobDefinition or TrainingJobDefinitions, not both."]
-    if not definitions.several(params):
-        if "TrainingJobDefinition" not in params:
-            return ["TrainingJobDefinition or TrainingJobDefinitions is required."]
-        lone = params["TrainingJobDefinition"]
-        problems = [f"TrainingJobDefinition.{member} is not allowed with one TrainingJobDefinition: {why}."
-                    for member, why in LONE_DEFINITION_MEMBERS.items() if member in lone]
-        if "HyperParameterTuningJobObjective" not in config:
-            problems.append("HyperParameterTuningJobConfig.HyperParameterTuningJobObjective is required.")
-        return problems
-    bodies = params[definitions.SEVERAL]
-    problems = [f"With TrainingJobDefinitions, HyperParameterTuningJobConfig.{member} is not allowed: each "
-                f"training job definition gives its {own}." for member, own in PER_DEFINITION_MEMBERS.items()
-                if member in config]
-    for index, body in enumerate(bodies, start=1):
-        missing = [member for member in LONE_DEFINITION_MEMBERS if member not in body]
-        if missing:
-            problems.append(f"TrainingJobDefinitions member {index} needs {', '.join(missing)}.")
-    names = [body.get("DefinitionName") for body in bodies if "DefinitionName" in body]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        problems.append(f"Training job definition names must be unique: {', '.join(repeated)} repeated.")
-    types = {body["TuningObjective"]["Type"] for body in bodies if "TuningObjective" in body}
-    if len(types) > 1:
-        problems.append("Every training job definition's TuningObjective must have the same Type "
-                        "(Maximize or Minimize).")
-    return problems
 
 
 def _label(definition: definitions.Definition) -> str:
