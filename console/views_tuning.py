@@ -1,6 +1,7 @@
 """Hyperparameter tuning jobs: the list, filtered and paged as ListHyperParameterTuningJobs does,
 a job's page (its counters, the best training job, a warm start's parents and overall best, every
-training job with its hyperparameters and objective, what DescribeHyperParameterTuningJob
+training job with its definition (when several), hyperparameters and objective, what
+DescribeHyperParameterTuningJob
 answers), and Stop (the API's own operation)."""
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -11,7 +12,7 @@ from django.views.decorators.http import require_POST
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
-from tuning import presenters, trials
+from tuning import definitions, presenters, trials
 from tuning import services as tuning_services
 from tuning.models import HyperParameterTuningJob, TuningJobStatus
 
@@ -53,9 +54,16 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         "described": described,
         "best": described.get("BestTrainingJob"),
         "trials": trials.trials_of(job),
-        "objective": trials.objective_of(job),
+        "objective": _objective(job),
     }
     return render(request, "console/tuning_job.html", context)
+
+
+def _objective(job: HyperParameterTuningJob) -> dict:
+    """The objective's Type and metric name; with several training job definitions, each
+    definition's metric name, joined."""
+    metrics = dict.fromkeys(definition.objective["MetricName"] for definition in definitions.of(job.request))
+    return {"Type": trials.objective_type(job), "MetricName": " / ".join(metrics)}
 
 
 @console_view

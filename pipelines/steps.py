@@ -200,7 +200,9 @@ def _describe(ctx: RequestContext, kind: Kind, name: str) -> dict:
 def _best_first(ctx: RequestContext, kind: Kind, name: str, answer: dict) -> dict:
     """A completed tuning job's training jobs, the best by the objective first, 50 at most (the
     SDK's TuningStep.get_top_model_s3_uri: "the best training job model is at index 0")."""
-    objective = answer.get("HyperParameterTuningJobConfig", {}).get("HyperParameterTuningJobObjective", {})
+    objective = answer.get("HyperParameterTuningJobConfig", {}).get("HyperParameterTuningJobObjective")
+    if objective is None:  # several training job definitions: each has its own, all of one Type
+        objective = answer.get("TrainingJobDefinitions", [{}])[0].get("TuningObjective", {})
     order = "Ascending" if objective.get("Type") == "Minimize" else "Descending"
     request = {kind.name_member: name, "SortBy": "FinalObjectiveMetricValue", "SortOrder": order}
     listed = call(ctx, kind.children, {**request, "MaxResults": 50})

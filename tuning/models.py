@@ -58,6 +58,7 @@ class TuningTrainingJob(models.Model):
     tuning_job = models.ForeignKey(HyperParameterTuningJob, on_delete=models.CASCADE, related_name="trials")
     number = models.PositiveIntegerField()
     training_job_name = models.CharField(max_length=63)
+    definition_name = models.CharField(max_length=64, blank=True, default="")
     tuned_hyperparameters = models.JSONField()
 
     class Meta:

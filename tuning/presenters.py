@@ -1,14 +1,14 @@
 """Response bodies for tuning jobs, built explicitly from the rows (no reflection)."""
 from django.utils import timezone
 
+from tuning import budget, completion, definitions, warm_start
 from tuning import trials as t
-from tuning import warm_start
 from tuning.models import HyperParameterTuningJob
 
 
 def describe_tuning_job(job: HyperParameterTuningJob) -> dict:
     found = t.trials_of(job)
-    best = t.best(found, t.objective_of(job)["Type"])
+    best = t.best(found, t.objective_type(job))
     body = dict(job.request)
     body.update(
         HyperParameterTuningJobArn=job.arn,
@@ -22,8 +22,21 @@ def describe_tuning_job(job: HyperParameterTuningJob) -> dict:
         OverallBestTrainingJob=_overall_best(job, found),
         FailureReason=job.failure_reason or None,
         ConsumedResources={"RuntimeInSeconds": _runtime_seconds(job)},
+        TuningJobCompletionDetails=_completion_details(job, found),
     )
     return body
+
+
+def _completion_details(job: HyperParameterTuningJob, found: list[t.Trial]) -> dict:
+    """TuningJobCompletionDetails, by tuning/completion.py's rules."""
+    config = job.request["HyperParameterTuningJobConfig"]
+    planned = sum(budget.quotas(definitions.of(job.request)))
+    maximize = t.objective_type(job) == "Maximize"
+    outcome = completion.evaluate(config, maximize, planned, t.scored_in_end_order(found))
+    details = {"NumberOfTrainingJobsObjectiveNotImproving": outcome.not_improving}
+    if outcome.converged_at is not None:
+        details["ConvergenceDetectedTime"] = outcome.converged_at
+    return details
 
 
 def _overall_best(job: HyperParameterTuningJob, found: list[t.Trial]) -> dict | None:
@@ -55,9 +68,10 @@ def tuning_job_summary(job: HyperParameterTuningJob) -> dict:
 
 def training_job_summary(job: HyperParameterTuningJob, trial: t.Trial) -> dict:
     """HyperParameterTrainingJobSummary of a training job already created."""
-    objective = t.objective_of(job)
+    objective = t.objective_of(job, trial.row.definition_name)
     training = trial.job
     body = {
+        "TrainingJobDefinitionName": trial.row.definition_name or None,
         "TrainingJobName": training.training_job_name,
         "TrainingJobArn": training.training_job_arn,
         "TuningJobName": job.name,

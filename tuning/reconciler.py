@@ -3,14 +3,18 @@ they require. Level-triggered: what a step does follows from the rows and the tr
 reads, so a step run twice, or after a worker died mid-step, does the same.
 
 InProgress: launch training jobs while fewer than MaxParallelTrainingJobs run and fewer than the
-planned number (tuning/strategies.py) exist; a training job is first recorded (number, name,
-hyperparameters), then created, so a crash between the two leaves a row whose training job the next
-step creates (or finds made). A Bayesian search is also told the warm start parents' training jobs
-(tuning/warm_start.py); a Hyperband search first stops the training jobs its brackets judge
-under-performing, and those that reached MaxResource (tuning/hyperband.py). Once all planned jobs ended:
-Completed when one of them reported the objective, else Failed. Stopping: stop every running
-training job, Stopped once none runs (a recorded training job not yet created is never created, and
-its row is removed)."""
+planned number exist, each to the training job definition tuning/budget.py gives it, its
+hyperparameters chosen by tuning/strategies.py from that definition's own training jobs; a
+training job is first recorded (number, name, definition, hyperparameters), then created, so a
+crash between the two leaves a row whose training job the next step creates (or finds made). A
+Bayesian search is also told the warm start parents' training jobs (tuning/warm_start.py); a
+Hyperband search first stops the training jobs its brackets judge under-performing, and those
+that reached MaxResource (tuning/hyperband.py), each definition in its own brackets. Once a
+completion criterion is met (tuning/completion.py), nothing more is launched, the running
+training jobs are stopped and the job ends Completed. Once all planned jobs ended: Completed when
+one of them reported the objective, else Failed. Stopping: stop every running training job,
+Stopped once none runs (a recorded training job not yet created is never created, and its row is
+removed)."""
 import logging
 import secrets
 
@@ -22,7 +26,7 @@ from protocol.errors import ResourceInUse, ServiceError
 from reconcile.loop import reconcile_once
 from training import services as training
 from training.models import TrainingJobStatus
-from tuning import hyperband, ranges, requests, strategies, transitions, warm_start
+from tuning import budget, completion, definitions, hyperband, requests, strategies, transitions, warm_start
 from tuning import trials as t
 from tuning.models import HyperParameterTuningJob, TuningTrainingJob
 from tuning.models import TuningJobStatus as Status
@@ -48,60 +52,109 @@ def _poll() -> float:
 
 
 def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
-    unmade = [trial.row for trial in found if trial.job is None]
-    config = job.request["HyperParameterTuningJobConfig"]
-    parsed, _ = ranges.parse(config.get("ParameterRanges"))
-    planned = strategies.planned_jobs(config, parsed)
-    if config["Strategy"] == strategies.HYPERBAND:
-        _stop_early(job, found)
-    parallel = config["ResourceLimits"]["MaxParallelTrainingJobs"]
-    history = _history(found)
-    if len(found) < planned and len(history.running) < parallel:
-        history.finished += _seeds(job, config, parsed)
-    for number in range(len(found) + 1, planned + 1):
-        if len(history.running) >= parallel:
-            break
-        row = _record(job, number, strategies.hyperparameters_for(config, parsed, job.seed, number, history))
-        if row is None:
-            return _poll()  # another step recorded it: look again
-        unmade.append(row)
-        history.running.append(row.tuned_hyperparameters)
-    for row in unmade:
+    defs = definitions.of(job.request)
+    shares = budget.quotas(defs)
+    if job.request["HyperParameterTuningJobConfig"]["Strategy"] == strategies.HYPERBAND:
+        for index, definition in enumerate(defs):
+            own = [trial for trial in found if trial.row.definition_name == definition.name]
+            _stop_early(job, definition, index, own)
+    if _completion(job, found, sum(shares)).met:
+        return _complete_early(job, found)
+    recorded = _record_next(job, found, defs, shares)
+    if recorded is None:
+        return _poll()  # another step recorded one: look again
+    for row in [trial.row for trial in found if trial.job is None] + recorded:
         refused = _launch(job, row)
         if refused:
             return _give_up(job, refused)
-    if len(found) == planned and not history.running:
+    if len(found) == sum(shares) and not any(trial.running for trial in found):
         return _end(job, found)
     return _poll()
 
 
-def _history(found: list[t.Trial]) -> strategies.History:
+def _record_next(job: HyperParameterTuningJob, found: list[t.Trial], defs: list[definitions.Definition],
+                 shares: list[int]) -> list[TuningTrainingJob] | None:
+    """Record the next training jobs while fewer than MaxParallelTrainingJobs run, each with its
+    definition (tuning/budget.py) and the hyperparameters that definition's search chooses; None
+    when another step recorded one of them first."""
+    histories = {definition.name: _history(definition, found) for definition in defs}
+    running = sum(len(history.running) for history in histories.values())
+    parallel = job.request["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxParallelTrainingJobs"]
+    recorded, seeded = [], set()
+    for number in range(len(found) + 1, min(sum(shares), len(found) + parallel - running) + 1):
+        index, ordinal = budget.owner(shares, number)
+        definition, history = defs[index], histories[defs[index].name]
+        if definition.name not in seeded:
+            seeded.add(definition.name)
+            history.finished += _seeds(job, definition)
+        tuned = strategies.hyperparameters_for(
+            definition.config, definition.parsed(), job.seed, number, ordinal, history
+        )
+        row = _record(job, number, definition.name, tuned)
+        if row is None:
+            return None
+        recorded.append(row)
+        history.running.append(row.tuned_hyperparameters)
+    return recorded
+
+
+def _history(definition: definitions.Definition, found: list[t.Trial]) -> strategies.History:
+    """What a definition's search is told: its own training jobs (each definition searches its own
+    ranges, its objective its own metric)."""
+    own = [trial for trial in found if trial.row.definition_name == definition.name]
     return strategies.History(
-        finished=[(trial.row.tuned_hyperparameters, trial.objective) for trial in found
+        finished=[(trial.row.tuned_hyperparameters, trial.objective) for trial in own
                   if trial.objective_status == t.SUCCEEDED],
-        running=[trial.row.tuned_hyperparameters for trial in found if trial.running],
+        running=[trial.row.tuned_hyperparameters for trial in own if trial.running],
     )
 
 
-def _seeds(job: HyperParameterTuningJob, config: dict, parsed: list[ranges.Range]) -> list:
-    """What a Bayesian search is told of its warm start parents, read only when it chooses a point."""
-    if config["Strategy"] != strategies.BAYESIAN:
+def _seeds(job: HyperParameterTuningJob, definition: definitions.Definition) -> list:
+    """What a Bayesian search is told of its warm start parents (a warm start has one definition),
+    read only when it chooses a point."""
+    if definition.config["Strategy"] != strategies.BAYESIAN:
         return []
-    return warm_start.seeds(job, parsed)
+    return warm_start.seeds(job, definition.parsed())
 
 
-def _stop_early(job: HyperParameterTuningJob, found: list[t.Trial]) -> None:
-    """Stop the running training jobs Hyperband judged under-performing or that used up MaxResource;
-    a stopped one ends Stopped, its last value its objective, as SageMaker shows them."""
+def _completion(job: HyperParameterTuningJob, found: list[t.Trial], planned: int) -> completion.Outcome:
     config = job.request["HyperParameterTuningJobConfig"]
-    static = job.request["TrainingJobDefinition"].get("StaticHyperParameters", {})
-    limits = hyperband.resources(config, static)
+    maximize = t.objective_type(job) == "Maximize"
+    return completion.evaluate(config, maximize, planned, t.scored_in_end_order(found))
+
+
+def _complete_early(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
+    """A completion criterion is met: launch no more, stop the training jobs still running, then
+    Completed."""
+    if _wind_down(job, found):
+        return _poll()
+    return _end(job, [trial for trial in found if trial.job is not None])
+
+
+def _wind_down(job: HyperParameterTuningJob, found: list[t.Trial]) -> bool:
+    """Stop every running training job; True while one still runs. A recorded training job not yet
+    created is never created (only these steps create training jobs), and its row is removed."""
+    TuningTrainingJob.objects.filter(pk__in=[trial.row.pk for trial in found if trial.job is None]).delete()
+    running = [trial for trial in found if trial.job is not None and not trial.job.is_terminal]
+    for trial in running:
+        if trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS:
+            _stop_training(job, trial.row.training_job_name)
+    return bool(running)
+
+
+def _stop_early(job: HyperParameterTuningJob, definition: definitions.Definition, index: int,
+                found: list[t.Trial]) -> None:
+    """Stop a definition's running training jobs Hyperband judged under-performing or that used up
+    MaxResource; a stopped one ends Stopped, its last value its objective, as SageMaker shows
+    them. Each definition has its own brackets (its own study name) and its own resources."""
+    limits = hyperband.resources(definition.config, definition.static)
     reports = [t.objective_points(job, trial, limits.maximum) for trial in found]
-    maximize = t.objective_of(job)["Type"] == "Maximize"
-    judged = hyperband.stopped_early(limits, maximize, job.name, reports)
-    for index, trial in enumerate(found):
+    maximize = definition.objective["Type"] == "Maximize"
+    study_name = job.name if index == 0 else f"{job.name}:{definition.name}"
+    judged = hyperband.stopped_early(limits, maximize, study_name, reports)
+    for position, trial in enumerate(found):
         in_progress = trial.job is not None and trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS
-        if in_progress and (index in judged or len(reports[index]) >= limits.maximum):
+        if in_progress and (position in judged or len(reports[position]) >= limits.maximum):
             _stop_training(job, trial.row.training_job_name)
 
 
@@ -113,12 +166,14 @@ def _stop_training(job: HyperParameterTuningJob, name: str) -> None:
         log.warning("tuning job %s: could not stop %s", job.name, name)
 
 
-def _record(job: HyperParameterTuningJob, number: int, tuned: dict[str, str]) -> TuningTrainingJob | None:
+def _record(job: HyperParameterTuningJob, number: int, definition_name: str,
+            tuned: dict[str, str]) -> TuningTrainingJob | None:
     """Training job `number`'s row, named as SageMaker names them: `<tuning job>-NNN-<8 hex>`."""
     name = f"{job.name}-{number:03d}-{secrets.token_hex(4)}"
     try:
         return TuningTrainingJob.objects.create(
-            tuning_job=job, number=number, training_job_name=name, tuned_hyperparameters=tuned
+            tuning_job=job, number=number, training_job_name=name, definition_name=definition_name,
+            tuned_hyperparameters=tuned,
         )
     except IntegrityError:
         return None
@@ -128,7 +183,9 @@ def _launch(job: HyperParameterTuningJob, row: TuningTrainingJob) -> str | None:
     """Create the training job through the training feature, as CreateTrainingJob would; the
     tuning job's FailureReason when the training feature refuses it."""
     name = row.training_job_name
-    request = requests.training_request(job.request, name, row.tuned_hyperparameters, job.tags)
+    request = requests.training_request(
+        job.request, row.definition_name, name, row.tuned_hyperparameters, job.tags
+    )
     try:
         training.create_training_job(_context(job), request, tuning_job_arn=job.arn)
     except ResourceInUse:
@@ -145,27 +202,22 @@ def _context(job: HyperParameterTuningJob) -> RequestContext:
 
 
 def _end(job: HyperParameterTuningJob, found: list[t.Trial]) -> None:
-    if t.best(found, t.objective_of(job)["Type"]) is not None:
+    if t.best(found, t.objective_type(job)) is not None:
         transitions.transition(job, Status.COMPLETED)
         return None
     counters = t.status_counters(found)
     failed = counters["NonRetryableError"] + counters["RetryableError"]
+    metrics = dict.fromkeys(definition.objective["MetricName"] for definition in definitions.of(job.request))
     transitions.transition(
         job, Status.FAILED,
-        failure_reason=f"No training job reported the objective metric {t.objective_of(job)['MetricName']} "
+        failure_reason=f"No training job reported the objective metric {' or '.join(metrics)} "
         f"({failed} of {len(found)} training jobs failed).",
     )
     return None
 
 
 def _stop(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
-    # Recorded but never created: only these steps create training jobs, so none ever will be.
-    TuningTrainingJob.objects.filter(pk__in=[trial.row.pk for trial in found if trial.job is None]).delete()
-    running = [trial for trial in found if trial.job is not None and not trial.job.is_terminal]
-    for trial in running:
-        if trial.job.training_job_status == TrainingJobStatus.IN_PROGRESS:
-            training.stop_training_job(_context(job), trial.row.training_job_name)
-    if running:
+    if _wind_down(job, found):
         return _poll()
     transitions.transition(job, Status.STOPPED)
     return None

@@ -22,20 +22,14 @@ class History:
     running: list[dict[str, str]] = field(default_factory=list)
 
 
-def planned_jobs(config: dict, parsed: list[r.Range]) -> int:
-    """How many training jobs the search launches in all: Grid every combination, the others
-    MaxNumberOfTrainingJobs."""
-    if config["Strategy"] == GRID:
-        return r.grid_size(parsed)
-    return config["ResourceLimits"]["MaxNumberOfTrainingJobs"]
-
-
 def hyperparameters_for(
-    config: dict, parsed: list[r.Range], seed: int, number: int, history: History
+    config: dict, parsed: list[r.Range], seed: int, number: int, ordinal: int, history: History
 ) -> dict[str, str]:
-    """The tuned hyperparameters of training job `number` (1, 2, ...)."""
+    """The tuned hyperparameters of training job `number` (1, 2, ...), its definition's training
+    job `ordinal` (tuning/budget.py; the same as `number` with one definition); `config` and
+    `history` are its definition's (tuning/definitions.py)."""
     if config["Strategy"] == GRID:
-        return r.grid_point(parsed, number - 1)
+        return r.grid_point(parsed, ordinal - 1)
     if config["Strategy"] == BAYESIAN:
         # Imported here: Optuna takes half a second to import, which every process that loads the
         # tuning app (the API's, the worker's, each manage.py command) would pay at start.

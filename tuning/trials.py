@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from training import metrics
 from training import services as training
 from training.models import TrainingJob, TrainingJobStatus
+from tuning import definitions
 from tuning.models import HyperParameterTuningJob, TuningTrainingJob
 
 SUCCEEDED, PENDING, FAILED = "Succeeded", "Pending", "Failed"
@@ -40,13 +41,24 @@ def trials_of(tuning_job: HyperParameterTuningJob) -> list[Trial]:
     rows = list(tuning_job.trials.all())
     names = [row.training_job_name for row in rows]
     jobs = training.training_jobs_named(tuning_job.account_id, tuning_job.region, names)
-    metric = objective_of(tuning_job)["MetricName"]
-    return [Trial(row, jobs.get(row.training_job_name), _objective(jobs.get(row.training_job_name), metric))
-            for row in rows]
+    metrics_by_definition = {
+        definition.name: definition.objective["MetricName"]
+        for definition in definitions.of(tuning_job.request)
+    }
+    return [
+        Trial(row, jobs.get(row.training_job_name),
+              _objective(jobs.get(row.training_job_name), metrics_by_definition[row.definition_name]))
+        for row in rows
+    ]
 
 
-def objective_of(tuning_job: HyperParameterTuningJob) -> dict:
-    return tuning_job.request["HyperParameterTuningJobConfig"]["HyperParameterTuningJobObjective"]
+def objective_of(tuning_job: HyperParameterTuningJob, definition_name: str = definitions.LONE) -> dict:
+    """The objective (Type, MetricName) of a definition's training jobs."""
+    return definitions.named(tuning_job.request, definition_name).objective
+
+
+def objective_type(tuning_job: HyperParameterTuningJob) -> str:
+    return definitions.objective_type(tuning_job.request)
 
 
 def _objective(job: TrainingJob | None, metric: str) -> float | None:
@@ -63,7 +75,8 @@ def objective_points(tuning_job: HyperParameterTuningJob, trial: Trial,
     value), oldest first: one per resource unit, as the Hyperband search reads them."""
     if trial.job is None:
         return []
-    points = metrics.metric_points(trial.job, objective_of(tuning_job)["MetricName"], limit)
+    metric = objective_of(tuning_job, trial.row.definition_name)["MetricName"]
+    points = metrics.metric_points(trial.job, metric, limit)
     return [(point.timestamp_ms, point.value) for point in points]
 
 
@@ -83,14 +96,28 @@ def _status_counter(trial: Trial) -> str:
     return status
 
 
+def scored_in_end_order(trials: list[Trial]) -> list[tuple]:
+    """(end time, objective) of the training jobs that reported the objective, in the order they
+    ended (then by number): what tuning/completion.py reads."""
+    scored = sorted(
+        (_ended(trial), trial.row.number, trial.objective)
+        for trial in trials if trial.objective_status == SUCCEEDED
+    )
+    return [(ended, objective) for ended, _, objective in scored]
+
+
+def _ended(trial: Trial):
+    return trial.job.training_end_time or trial.job.last_modified_time
+
+
 def objective_counters(trials: list[Trial]) -> dict:
     counts = Counter(trial.objective_status for trial in trials)
     return {name: counts[name] for name in (SUCCEEDED, PENDING, FAILED)}
 
 
 def best(trials: list[Trial], objective_type: str) -> Trial | None:
-    """The training job with the best objective (Maximize: the largest; Minimize: the smallest);
-    on a tie, the earliest."""
+    """The training job with the best objective (Maximize: the largest; Minimize: the smallest),
+    whatever its definition (all their objectives are of one Type); on a tie, the earliest."""
     scored = [trial for trial in trials if trial.objective_status == SUCCEEDED]
     if not scored:
         return None

@@ -9,7 +9,9 @@ Checked at create, each refusal a ValidationException:
   categorical);
 - IdenticalDataAndAlgorithm: the parents' training image, and as many hyperparameters (static
   plus tuned) as each parent had;
-- Sageport starts only Bayesian and Random searches warm.
+- Sageport starts only Bayesian and Random searches warm;
+- warm start is for one training job definition only, the new job's and each parent's (SageMaker:
+  "Warm start and early stopping are available only when you're tuning a single algorithm").
 At most five parents is botocore's own limit, checked with the request's shape.
 
 What the parents give: their training jobs that reported the objective seed the Bayesian search
@@ -22,7 +24,7 @@ job is never deleted, so the rows say the same each time."""
 from protocol.arns import make_arn
 from protocol.context import RequestContext
 from protocol.errors import ValidationException
-from tuning import ranges, strategies
+from tuning import definitions, ranges, strategies
 from tuning import trials as t
 from tuning.models import HyperParameterTuningJob
 from tuning.requests import OBJECTIVE_HYPERPARAMETER
@@ -37,6 +39,9 @@ def check(ctx: RequestContext, params: dict) -> None:
     warm = params.get("WarmStartConfig")
     if warm is None:
         return
+    if definitions.several(params):
+        raise ValidationException("Warm start is available only when tuning a single algorithm: give one "
+                                  "TrainingJobDefinition, not TrainingJobDefinitions.")
     problems = []
     strategy = params["HyperParameterTuningJobConfig"]["Strategy"]
     if strategy not in WARM_STRATEGIES:
@@ -67,6 +72,10 @@ def _parent_problems(params: dict, parent: HyperParameterTuningJob, warm_start_t
     if not parent.is_terminal:
         return [f"The parent hyperparameter tuning job {name} is {parent.status}: a parent must have ended "
                 "(Completed, Stopped or Failed)."]
+    if definitions.several(parent.request):
+        return [f"The parent hyperparameter tuning job {name} tuned several training job definitions: warm "
+                "start is available only when tuning a single algorithm."]
+
     config = params["HyperParameterTuningJobConfig"]
     parent_config = parent.request["HyperParameterTuningJobConfig"]
     problems = []
@@ -170,7 +179,7 @@ def overall_best(
     warm = job.request.get("WarmStartConfig")
     if warm is None or warm["WarmStartType"] != IDENTICAL_DATA_AND_ALGORITHM:
         return None
-    objective_type = t.objective_of(job)["Type"]
+    objective_type = t.objective_type(job)
     candidates = [(job, t.best(own, objective_type))]
     candidates += [(parent, t.best(t.trials_of(parent), objective_type)) for parent in parents(job)]
     scored = [(owner, trial) for owner, trial in candidates if trial is not None]

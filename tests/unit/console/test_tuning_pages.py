@@ -55,3 +55,19 @@ def test_a_warm_start_tuning_job_page_names_its_parents(account_a):
     child = tuning_services.create_tuning_job(ctx(ACCOUNT_A), child_request)
     page = account_a.get(f"/console/tuning-jobs/{child.pk}/").content.decode()
     assert "Warm start (TransferLearning) from: parent-1" in page
+
+
+def test_a_tuning_job_of_several_definitions_shows_each_training_jobs_definition(account_a):
+    lone = tuning_request("multi-1")
+    config = lone["HyperParameterTuningJobConfig"]
+    objective, ranges = config.pop("HyperParameterTuningJobObjective"), config.pop("ParameterRanges")
+    body = {**lone.pop("TrainingJobDefinition"), "TuningObjective": objective, "HyperParameterRanges": ranges}
+    lone["TrainingJobDefinitions"] = [{**body, "DefinitionName": name} for name in ("first", "second")]
+    job = tuning_services.create_tuning_job(ctx(ACCOUNT_A), lone)
+    TuningTrainingJob.objects.create(
+        tuning_job=job, number=1, training_job_name="multi-1-001-0a1b2c3d", definition_name="second",
+        tuned_hyperparameters={"depth": "2"},
+    )
+    page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
+    assert "multi-1-001-0a1b2c3d <small>(second)</small>" in page
+    assert "Minimize <strong>loss</strong>" in page

@@ -74,3 +74,25 @@ def end(training: TrainingJob, acc: float | None, status: str = "Completed") -> 
     TrainingJob.objects.filter(pk=training.pk).update(
         training_job_status=status, training_end_time=timezone.now()
     )
+
+
+def several_params(name: str, maximum: int = 5, parallel: int = 2, **config) -> dict:
+    """A Random search over two training job definitions: `fast` tuning `lr` maximizing `acc`,
+    `deep` tuning `depth` maximizing `score`."""
+    fast = {**definition("acc", epochs="4"), "DefinitionName": "fast",
+            "TuningObjective": {"Type": "Maximize", "MetricName": "acc"},
+            "HyperParameterRanges": {"ContinuousParameterRanges": [{"Name": "lr", "MinValue": "0",
+                                                                   "MaxValue": "1"}]}}
+    deep = {**definition("score", epochs="2"), "DefinitionName": "deep",
+            "TuningObjective": {"Type": "Maximize", "MetricName": "score"},
+            "HyperParameterRanges": {"IntegerParameterRanges": [{"Name": "depth", "MinValue": "1",
+                                                                "MaxValue": "9"}]}}
+    return {
+        "HyperParameterTuningJobName": name,
+        "HyperParameterTuningJobConfig": {
+            "Strategy": "Random",
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": maximum, "MaxParallelTrainingJobs": parallel},
+            **config,
+        },
+        "TrainingJobDefinitions": [fast, deep],
+    }

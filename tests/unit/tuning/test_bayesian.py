@@ -38,7 +38,7 @@ def best_found(strategy: str, seed: int) -> float:
     }
     history = strategies.History()
     for number in range(1, BUDGET + 1):
-        point = strategies.hyperparameters_for(config, RANGES, seed, number, history)
+        point = strategies.hyperparameters_for(config, RANGES, seed, number, number, history)
         history.finished.append((point, loss(point)))
     return min(value for _, value in history.finished)
 
@@ -62,7 +62,7 @@ def test_parallel_choices_differ_and_stay_within_the_ranges():
     }
     history = strategies.History()
     for number in range(1, 13):
-        point = strategies.hyperparameters_for(config, RANGES, 5, number, history)
+        point = strategies.hyperparameters_for(config, RANGES, 5, number, number, history)
         assert 0 <= float(point["x"]) <= 1 and 0.00001 <= float(point["lr"]) <= 1
         assert 1 <= int(point["layers"]) <= 8 and point["opt"] in ("sgd", "adam", "rmsprop")
         assert 0 <= float(point["momentum"]) <= 0.99

@@ -75,9 +75,8 @@ def test_a_hyperparameter_both_static_and_tuned_is_refused():
 
 
 def test_what_sageport_does_not_carry_out_is_refused_by_name():
-    params = request()
-    params["TrainingJobDefinitions"] = []
-    assert "TrainingJobDefinitions is not supported by Sageport" in refusal(params)
+    params = {**request(), "Autotune": {"Mode": "Enabled"}}
+    assert "Autotune is not supported by Sageport" in refusal(params)
 
 
 def test_early_stopping_auto_is_refused_and_off_accepted():
@@ -95,7 +94,7 @@ def test_the_training_jobs_own_rules_are_checked_at_create():
 
 def test_a_training_job_gets_static_tuned_and_objective_hyperparameters_and_the_tags():
     tags = [{"Key": "team", "Value": "a"}]
-    made = requests.training_request(request(), "t-001-0a1b2c3d", {"opt": "adam"}, tags)
+    made = requests.training_request(request(), "", "t-001-0a1b2c3d", {"opt": "adam"}, tags)
     assert made["TrainingJobName"] == "t-001-0a1b2c3d"
     assert made["HyperParameters"] == {"epochs": "2", "opt": "adam", "_tuning_objective_metric": "loss"}
     assert made["Tags"] == tags
@@ -109,7 +108,7 @@ def test_the_sdks_tuning_resource_config_becomes_the_training_jobs_resource_conf
     definition = params["TrainingJobDefinition"]
     definition["HyperParameterTuningResourceConfig"] = definition.pop("ResourceConfig")
     requests.check_create_request(params)
-    made = requests.training_request(params, "t-001-0a1b2c3d", {"opt": "adam"}, [])
+    made = requests.training_request(params, "", "t-001-0a1b2c3d", {"opt": "adam"}, [])
     assert made["ResourceConfig"] == {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1}
     definition["HyperParameterTuningResourceConfig"]["InstanceConfigs"] = []
     assert "InstanceConfigs is not supported by Sageport" in refusal(params)
