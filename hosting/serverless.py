@@ -175,14 +175,11 @@ def apply_update(values: dict, update: dict) -> dict:
 def check_conversion(running: dict, new: dict) -> None:
     """SageMaker does not turn an instance-based endpoint into a serverless one, nor back."""
     if is_serverless_config(running) != is_serverless_config(new):
-        kinds = (
-            ("serverless", "instance-based")
-            if is_serverless_config(running)
-            else ("instance-based", "serverless")
-        )
+        kinds = ("serverless", "instance-based")
+        was, becomes = kinds if is_serverless_config(running) else reversed(kinds)
         raise ValidationException(
-            f"An endpoint cannot be updated from a {kinds[0]} to a {kinds[1]} endpoint configuration: "
-            "create a new endpoint instead."
+            f"An endpoint with {was} variants cannot be updated to an endpoint configuration with "
+            f"{becomes} variants: create a new endpoint instead."
         )
 
 
@@ -195,11 +192,8 @@ def summarized(values: dict, summary: dict) -> dict:
     serverless = effective(values)
     if serverless is None:
         return summary
-    trimmed = {
-        key: value
-        for key, value in summary.items()
-        if key not in ("CurrentInstanceCount", "DesiredInstanceCount")
-    }
+    counts = ("CurrentInstanceCount", "DesiredInstanceCount")
+    trimmed = {key: value for key, value in summary.items() if key not in counts}
     return {
         **trimmed,
         "CurrentServerlessConfig": dict(serverless),
