@@ -14,6 +14,7 @@ instances, no asynchronous inference, and a single-model container (no GPUs: a c
 MemorySizeInMB of memory and no device)."""
 
 from hosting import multi_model
+from hosting.models import ROUTED_PHASES, ContainerStatus
 from protocol.errors import ValidationException
 
 MEMORY_SIZES_MB = (1024, 2048, 3072, 4096, 5120, 6144)
@@ -199,3 +200,23 @@ def summarized(values: dict, summary: dict) -> dict:
         "CurrentServerlessConfig": dict(serverless),
         "DesiredServerlessConfig": dict(serverless),
     }
+
+
+def fleet_now(endpoint) -> list[dict]:
+    """The console's view of each serverless variant that takes traffic: its config, and its
+    containers in service against those wanted right now."""
+    found = []
+    for deployment in endpoint.deployments.filter(phase__in=ROUTED_PHASES).prefetch_related("containers"):
+        for name, values in deployment.desired.items():
+            if effective(values) is None:
+                continue
+            in_service = sum(
+                1
+                for row in deployment.containers.all()
+                if row.variant_name == name and row.status == ContainerStatus.IN_SERVICE
+            )
+            wanted = values["DesiredInstanceCount"]
+            found.append(
+                {"variant": name, "config": effective(values), "in_service": in_service, "wanted": wanted}
+            )
+    return found
