@@ -92,7 +92,7 @@ def _step(endpoint: Endpoint, token: str) -> float | None:
         for container in _here(deployment.containers.exclude(status__in=LIVE)):
             _advance_stop(endpoint, container, observed.get(container.name))
     t.set_status_message(endpoint, "")  # this pass went through: nothing is awaited any more
-    delay = _settle(endpoint)
+    delay = serverless_scaling.sooner_while_cold_starting(endpoint, _settle(endpoint))
     # The chain visits each node in turn: each still gets a look every `delay` seconds.
     return None if delay is None else delay / max(1, len(placement.rotation(endpoint.pk)))
 

@@ -28,12 +28,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from hosting import serverless, serverless_slots
-from hosting.models import ROUTED_PHASES, Endpoint, EndpointDeployment, ServingContainer
+from hosting.models import ROUTED_PHASES, ContainerStatus, Endpoint, EndpointDeployment, ServingContainer
 from logs.metrics import MinuteKey, StatisticSet, add_statistic_sets
 
 log = logging.getLogger(__name__)
 
 NAMESPACE = "AWS/SageMaker"
+# While a serverless container starts, a request waits on it: its /ping is tried this often rather
+# than every SAGEPORT_POLL_INTERVAL_SECONDS (a look is a few queries and one ping; a cold start
+# is measured against `docker run`, bench/serverless.py).
+COLD_START_LOOK_SECONDS = 0.1
 
 
 # --- Decisions (pure) ----------------------------------------------------------------------------
@@ -106,6 +110,18 @@ def _changed(deployment: EndpointDeployment, variant_name: str, decide, observed
     EndpointDeployment.objects.filter(pk=deployment.pk).update(desired=desired)
     deployment.desired = desired
     return True
+
+
+def sooner_while_cold_starting(endpoint: Endpoint, delay: float | None) -> float | None:
+    """The reconciler's next look: soon while a serverless variant's container is starting."""
+    if delay is None or delay <= COLD_START_LOOK_SECONDS:
+        return delay
+    starting = ServingContainer.objects.filter(
+        deployment__endpoint=endpoint, deployment__phase__in=ROUTED_PHASES, status=ContainerStatus.STARTING
+    ).select_related("deployment")
+    if any(serverless.effective(row.deployment.desired.get(row.variant_name, {})) for row in starting):
+        return COLD_START_LOOK_SECONDS
+    return delay
 
 
 # --- Metrics -----------------------------------------------------------------------------------

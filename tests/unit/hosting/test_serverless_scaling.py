@@ -12,7 +12,8 @@ from hosting import serverless_scaling
 from hosting.models import DeploymentPhase, Endpoint, EndpointDeployment
 from hosting.serverless_slots import Usage
 from logs.models import MetricStatisticSet
-from tests.unit.hosting.test_placement import make_deployment
+from tests.unit.hosting.test_placement import add, make_deployment
+from tests.unit.training.test_scheduler import make_node
 
 
 def _serverless(count: int, provisioned: int = 0) -> EndpointDeployment:
@@ -69,3 +70,16 @@ def test_without_redis_nothing_is_stopped(db, monkeypatch):
     monkeypatch.setattr(serverless_scaling.serverless_slots, "usage", away)
     serverless_scaling.scale_down(deployment)
     assert _count(deployment) == 2
+
+
+def test_the_reconciler_looks_soon_while_a_serverless_container_starts(db):
+    deployment = _serverless(count=1)
+    endpoint = deployment.endpoint
+    assert serverless_scaling.sooner_while_cold_starting(endpoint, 2.0) == 2.0
+    make_node()
+    add(deployment)  # a Starting container
+    assert (
+        serverless_scaling.sooner_while_cold_starting(endpoint, 2.0)
+        == serverless_scaling.COLD_START_LOOK_SECONDS
+    )
+    assert serverless_scaling.sooner_while_cold_starting(endpoint, None) is None  # deleted: no look
