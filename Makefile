@@ -53,10 +53,10 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
-## bench-invoke, bench-stream, bench-multi-model, bench-api, bench-job-lifecycle, bench-staging, bench-tier, bench-elastic, bench-transform: one benchmark
+## bench-invoke, bench-stream, bench-multi-model, bench-serverless, bench-api, bench-job-lifecycle, bench-staging, bench-tier, bench-elastic, bench-transform: one benchmark
 ## (bench/<name>.py) against the stack of `make up`, started first when it is not running and left
 ## running (`make down` stops it); ARGS='--requests 500' passes options (README "Performance")
-BENCHES := bench-invoke bench-stream bench-multi-model bench-api bench-job-lifecycle bench-staging bench-tier bench-elastic bench-transform
+BENCHES := bench-invoke bench-stream bench-multi-model bench-serverless bench-api bench-job-lifecycle bench-staging bench-tier bench-elastic bench-transform
 .PHONY: $(BENCHES)
 $(BENCHES): bench-%: images up
 	. "$${SAGEPORT_DATA_DIR:-.sageport}/env" && $(VENV)/bin/python -m bench.$(subst -,_,$*) $(ARGS)

@@ -14,7 +14,7 @@ from capacity.gpus import gpu_ids
 from console import invocation_charts, live
 from console.actions import perform
 from console.viewer import Viewer, console_view
-from hosting import async_queue, presenters
+from hosting import async_queue, presenters, serverless
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
 from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
@@ -98,6 +98,7 @@ def _endpoint_context(endpoint: Endpoint) -> dict:
         "fleet": _fleet(endpoint),
         "history": presenters.deployment_history(endpoint, HISTORY_SHOWN),
         "async_backlog": async_queue.backlog_size(endpoint),
+        "serverless": serverless.fleet_now(endpoint),
     }
 
 

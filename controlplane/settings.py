@@ -419,6 +419,10 @@ SAGEPORT_INVOCATION_TIMEOUT_SECONDS = _env_float("SAGEPORT_INVOCATION_TIMEOUT_SE
 # least recently used first (hosting/runtime_api/model_cache.py). A container that answers 507
 # (out of memory) to a load gets its least recently used model unloaded too.
 SAGEPORT_MULTI_MODEL_MAX_LOADED = _env_positive_int("SAGEPORT_MULTI_MODEL_MAX_LOADED", 8)
+# A serverless variant's containers beyond its ProvisionedConcurrency are stopped once no request
+# reached the variant for this long (hosting/serverless_scaling.py): long enough to keep a burst's
+# containers warm through its pauses, short enough to give memory back to training soon after.
+SAGEPORT_SERVERLESS_IDLE_SECONDS = _env_positive_seconds("SAGEPORT_SERVERLESS_IDLE_SECONDS", 120.0)
 # API processes look for routing changes this often (in the background: a request never waits
 # on Redis), and their acknowledgement of a table expires after the TTL (hosting/runtime_api/routing.py).
 SAGEPORT_ROUTING_REFRESH_SECONDS = _env_float("SAGEPORT_ROUTING_REFRESH_SECONDS", 0.25)

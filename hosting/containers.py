@@ -14,7 +14,7 @@ from django.conf import settings
 
 from capacity import gpus, instance_types
 from gateway.environment import container_reach
-from hosting import multi_model
+from hosting import multi_model, serverless
 from hosting.models import Endpoint, EndpointDeployment, ServingContainer
 from hosting.requests import model_container
 from runtime import labels
@@ -73,6 +73,14 @@ def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -
     )
 
 
+def _limits(variant: dict) -> tuple[int | None, int]:
+    """(nano_cpus, memory_bytes): the instance type's, capped at the host's; a serverless
+    variant's container gets MemorySizeInMB and no CPU limit (SageMaker names no vCPU count)."""
+    if serverless.config(variant) is not None:
+        return None, serverless.memory_bytes(variant)
+    return instance_types.container_limits(variant["InstanceType"], os.cpu_count() or 1, _host_memory_bytes())
+
+
 def spec_for(
     endpoint: Endpoint, deployment: EndpointDeployment, container: ServingContainer
 ) -> ContainerSpec:
@@ -82,9 +90,7 @@ def spec_for(
     the endpoint's containers reach (gateway/: region, endpoints, credentials, the services network)."""
     definition = container_definition(deployment, container.variant_name)
     variant = variant_spec(deployment, container.variant_name)
-    nano_cpus, memory_bytes = instance_types.container_limits(
-        variant["InstanceType"], os.cpu_count() or 1, _host_memory_bytes()
-    )
+    nano_cpus, memory_bytes = _limits(variant)
     # Serving containers are never network-isolated (CreateModel refuses EnableNetworkIsolation).
     reach = container_reach(
         isolated=False,

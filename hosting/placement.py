@@ -45,8 +45,9 @@ def add_containers(deployment: EndpointDeployment, variant_name: str, ordinals: 
     """Rows for new containers of a variant, each placed on a live node with its GPUs there: all
     of them or none. False when a racing scheduler took a device first (look again);
     CapacityUnavailable when the live nodes do not have what they need free."""
-    instance_type = hosting_containers.variant_spec(deployment, variant_name)["InstanceType"]
-    per_container = gpus_per_container(instance_type)
+    variant = hosting_containers.variant_spec(deployment, variant_name)
+    instance_type = variant.get("InstanceType", "serverless")  # a serverless container has no GPU
+    per_container = gpus_per_container(instance_type) if "InstanceType" in variant else 0
     asker = f"production variant {variant_name} ({instance_type})"
     try:
         with transaction.atomic():

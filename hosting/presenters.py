@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from hosting import history
+from hosting import history, serverless
 from hosting.models import (
     ContainerStatus,
     DeploymentEventKind,
@@ -97,7 +97,7 @@ def _variant(deployment: EndpointDeployment, variant: dict, updating: bool) -> d
     desired = deployment.desired[name]
     current = _in_service(deployment, name)
     changing = updating and current != desired["DesiredInstanceCount"]
-    return {
+    return serverless.summarized(desired, {
         "VariantName": name,
         "DeployedImages": _deployed_images(deployment, variant),
         "CurrentWeight": desired["DesiredWeight"],
@@ -107,7 +107,7 @@ def _variant(deployment: EndpointDeployment, variant: dict, updating: bool) -> d
         "VariantStatus": [{"Status": "Updating", "StartTime": deployment.phase_changed_at}]
         if changing
         else [],
-    }
+    })
 
 
 def _pending_summary(deployment: EndpointDeployment) -> dict:
@@ -122,16 +122,16 @@ def _pending_variant(deployment: EndpointDeployment, variant: dict) -> dict:
     name = variant["VariantName"]
     desired = deployment.desired[name]
     shifting = deployment.phase == DeploymentPhase.SHIFTING
-    return {
+    return serverless.summarized(desired, {
         "VariantName": name,
         "DeployedImages": _deployed_images(deployment, variant),
         "CurrentWeight": desired["DesiredWeight"] * deployment.traffic_percent / 100 if shifting else 0.0,
         "DesiredWeight": desired["DesiredWeight"],
         "CurrentInstanceCount": _in_service(deployment, name),
         "DesiredInstanceCount": desired["DesiredInstanceCount"],
-        "InstanceType": variant["InstanceType"],
+        "InstanceType": variant.get("InstanceType"),
         "VariantStatus": [_pending_status(deployment)],
-    }
+    })
 
 
 def _pending_status(deployment: EndpointDeployment) -> dict:

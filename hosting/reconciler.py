@@ -38,7 +38,7 @@ from django.utils import timezone
 from accounts import container_credentials
 from capacity import nodes
 from gateway import network as gateway_network
-from hosting import containers, history, placement
+from hosting import containers, history, placement, serverless_scaling
 from hosting import model_data as hosting_model_data
 from hosting import rollout as hosting_rollout
 from hosting import transitions as t
@@ -92,7 +92,7 @@ def _step(endpoint: Endpoint, token: str) -> float | None:
         for container in _here(deployment.containers.exclude(status__in=LIVE)):
             _advance_stop(endpoint, container, observed.get(container.name))
     t.set_status_message(endpoint, "")  # this pass went through: nothing is awaited any more
-    delay = _settle(endpoint)
+    delay = serverless_scaling.sooner_while_cold_starting(endpoint, _settle(endpoint))
     # The chain visits each node in turn: each still gets a look every `delay` seconds.
     return None if delay is None else delay / max(1, len(placement.rotation(endpoint.pk)))
 
@@ -159,6 +159,7 @@ def _judge_starting(endpoint, deployment, row: ServingContainer, state, result: 
     if result is not None and result.healthy:
         t.move_container(row, ContainerStatus.IN_SERVICE, healthy_at=timezone.now(), last_problem="")
         routing.bump()  # it takes traffic from now on
+        serverless_scaling.container_ready(deployment, row)
         return
     problem = result.problem if result else "no host port was published for port 8080"
     ServingContainer.objects.filter(pk=row.pk, status=row.status).update(last_problem=problem[:1024])
@@ -341,6 +342,7 @@ def _complete_update(endpoint: Endpoint, deployment: EndpointDeployment) -> None
 
 
 def _serve(endpoint: Endpoint, deployment: EndpointDeployment, token: str) -> None:
+    serverless_scaling.scale_down(deployment)  # idle serverless containers: a lower count
     _keep_counts(endpoint, deployment, token)
     if endpoint.endpoint_status != EndpointStatus.UPDATING:
         return

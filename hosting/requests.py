@@ -6,7 +6,7 @@ change. Members that would change behaviour Sageport does not carry out are refu
 silently ignored."""
 
 from capacity import instance_types
-from hosting import async_config, multi_model
+from hosting import async_config, multi_model, serverless
 from protocol.errors import ValidationException
 
 DEFAULT_VARIANT_WEIGHT = 1.0
@@ -28,7 +28,6 @@ UNSUPPORTED_CONFIG_MEMBERS = {
     "EnableNetworkIsolation": "serving containers need the network to receive requests",
 }
 UNSUPPORTED_VARIANT_MEMBERS = {
-    "ServerlessConfig": "serverless variants are not available: give InstanceType and InitialInstanceCount",
     "InstancePools": "instance pools are not available: give InstanceType",
     "AcceleratorType": "Elastic Inference is retired: use a GPU instance type",
     "ManagedInstanceScaling": "managed instance scaling is not available",
@@ -143,13 +142,16 @@ def check_create_endpoint_config(params: dict) -> None:
         problems += _variant_problems(variant)
     if "AsyncInferenceConfig" in params:
         problems += async_config.problems(params["AsyncInferenceConfig"])
+    problems += serverless.config_problems(params)
     _raise_if(problems)
 
 
 def _variant_problems(variant: dict) -> list[str]:
     where = f"Variant '{variant['VariantName']}': "
     problems = _unsupported(UNSUPPORTED_VARIANT_MEMBERS, variant, where)
-    for member in ("ModelName", "InstanceType", "InitialInstanceCount"):
+    instance_members = serverless.INSTANCE_MEMBERS if serverless.instance_members_required(variant) else ()
+    required = ("ModelName", *instance_members)
+    for member in required:
         if member not in variant:
             problems.append(f"{where}{member} is required.")
     if "InstanceType" in variant:
@@ -202,21 +204,22 @@ def _routing_problems(routing: dict) -> list[str]:
 # --- UpdateEndpointWeightsAndCapacities ------------------------------------------------------
 
 
-def check_weights_and_capacities(changes: list[dict], variant_names: list[str], endpoint_name: str) -> None:
+def check_weights_and_capacities(changes: list[dict], desired: dict, endpoint_name: str) -> None:
+    """`desired`: the active deployment's desired entries by variant name."""
     problems = []
     seen: set[str] = set()
     for change in changes:
         name = change["VariantName"]
         where = f"Variant '{name}': "
-        if name not in variant_names:
+        if name not in desired:
             problems.append(f'The variant {name} does not exist in endpoint "{endpoint_name}".')
+            continue
         if name in seen:
             problems.append(f"{where}given more than once.")
         seen.add(name)
-        if "ServerlessUpdateConfig" in change:
-            problems.append(f"{where}ServerlessUpdateConfig is not supported by Sageport.")
-        if "DesiredWeight" not in change and "DesiredInstanceCount" not in change:
-            problems.append(f"{where}give DesiredWeight, DesiredInstanceCount or both.")
+        problems += serverless.update_problems(change, desired[name], where)
+        if not {"DesiredWeight", "DesiredInstanceCount", "ServerlessUpdateConfig"} & set(change):
+            problems.append(f"{where}give DesiredWeight, DesiredInstanceCount or ServerlessUpdateConfig.")
         if change.get("DesiredInstanceCount") == 0:
             problems.append(f"{where}DesiredInstanceCount must be at least 1.")
     _raise_if(problems)

@@ -9,7 +9,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from accounts import s3_tenancy
-from hosting import history, requests
+from hosting import history, requests, serverless
 from hosting import tasks as hosting_tasks
 from hosting import transitions as t
 from hosting.models import (
@@ -119,7 +119,9 @@ def delete_model(ctx: RequestContext, name: str) -> None:
 def create_endpoint_config(ctx: RequestContext, params: dict) -> EndpointConfig:
     requests.check_create_endpoint_config(params)
     for variant in params["ProductionVariants"]:
-        get_model(ctx, variant["ModelName"])  # SageMaker refuses a config naming a missing model
+        model = get_model(ctx, variant["ModelName"])  # SageMaker refuses a config naming a missing model
+        if problems := serverless.model_problems(variant, model.request):
+            raise ValidationException(" ".join(problems))
     request = requests.config_with_defaults(params)
     name = params["EndpointConfigName"]
     return _create(ctx, EndpointConfig, name, request, params.get("Tags", []))
@@ -197,6 +199,7 @@ def update_endpoint(ctx: RequestContext, params: dict) -> Endpoint:
     with transaction.atomic():
         endpoint = _endpoint_for_change(ctx, params["EndpointName"])
         active = _active_deployment(endpoint)
+        serverless.check_conversion(active.snapshot["EndpointConfig"], config.request)
         desired = _initial_desired(config)
         if params.get("RetainAllVariantProperties"):
             excluded = {
@@ -229,12 +232,15 @@ def update_weights_and_capacities(ctx: RequestContext, params: dict) -> Endpoint
         endpoint = _endpoint_for_change(ctx, params["EndpointName"])
         active = _active_deployment(endpoint)
         changes = params["DesiredWeightsAndCapacities"]
-        requests.check_weights_and_capacities(changes, list(active.desired), endpoint.endpoint_name)
+        requests.check_weights_and_capacities(changes, active.desired, endpoint.endpoint_name)
         desired = {name: dict(values) for name, values in active.desired.items()}
         for change in changes:
             for member in ("DesiredWeight", "DesiredInstanceCount"):
                 if member in change:
                     desired[change["VariantName"]][member] = change[member]
+            if "ServerlessUpdateConfig" in change:
+                name = change["VariantName"]
+                desired[name] = serverless.apply_update(desired[name], change["ServerlessUpdateConfig"])
         if not t.move_endpoint(
             endpoint, EndpointStatus.UPDATING, failure_reason="", next_check_at=timezone.now()
         ):
@@ -255,9 +261,10 @@ def _changes(before: dict, after: dict) -> str:
     """What UpdateEndpointWeightsAndCapacities changed, variant by variant, in words."""
     said = []
     for name, values in after.items():
-        for member, noun in (("DesiredWeight", "weight"), ("DesiredInstanceCount", "instances")):
-            if values[member] != before[name][member]:
-                said.append(f"{name} {noun} {before[name][member]} → {values[member]}")
+        for member, noun in (("DesiredWeight", "weight"), ("DesiredInstanceCount", "instances"),
+                             (serverless.CONFIG_KEY, "serverless config")):
+            if values.get(member) != before[name].get(member):
+                said.append(f"{name} {noun} {before[name].get(member)} → {values.get(member)}")
     return "; ".join(said) or "Weights and instance counts unchanged"
 
 
@@ -322,13 +329,8 @@ def _snapshot(ctx: RequestContext, config: EndpointConfig) -> dict:
 
 
 def _initial_desired(config: EndpointConfig) -> dict:
-    return {
-        variant["VariantName"]: {
-            "DesiredWeight": variant["InitialVariantWeight"],
-            "DesiredInstanceCount": variant["InitialInstanceCount"],
-        }
-        for variant in config.request["ProductionVariants"]
-    }
+    variants = config.request["ProductionVariants"]
+    return {variant["VariantName"]: serverless.initial_desired(variant) for variant in variants}
 
 
 def _retained(desired: dict, current: dict, excluded: set[str]) -> dict:
@@ -371,9 +373,9 @@ def _add_deployment(
 def _fleet(config: EndpointConfig, desired: dict) -> str:
     """A fleet in words: `AllTraffic 2 × ml.m5.large (weight 1.0)` per variant."""
     variants = config.request["ProductionVariants"]
-    types = {variant["VariantName"]: variant["InstanceType"] for variant in variants}
+    by_name = {variant["VariantName"]: variant for variant in variants}
     return "; ".join(
-        f"{name} {values['DesiredInstanceCount']} × {types[name]} (weight {values['DesiredWeight']})"
+        f"{name} {serverless.fleet_words(by_name[name], values)} (weight {values['DesiredWeight']})"
         for name, values in desired.items()
     )
 

@@ -42,6 +42,7 @@ def export_session_environment() -> None:
         "SAGEPORT_INVOCATION_TIMEOUT_SECONDS": "4",
         "SAGEPORT_INVOCATION_METRICS_FLUSH_SECONDS": "0.5",  # CloudWatch endpoint metrics show fast
         "SAGEPORT_MULTI_MODEL_MAX_LOADED": "2",  # a third model evicts one (test_hosting_multi_model.py)
+        "SAGEPORT_SERVERLESS_IDLE_SECONDS": "2",  # idle serverless containers stop soon
         "SAGEMAKER_SUPPRESS_V2_WARNING": "1",  # the SDK tests use the v2 Estimator API on purpose
         # The test node: four declared GPUs, handed to containers by NVIDIA_VISIBLE_DEVICES only
         # (this machine has no NVIDIA runtime), and a short heartbeat so a lost node shows fast.

@@ -29,7 +29,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
 
-from hosting.runtime_api import async_invocations, contract, multi_model, streaming  # noqa: E402
+from hosting.runtime_api import async_invocations, contract, multi_model, serverless_gate, streaming  # noqa: E402
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
 from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
 from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
@@ -137,6 +137,7 @@ class DataPlane:
         forwarded = contract.forwarded_headers(params)
         multi = multi_model.check(route, params, endpoint_name)  # a stream has no TargetModel: refused
         if request.operation == contract.STREAM:
+            serverless_gate.refuse_stream(route, endpoint_name)
             tries = Tries(self.router, arn, target, ctx, endpoint_name)
             relay = await streaming.open_relay(tries, self.upstream, body, forwarded, request)
             request.route_labels = (ctx.account_id, endpoint_name, relay.choice.variant_name)
@@ -147,7 +148,14 @@ class DataPlane:
                 multi_model.forward, self.router, arn, ctx, endpoint_name, params, body, forwarded, note
             )
         else:
-            answer, choice = await self._forward(request, ctx, arn, target, body, forwarded)
+            # A serverless endpoint: a concurrency slot, and a container (cold-started if need be).
+            admission = await serverless_gate.admit(
+                self.router, route, arn, target, ctx, endpoint_name, request.id
+            )
+            try:
+                answer, choice = await self._forward(request, ctx, arn, target, body, forwarded)
+            finally:
+                await serverless_gate.leave_async(admission)
         request.route_labels = (ctx.account_id, endpoint_name, choice.variant_name)
         if not 200 <= answer.status < 300:
             raise contract.model_error(ctx, endpoint_name, answer.status, answer.body)

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
 
-from hosting.runtime_api import blocking_upstream, contract, multi_model
+from hosting.runtime_api import blocking_upstream, contract, multi_model, serverless_gate
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut
 from hosting.runtime_api.router import Choice, get_router
 from hosting.runtime_api.tries import Tries
@@ -105,7 +105,11 @@ def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpRe
             router, arn, ctx, endpoint_name, params, request.body, headers, note
         )
     else:
-        upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
+        admission = serverless_gate.admit_blocking(router, route, arn, target, ctx, endpoint_name, request_id)
+        try:
+            upstream, choice = _forward(router, arn, target, request, headers, ctx, endpoint_name)
+        finally:
+            serverless_gate.leave(admission)
     request.sageport_route = (ctx.account_id, endpoint_name, choice.variant_name)
     if not 200 <= upstream.status < 300:
         raise contract.model_error(ctx, endpoint_name, upstream.status, upstream.body)

@@ -35,7 +35,7 @@ import redis
 from django.conf import settings
 from django.db import transaction
 
-from hosting import containers, multi_model
+from hosting import containers, multi_model, serverless
 from hosting.models import ROUTED_PHASES, ContainerStatus, Endpoint, EndpointStatus
 from hosting.requests import model_container
 
@@ -161,12 +161,23 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class ServerlessLimits:
+    """A serverless variant's deployment, MaxConcurrency and container count when the table was
+    loaded (hosting/runtime_api/serverless_gate.py)."""
+
+    deployment_pk: int
+    max_concurrency: int
+    desired_count: int
+
+
+@dataclass(frozen=True)
 class RouteGroup:
     """One variant of one deployment: its share of the endpoint's traffic and its containers."""
 
     variant_name: str
     weight: float
     backends: tuple[Backend, ...]
+    serverless: ServerlessLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -215,7 +226,16 @@ def _groups(deployment, share: float, account_id: str) -> Iterable[RouteGroup]:
         )
         # All weights zero: SageMaker would send nothing; spreading evenly keeps the endpoint usable.
         fraction = weight / total if total else 1.0 / len(weights)
-        yield RouteGroup(variant_name=name, weight=share * fraction, backends=backends)
+        yield RouteGroup(variant_name=name, weight=share * fraction, backends=backends,
+                         serverless=_serverless_limits(deployment, name))
+
+
+def _serverless_limits(deployment, variant_name: str) -> ServerlessLimits | None:
+    values = deployment.desired[variant_name]
+    config = serverless.effective(values)
+    if config is None:
+        return None
+    return ServerlessLimits(deployment.pk, config["MaxConcurrency"], values["DesiredInstanceCount"])
 
 
 def _multi_model_source(deployment, variant_name: str, account_id: str) -> MultiModelSource | None:

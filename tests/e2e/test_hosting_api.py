@@ -169,7 +169,10 @@ def test_bad_endpoint_config_and_deployment_config_requests_are_refused(sagemake
     for variants, complaint in (
         ([_variant(model, InstanceType="ml.m5.large"), _variant(model)], "Variant names must be unique"),
         ([{"VariantName": "v", "ModelName": model, "InitialInstanceCount": 1}], "InstanceType is required"),
-        ([_variant(model, ServerlessConfig={"MemorySizeInMB": 1024, "MaxConcurrency": 1})], "serverless"),
+        (
+            [_variant(model, ServerlessConfig={"MemorySizeInMB": 1024, "MaxConcurrency": 1})],
+            "InstanceType cannot be given with ServerlessConfig",
+        ),
         ([_variant(model, InstanceType="ml.nope.large")], "ml.nope.large"),
     ):
         code, message = _error(

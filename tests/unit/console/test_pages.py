@@ -131,3 +131,15 @@ def test_the_endpoint_page_shows_its_async_config_and_backlog(account_a):
 
     assert "<code>s3://b/out</code>" in page
     assert "1 request waiting or running" in page
+
+
+def test_the_endpoint_page_shows_a_serverless_config_and_its_containers_now(account_a):
+    deployment = in_service_endpoint(ACCOUNT_A)
+    config = {"MemorySizeInMB": 2048, "MaxConcurrency": 4, "ProvisionedConcurrency": 1}
+    desired = {"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 2, "ServerlessConfig": config}}
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(desired=desired)
+
+    page = account_a.get(f"/console/endpoints/{deployment.endpoint.pk}/").content.decode()
+
+    assert "<dd>2048 MB</dd>" in page and "<dd>4</dd>" in page
+    assert '<dd data-testid="serverless-containers">0 / 2</dd>' in page

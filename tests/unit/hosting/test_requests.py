@@ -69,7 +69,8 @@ def test_deployment_configs_need_the_size_their_type_uses_and_nothing_else():
 
 
 def test_weight_and_capacity_changes_name_existing_variants_once_each():
-    check_weights_and_capacities([{"VariantName": "a", "DesiredWeight": 0.0}], ["a", "b"], "e")
+    desired = {name: {"DesiredWeight": 1.0, "DesiredInstanceCount": 1} for name in ("a", "b")}
+    check_weights_and_capacities([{"VariantName": "a", "DesiredWeight": 0.0}], desired, "e")
     for changes, complaint in [
         ([{"VariantName": "c", "DesiredWeight": 1.0}], "does not exist"),
         ([{"VariantName": "a"}], "give DesiredWeight"),
@@ -80,7 +81,7 @@ def test_weight_and_capacity_changes_name_existing_variants_once_each():
         ([{"VariantName": "a", "DesiredInstanceCount": 0}], "at least 1"),
     ]:
         with pytest.raises(ValidationException, match=complaint):
-            check_weights_and_capacities(changes, ["a", "b"], "e")
+            check_weights_and_capacities(changes, desired, "e")
 
 
 def test_a_multi_model_container_takes_an_s3_prefix_of_models():
