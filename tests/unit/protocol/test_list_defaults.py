@@ -161,7 +161,11 @@ def _tuning_job(name: str) -> HyperParameterTuningJob:
     }
     return HyperParameterTuningJob.objects.create(
         account_id=CTX.account_id, region=CTX.region, name=name, seed=1,
-        request={"HyperParameterTuningJobName": name, "HyperParameterTuningJobConfig": config},
+        request={
+            "HyperParameterTuningJobName": name,
+            "HyperParameterTuningJobConfig": config,
+            "TrainingJobDefinition": {},  # what a summary needs of it: that there is one
+        },
         creation_time=timezone.now(), last_modified_time=timezone.now(),
         arn=f"arn:aws:sagemaker:{CTX.region}:{CTX.account_id}:hyper-parameter-tuning-job/{name}",
     )
