@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts import s3_tenancy
-from console import live, snippets
+from console import live, snippets, stop_progress
 from console.actions import perform
 from console.s3_links import href
 from console.viewer import Viewer, console_view
@@ -22,6 +22,7 @@ from training import services as training_services
 from training.kind import TRAINING_LOG_GROUP
 from training.metrics import metric_definitions, series_key
 from training.models import TrainingJob, TrainingJobStatus
+from training.reconciler import stop_grace_seconds
 
 PAGE_SIZE = 50
 
@@ -86,6 +87,7 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         "locations": _locations(job),
         "metric_names": [definition.name for definition in metric_definitions(job)],
         "now": timezone.now(),
+        "stop": _stop_progress(job, timezone.now()),
         "cli": snippets.cli_command(request_body),
         "boto3": snippets.boto3_code(request_body),
         "request_json": snippets.as_json(request_body),
@@ -124,7 +126,8 @@ def _artifacts_link(job: TrainingJob, uri: str) -> tuple[str | None, str]:
 def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     """What a job's page refreshes while it runs: status, timeline, log streams."""
     job = _job(viewer, pk)
-    context = {"job": job, "now": timezone.now()}
+    now = timezone.now()
+    context = {"job": job, "now": now, "stop": _stop_progress(job, now)}
     return JsonResponse(
         {
             "terminal": job.is_terminal,
@@ -200,3 +203,9 @@ def _create(viewer: Viewer, source: TrainingJob, name: str, text: str) -> tuple[
     if created is None:
         raise Http404("The new job vanished.")
     return created, ""
+
+
+def _stop_progress(job: TrainingJob, now) -> stop_progress.StopProgress | None:
+    return stop_progress.of(
+        job.stop_signalled_at, job.stop_killed_at, stop_grace_seconds(job), job.is_terminal, now
+    )

@@ -20,10 +20,12 @@ def drain(
     signalled_at: datetime | None,
     grace_seconds: float,
     record_signalled: Callable[[datetime], None],
+    record_killed: Callable[[datetime], None] | None = None,
 ) -> bool:
     """One step of the sequence for the containers of this engine (`here`); True once nothing of
     the job runs (`any_running`: on any engine, when instances span nodes). `record_signalled(now)`
-    is told when the SIGTERM is sent, once."""
+    is told when the SIGTERM is sent, once; `record_killed(now)` each time a container still
+    running when the grace is over is sent SIGKILL (so that the job can say it was killed)."""
     here = list(here)
     for state in here:
         if state.never_started:
@@ -35,7 +37,8 @@ def drain(
         signal_running(runtime, here, "SIGTERM")
         record_signalled(now)
     elif grace_over(signalled_at, grace_seconds, now):
-        signal_running(runtime, here, "SIGKILL")
+        if signal_running(runtime, here, "SIGKILL") and record_killed is not None:
+            record_killed(now)
     return False
 
 
@@ -43,7 +46,9 @@ def grace_over(signalled_at: datetime, grace_seconds: float, now: datetime) -> b
     return now - signalled_at >= timedelta(seconds=grace_seconds)
 
 
-def signal_running(runtime: ContainerRuntime, states: Iterable[ContainerState], signal: str) -> None:
-    for state in states:
-        if state.running:
-            runtime.signal(state.name, signal)
+def signal_running(runtime: ContainerRuntime, states: Iterable[ContainerState], signal: str) -> int:
+    """How many running containers were sent `signal`."""
+    running = [state for state in states if state.running]
+    for state in running:
+        runtime.signal(state.name, signal)
+    return len(running)

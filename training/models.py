@@ -58,6 +58,9 @@ class TrainingJob(LeasedRow):
     # among Completed | Failed | Stopped | MaxRuntimeExceeded.
     outcome = models.CharField(max_length=32, blank=True, default="")
     stop_signalled_at = models.DateTimeField(null=True)
+    # When a container still running at the end of the stop's grace was first sent SIGKILL; null
+    # when every container exited on its SIGTERM (or no stop was needed).
+    stop_killed_at = models.DateTimeField(null=True)
     artifacts_uploaded_at = models.DateTimeField(null=True)
     # Restarts after infrastructure faults so far; RetryStrategy.MaximumRetryAttempts bounds it.
     restart_count = models.PositiveSmallIntegerField(default=0)

@@ -309,7 +309,9 @@ def _restart(job: TrainingJob, token: str) -> float | None:
         log.warning("training job %s: checkpoint sync before restart failed: %s", job.training_job_name, exc)
     cleanup.remove_resources(get_runtime(), kind.identity(job), keep_network=True)  # the next attempt's
     scheduler.release(job)
-    t.transition(job, t.STARTING, outcome="", stop_signalled_at=None, artifacts_uploaded_at=None)
+    t.transition(
+        job, t.STARTING, outcome="", stop_signalled_at=None, stop_killed_at=None, artifacts_uploaded_at=None
+    )
     return AT_ONCE
 
 
@@ -358,6 +360,7 @@ def _drained(job: TrainingJob, states: States) -> bool:
         signalled_at=job.stop_signalled_at,
         grace_seconds=stop_grace_seconds(job),
         record_signalled=lambda now: _decide(job, stop_signalled_at=now),
+        record_killed=lambda now: job.stop_killed_at or _decide(job, stop_killed_at=now),
     )
 
 

@@ -1,5 +1,10 @@
 """Every page renders for its owner, with what the resource holds (tags, deployment config)."""
 
+import re
+from datetime import timedelta
+
+from django.utils import timezone
+
 from batchtransform import services as transform_services
 from hosting import async_queue, history
 from hosting import services as hosting_services
@@ -14,6 +19,7 @@ from tests.unit.console.conftest import (
     signed_in,
 )
 from training import services as training_services
+from training.models import TrainingJob
 
 
 def test_every_page_of_an_account_renders(account_a):
@@ -143,3 +149,23 @@ def test_the_endpoint_page_shows_a_serverless_config_and_its_containers_now(acco
 
     assert "<dd>2048 MB</dd>" in page and "<dd>4</dd>" in page
     assert '<dd data-testid="serverless-containers">0 / 2</dd>' in page
+
+
+def test_a_stopping_jobs_page_counts_down_to_sigkill_then_says_it_was_killed(account_a, settings):
+    settings.SAGEPORT_STOP_GRACE_SECONDS = 120
+    job = training_services.create_training_job(ctx(ACCOUNT_A), job_request("stopping"))
+    signalled = timezone.now() - timedelta(seconds=9)
+    TrainingJob.objects.filter(pk=job.pk).update(training_job_status="Stopping", stop_signalled_at=signalled)
+
+    pages = {
+        "page": account_a.get(f"/console/training-jobs/{job.pk}/").content.decode(),
+        "live": account_a.get(f"/console/training-jobs/{job.pk}/live").json()["status_html"],
+    }
+    for which, page in pages.items():
+        assert re.search(r'SIGKILL: <strong data-testid="kill-countdown">in 11[01] s', page), which
+
+    TrainingJob.objects.filter(pk=job.pk).update(
+        training_job_status="Stopped", stop_killed_at=signalled + timedelta(seconds=120)
+    )
+    page = account_a.get(f"/console/training-jobs/{job.pk}/").content.decode()
+    assert "did not exit within 120 s of SIGTERM" in page and "killed with SIGKILL at" in page

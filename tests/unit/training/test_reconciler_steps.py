@@ -177,11 +177,13 @@ def test_stop_sends_sigterm_once_then_sigkill_after_the_grace_period(engine, sto
     step(job)  # within the grace period: nothing more is sent
     assert engine.containers[name].signals == ["SIGTERM"]
     assert engine.containers[name].state.running
+    assert TrainingJob.objects.get(pk=job.pk).stop_killed_at is None
 
     TrainingJob.objects.filter(pk=job.pk).update(stop_signalled_at=timezone.now() - timedelta(seconds=31))
     step(job)
     assert engine.containers[name].signals == ["SIGTERM", "SIGKILL"]
     assert engine.containers[name].state.exit_code == SIGKILL_EXIT_CODE
+    assert TrainingJob.objects.get(pk=job.pk).stop_killed_at is not None  # the page says it was killed
 
     assert step(job) is None
     assert t.state_of(job) == t.STOPPED
@@ -569,3 +571,16 @@ def test_a_restart_goes_on_when_the_engine_cannot_remove_the_jobs_network_yet(en
 
     assert (t.state_of(job), job.restart_count) == (t.STARTING, 1)
     until_training(job, engine)  # the new attempt runs
+
+
+def test_a_container_that_exits_on_sigterm_is_not_recorded_as_killed(engine, store):
+    job = new_job()
+    name = until_training(job, engine)
+    assert t.transition(job, t.STOPPING_STATE)
+    step(job)
+    assert engine.containers[name].signals == ["SIGTERM"]
+    while step(job) is not None:
+        pass
+    assert t.state_of(job) == t.STOPPED
+    stopped = TrainingJob.objects.get(pk=job.pk)
+    assert stopped.stop_signalled_at is not None and stopped.stop_killed_at is None
