@@ -138,8 +138,7 @@ def endpoint_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
         viewer.context_for(endpoint),
         _log_group(endpoint),
         "",
-        request.GET.get("stream", ""),
-        request.GET.get("token", ""),
+        request.GET,
     )
 
 

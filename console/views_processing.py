@@ -79,8 +79,7 @@ def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         viewer.context_for(job),
         PROCESSING_LOG_GROUP,
         f"{job.processing_job_name}/",
-        request.GET.get("stream", ""),
-        request.GET.get("token", ""),
+        request.GET,
     )
 
 

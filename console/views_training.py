@@ -145,8 +145,7 @@ def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         viewer.context_for(job),
         TRAINING_LOG_GROUP,
         f"{job.training_job_name}/",
-        request.GET.get("stream", ""),
-        request.GET.get("token", ""),
+        request.GET,
     )
 
 

@@ -1,5 +1,6 @@
 """The console in a real browser against the live stack: sign in, watch a job run to completion
-without reloading (status, live log lines, its metric chart), stop a running job, change an
+without reloading (status, live log lines, its metric chart), page back, search, jump to the error
+in and download a long log, stop a running job (and see that it exited on SIGTERM), change an
 endpoint's weights (and see the step in its deployment history and its latency p50/p99 charted),
 and one account never seeing another's jobs."""
 
@@ -143,11 +144,51 @@ def test_stop_from_the_console_ends_the_job_stopped_with_its_artifacts(
     expect(console.get_by_role("status")).to_contain_text(f"Stopping {name}")
     expect(console.get_by_test_id("status")).to_have_text("Stopped", timeout=90_000)
     expect(console.locator("[data-log-streams] pre")).to_contain_text("saving on SIGTERM")
+    expect(console.get_by_test_id("stop-progress")).to_contain_text("exited on SIGTERM")
     console.screenshot(path=screenshot_dir / "training-job-stopped.png", full_page=True)
     job = sagemaker.describe_training_job(TrainingJobName=name)
     assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "Stopped")
     files = read_tar_gz(s3, bucket, f"output/{name}/output/model.tar.gz")
     assert files["model.txt"] == b"stopped\n"
+
+
+def test_a_long_log_pages_back_is_searched_whole_jumps_to_its_error_and_downloads(
+    stack, sagemaker, bucket, shell_algo_image, console, screenshot_dir
+):
+    """700 lines: the page shows the last 500; the error is on line 3."""
+    name = unique_name("console-log")
+    script = (
+        'for i in $(seq 0 699); do if [ "$i" = 3 ]; then echo "ValueError: bad row $i"; '
+        'else echo "row $i"; fi; done'
+    )
+    sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, script))
+    wait_for_status(sagemaker, name, timeout=90)
+    job_row(console, name).get_by_role("link", name=name).click()
+    log = console.locator("pre[data-stream]")
+    expect(log).to_contain_text("row 699", timeout=60_000)
+    expect(log.locator(".line")).to_have_count(500)
+
+    console.get_by_role("searchbox", name=re.compile("Search the log of")).fill("valueerror")
+    console.get_by_role("button", name="Find").click()
+    expect(console.locator(".log-results")).to_contain_text("1 line holds “valueerror”")
+    expect(console.locator(".log-results .line")).to_have_text([re.compile(r"ValueError: bad row 3\s*$")])
+
+    console.get_by_role("button", name="Earlier lines").click()
+    expect(log.locator(".line")).to_have_count(700)
+    expect(log.locator(".line").first).to_contain_text("row 0")
+    console.get_by_role("button", name="Earlier lines").click()
+    expect(console.get_by_role("button", name="Start of the log")).to_be_disabled()
+    console.get_by_role("button", name="Jump to the error").click()
+    expect(log.locator(".line.hit")).to_contain_text("ValueError: bad row 3")
+    console.get_by_label("Wrap lines").uncheck()
+    expect(log).to_have_class(re.compile(r"\bnowrap\b"))
+    console.screenshot(path=screenshot_dir / "training-job-long-log.png", full_page=True)
+
+    with console.expect_download() as download:
+        console.get_by_role("link", name="Download").click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert len(lines) == 700 and lines[3].endswith(" ValueError: bad row 3")
+    assert lines[-1].endswith(" row 699")
 
 
 def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint_and_its_history(

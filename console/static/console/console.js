@@ -57,7 +57,9 @@ function followRows(table) {
 
 /* --- logs ----------------------------------------------------------------------------------- */
 
-function streamPanel(container, name) {
+/* A stream's panel: its tools (earlier lines, search over the whole stream, jump to the error,
+   wrap, download) above the followed log. */
+function streamPanel(container, name, url) {
   let pre = container.querySelector(`pre[data-stream="${CSS.escape(name)}"]`);
   if (pre) return pre;
   const empty = container.querySelector("[data-no-logs]");
@@ -71,9 +73,108 @@ function streamPanel(container, name) {
   pre.dataset.token = "";
   pre.tabIndex = 0;
   pre.setAttribute("aria-label", `Log of ${name}`);
-  section.append(title, pre);
+  const results = document.createElement("div");
+  results.className = "log-results";
+  results.hidden = true;
+  results.setAttribute("aria-label", `Search results in ${name}`);
+  section.append(title, logTools(url, pre, results), results, pre);
   container.append(section);
   return pre;
+}
+
+function logTools(url, pre, results) {
+  const name = pre.dataset.stream;
+  const tools = document.createElement("div");
+  tools.className = "log-tools";
+  const earlier = button("Earlier lines", () => loadEarlier(url, pre, earlier));
+  const form = document.createElement("form");
+  form.setAttribute("role", "search");
+  const input = document.createElement("input");
+  input.type = "search";
+  input.placeholder = "Search the whole log";
+  input.setAttribute("aria-label", `Search the log of ${name}`);
+  form.append(input, button("Find", null, "submit"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (input.value.trim()) searchStream(url, name, input.value.trim(), results);
+  });
+  const jump = button("Jump to the error", () => jumpToError(url, pre, results));
+  const wrap = document.createElement("label");
+  const box = document.createElement("input");
+  box.type = "checkbox";
+  box.checked = true;
+  box.addEventListener("change", () => pre.classList.toggle("nowrap", !box.checked));
+  wrap.append(box, " Wrap lines");
+  const download = document.createElement("a");
+  download.href = `${url}?${new URLSearchParams({stream: name, download: "1"})}`;
+  download.textContent = "Download";
+  download.setAttribute("download", "");
+  tools.append(earlier, form, jump, wrap, download);
+  return tools;
+}
+
+function button(text, onClick, type = "button") {
+  const element = document.createElement("button");
+  element.type = type;
+  element.textContent = text;
+  if (onClick) element.addEventListener("click", onClick);
+  return element;
+}
+
+function logLine(event) {
+  const line = document.createElement("span");
+  line.className = "line";
+  const time = document.createElement("time");
+  time.dateTime = new Date(event.t).toISOString();
+  time.textContent = new Date(event.t).toISOString().slice(11, 23);
+  line.append(time, document.createTextNode(" " + event.m + "\n"));
+  return line;
+}
+
+async function loadEarlier(url, pre, control) {
+  const data = pre.dataset.back
+    ? await getJSON(`${url}?${new URLSearchParams({stream: pre.dataset.stream, before: pre.dataset.back})}`)
+    : {events: []};
+  if (!data.events.length) {
+    control.disabled = true;
+    control.textContent = "Start of the log";
+    return;
+  }
+  pre.dataset.back = data.back;
+  const height = pre.scrollHeight;
+  pre.prepend(...data.events.map(logLine));
+  pre.scrollTop += pre.scrollHeight - height;  // the lines the reader was on stay in view
+}
+
+async function searchStream(url, name, text, results) {
+  const data = await getJSON(`${url}?${new URLSearchParams({stream: name, q: text})}`);
+  results.hidden = false;
+  results.textContent = "";
+  const note = document.createElement("p");
+  note.className = "log-results-note";
+  note.setAttribute("role", "status");
+  const count = `${data.events.length}${data.more ? "+" : ""}`;
+  const one = data.events.length === 1 && !data.more;
+  note.textContent = data.events.length
+    ? `${count} ${one ? "line holds" : "lines hold"} “${text}”` +
+      (data.more ? ` (the first ${data.events.length} shown)` : "")
+    : `No line holds “${text}”.`;
+  const lines = document.createElement("pre");
+  lines.className = "log-matches";
+  lines.append(...data.events.map(logLine));
+  results.append(note, lines);
+}
+
+// What a failure usually prints: a Python traceback or an exception's name, or an error line.
+const ERROR_LINE = /\b(Traceback|[A-Za-z]*Error|[A-Za-z]*Exception|FATAL|fatal|ERROR)\b/;
+
+function jumpToError(url, pre, results) {
+  const line = [...pre.querySelectorAll(".line")].find((element) => ERROR_LINE.test(element.textContent));
+  if (!line) return searchStream(url, pre.dataset.stream, "error", results);  // not among the lines shown
+  pre.querySelectorAll(".line.hit").forEach((element) => element.classList.remove("hit"));
+  line.classList.add("hit");
+  pre.scrollTop = line.offsetTop - pre.offsetTop - 20;
+  line.scrollIntoView({block: "nearest"});
 }
 
 async function followStream(url, pre) {
@@ -82,6 +183,9 @@ async function followStream(url, pre) {
     const query = new URLSearchParams({stream: pre.dataset.stream, token: pre.dataset.token});
     const data = await getJSON(`${url}?${query}`);
     const unchanged = data.token === pre.dataset.token;
+    // The first answer is the stream's last lines: "Earlier lines" pages back from its first. (A
+    // first answer with none follows the stream from its start: there is nothing earlier.)
+    if (!pre.dataset.token && data.events.length) pre.dataset.back = data.back;
     pre.dataset.token = data.token;
     if (data.events.length) appendLines(pre, data.events);
     if (unchanged || data.events.length === 0) return;
@@ -91,15 +195,7 @@ async function followStream(url, pre) {
 function appendLines(pre, events) {
   const atBottom = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 40;
   const fragment = document.createDocumentFragment();
-  for (const event of events) {
-    const line = document.createElement("span");
-    line.className = "line";
-    const time = document.createElement("time");
-    time.dateTime = new Date(event.t).toISOString();
-    time.textContent = new Date(event.t).toISOString().slice(11, 23);
-    line.append(time, document.createTextNode(" " + event.m + "\n"));
-    fragment.append(line);
-  }
+  for (const event of events) fragment.append(logLine(event));
   pre.append(fragment);
   while (pre.childElementCount > MAX_LOG_LINES) pre.firstElementChild.remove();
   if (atBottom) pre.scrollTop = pre.scrollHeight;  // follow, unless the reader scrolled up
@@ -259,7 +355,8 @@ function followResource(heading) {
     if (!failedAtLoad && document.querySelector(FAILURE)) {
       document.querySelectorAll(".messages .message.success").forEach((element) => element.remove());
     }
-    for (const name of data.streams) await followStream(heading.dataset.logs, streamPanel(logs, name));
+    const url = heading.dataset.logs;
+    for (const name of data.streams) await followStream(url, streamPanel(logs, name, url));
     if (charts) drawCharts(charts, (await getJSON(heading.dataset.metrics)).series);
     if (data.terminal) {
       document.querySelectorAll("[data-while-running]").forEach((element) => element.remove());
