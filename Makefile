@@ -1,7 +1,7 @@
 # Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
 VENV := .venv
 
-.PHONY: help bootstrap run up down node clean images sdk-v3 hyp test lint
+.PHONY: help bootstrap run up down node clean images images-all sdk-v3 hyp test lint
 
 ## help: this list (the default target); `.venv/bin/sageport` lists the operator's commands
 help:
@@ -32,8 +32,15 @@ node: bootstrap
 clean: down
 	$(VENV)/bin/python manage.py uninstall
 
-## images: the example images, built locally (no registry)
+## images: the quick start's example images, built locally (no registry): busybox, python (training),
+## python-serve (an endpoint); IMAGES='python-stream sagemaker-training' builds those instead
+## images-all: every example image (script mode, MPI, the HyperPod ones: torch is GBs, downloaded once)
+QUICK_START_IMAGES := busybox python python-serve
+IMAGES ?= $(QUICK_START_IMAGES)
 images: bootstrap
+	@scripts/build-images.sh $(IMAGES) >/dev/null
+
+images-all: bootstrap
 	@scripts/build-images.sh >/dev/null
 
 ## sdk-v3: the SageMaker SDK v3 in .venv-sdk-v3, a link to one per machine (v2, in .venv, has the same package name)
@@ -45,7 +52,7 @@ hyp: bootstrap
 	@scripts/hyp-venv.sh >/dev/null
 
 ## test: the whole test suite; it starts and stops its own services on free ports
-test: bootstrap images sdk-v3 hyp
+test: bootstrap images-all sdk-v3 hyp
 	$(VENV)/bin/pytest
 
 ## lint: ruff, and the import layers (pyproject [tool.importlinter]; docs/architecture.md)
@@ -58,7 +65,7 @@ lint: bootstrap
 ## running (`make down` stops it); ARGS='--requests 500' passes options (README "Performance")
 BENCHES := bench-invoke bench-stream bench-multi-model bench-serverless bench-api bench-job-lifecycle bench-staging bench-tier bench-elastic bench-transform
 .PHONY: $(BENCHES)
-$(BENCHES): bench-%: images up
+$(BENCHES): bench-%: images-all up
 	. "$${SAGEPORT_DATA_DIR:-.sageport}/env" && $(VENV)/bin/python -m bench.$(subst -,_,$*) $(ARGS)
 
 ## bench-stream-relay: InvokeEndpointWithResponseStream's relay alone, in process, against reading

@@ -48,7 +48,19 @@ PYTHON_SAGEMAKER_TAG=sageport-examples/python-sagemaker:$SAGEMAKER_SDK_VERSION
 SAGEMAKER_WHEEL_CACHE=$WHEELHOUSES/python-sagemaker-$SAGEMAKER_SDK_VERSION  # ~60 MB
 BUILD_LABEL=sageport.build=build-images  # on the throwaway containers this script makes
 
-log() { echo "build-images: $*" >&2; }
+# Progress on stderr, each line with the time since the script started (first builds take minutes).
+log() { printf 'build-images [%dm%02ds]: %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+# Runs pip (wheel or download) showing what it downloads and builds, with sizes, and its errors,
+# instead of either nothing (--quiet) or its progress bars.
+pip_progress() {
+    local line
+    "$@" --progress-bar off 2>&1 | while IFS= read -r line; do
+        case "$line" in
+            *Downloading*|*"Using cached"*|*"Building wheel"*|*ERROR*|*rror:*) log "  ${line#"${line%%[![:space:]]*}"}" ;;
+        esac
+    done
+    return "${PIPESTATUS[0]}"
+}
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
 # A static busybox and one symlink per applet: enough for shell-script algorithms.
@@ -111,7 +123,7 @@ ensure_toolkit_wheels() {
     require_image_python "the toolkit"
     log "downloading sagemaker-training $TOOLKIT_VERSION and its dependencies into $WHEEL_CACHE (once)"
     rm -rf "$WHEEL_CACHE" && mkdir -p "$WHEEL_CACHE"
-    .venv/bin/pip wheel --quiet --wheel-dir "$WHEEL_CACHE" pip "sagemaker-training==$TOOLKIT_VERSION" >&2
+    pip_progress .venv/bin/pip wheel --wheel-dir "$WHEEL_CACHE" pip "sagemaker-training==$TOOLKIT_VERSION"
     touch "$WHEEL_CACHE/.complete"
 }
 
@@ -146,8 +158,8 @@ ensure_torch_wheels() {
     [ -f "$TORCH_WHEEL_CACHE/.complete" ] && return 0
     log "downloading torch $TORCH_VERSION and its dependencies into $TORCH_WHEEL_CACHE (once)"
     rm -rf "$TORCH_WHEEL_CACHE" && mkdir -p "$TORCH_WHEEL_CACHE"
-    .venv/bin/pip download --quiet --only-binary=:all: --dest "$TORCH_WHEEL_CACHE" \
-        "torch==$TORCH_VERSION" >&2
+    pip_progress .venv/bin/pip download --only-binary=:all: --dest "$TORCH_WHEEL_CACHE" \
+        "torch==$TORCH_VERSION"
     touch "$TORCH_WHEEL_CACHE/.complete"
 }
 
@@ -177,8 +189,8 @@ ensure_tier_wheels() {
     require_image_python "the tiered-checkpointing"
     log "downloading torch $TIER_TORCH_VERSION, amzn-sagemaker-checkpointing $CHECKPOINTING_VERSION and their dependencies into $TIER_WHEEL_CACHE (once)"
     mkdir -p "$TIER_WHEEL_CACHE"
-    .venv/bin/pip wheel --quiet --wheel-dir "$TIER_WHEEL_CACHE" --find-links "$TIER_WHEEL_CACHE" \
-        $(tier_requirements) >&2
+    pip_progress .venv/bin/pip wheel --wheel-dir "$TIER_WHEEL_CACHE" --find-links "$TIER_WHEEL_CACHE" \
+        $(tier_requirements)
     touch "$TIER_WHEEL_CACHE/.complete"
 }
 
@@ -232,8 +244,8 @@ ensure_sagemaker_wheels() {
     require_image_python "the SageMaker SDK"
     log "downloading sagemaker $SAGEMAKER_SDK_VERSION and its dependencies into $SAGEMAKER_WHEEL_CACHE (once)"
     mkdir -p "$SAGEMAKER_WHEEL_CACHE"
-    .venv/bin/pip wheel --quiet --wheel-dir "$SAGEMAKER_WHEEL_CACHE" --find-links "$SAGEMAKER_WHEEL_CACHE" \
-        pip "sagemaker==$SAGEMAKER_SDK_VERSION" >&2
+    pip_progress .venv/bin/pip wheel --wheel-dir "$SAGEMAKER_WHEEL_CACHE" --find-links "$SAGEMAKER_WHEEL_CACHE" \
+        pip "sagemaker==$SAGEMAKER_SDK_VERSION"
     touch "$SAGEMAKER_WHEEL_CACHE/.complete"
 }
 
@@ -275,10 +287,10 @@ ensure_elastic_wheels() {
     require_image_python "the elastic agent"
     log "downloading hyperpod-elastic-agent $ELASTIC_AGENT_VERSION and its server's libraries into $ELASTIC_WHEEL_CACHE (once)"
     mkdir -p "$ELASTIC_WHEEL_CACHE"
-    .venv/bin/pip wheel --quiet --no-deps --wheel-dir "$ELASTIC_WHEEL_CACHE" \
-        "hyperpod-elastic-agent==$ELASTIC_AGENT_VERSION" >&2
-    .venv/bin/pip wheel --quiet --wheel-dir "$ELASTIC_WHEEL_CACHE" --find-links "$ELASTIC_WHEEL_CACHE" \
-        fastapi uvicorn psutil >&2
+    pip_progress .venv/bin/pip wheel --no-deps --wheel-dir "$ELASTIC_WHEEL_CACHE" \
+        "hyperpod-elastic-agent==$ELASTIC_AGENT_VERSION"
+    pip_progress .venv/bin/pip wheel --wheel-dir "$ELASTIC_WHEEL_CACHE" --find-links "$ELASTIC_WHEEL_CACHE" \
+        fastapi uvicorn psutil
     touch "$ELASTIC_WHEEL_CACHE/.complete"
 }
 
@@ -323,4 +335,5 @@ for name in "${images[@]}"; do
         pytorch-elastic) build_pytorch_elastic ;;
         *) log "unknown image '$name' (known: busybox python python-serve python-stream python-multi-model sagemaker-training python-sagemaker pytorch-mpi pytorch-tier pytorch-elastic)"; exit 2 ;;
     esac
+    log "$name ready"
 done
