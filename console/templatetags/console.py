@@ -1,10 +1,11 @@
-"""Filters of the console's templates: durations, status colours, pretty JSON."""
+"""Filters of the console's templates: times, durations, status colours, pretty JSON."""
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html
 
 from console import s3_links
 
@@ -28,6 +29,18 @@ _FAMILIES = {
     "Waiting": "idle",  # a pipeline step that has not started (console/views_pipelines.py)
     "Will not run": "idle",
 }
+
+
+@register.filter
+def utc(moment: datetime | None) -> str:
+    """Every time on the console one way, its zone shown: `2026-11-28 18:45:07 UTC`, in a <time>
+    element a script or a reader's tools can read (nothing for no time)."""
+    if moment is None or moment == "":
+        return ""
+    moment = moment.astimezone(UTC)
+    return format_html(
+        '<time datetime="{}">{} UTC</time>', moment.isoformat(), moment.strftime("%Y-%m-%d %H:%M:%S")
+    )
 
 
 @register.filter

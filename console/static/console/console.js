@@ -18,8 +18,8 @@ function setNote(text) {
   if (note) note.textContent = text;
 }
 
-function clock() {
-  return new Date().toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
+function clock() {  // UTC, as every time on the console
+  return new Date().toISOString().slice(11, 19) + " UTC";
 }
 
 /* A loop of at most MAX_POLLS ticks; `tick` returns false to stop. */
