@@ -5,14 +5,16 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from console import live
+from console import live, stop_progress
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from processing import services as processing_services
 from processing.kind import PROCESSING_LOG_GROUP
 from processing.models import ProcessingJob, ProcessingJobStatus
+from processing.reconciler import stop_grace_seconds
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
 
 PAGE_SIZE = 50
@@ -57,6 +59,7 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         "cluster": job.request["ProcessingResources"]["ClusterConfig"],
         "inputs": job.request.get("ProcessingInputs", []),
         "outputs": job.request.get("ProcessingOutputConfig", {}).get("Outputs", []),
+        "stop": _stop_progress(job),
     }
     return render(request, "console/processing_job.html", context)
 
@@ -67,7 +70,9 @@ def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     job = _job(viewer, pk)
     return JsonResponse({
         "terminal": job.is_terminal,
-        "status_html": render_to_string("console/_processing_status.html", {"job": job}, request),
+        "status_html": render_to_string(
+            "console/_processing_status.html", {"job": job, "stop": _stop_progress(job)}, request
+        ),
         "streams": live.streams(viewer.context_for(job), PROCESSING_LOG_GROUP, f"{job.processing_job_name}/"),
     })
 
@@ -94,3 +99,9 @@ def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     else:
         messages.error(request, outcome.error)
     return redirect("console:processing-job", pk=job.pk)
+
+
+def _stop_progress(job: ProcessingJob) -> stop_progress.StopProgress | None:
+    return stop_progress.of(
+        job.stop_signalled_at, job.stop_killed_at, stop_grace_seconds(job), job.is_terminal, timezone.now()
+    )

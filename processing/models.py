@@ -58,6 +58,8 @@ class ProcessingJob(LeasedRow):
     # (Completed | Failed | Stopped) and, for Failed, its reason.
     outcome = models.CharField(max_length=16, blank=True, default="")
     stop_signalled_at = models.DateTimeField(null=True)
+    # When a container still running at the end of the stop's grace was first sent SIGKILL.
+    stop_killed_at = models.DateTimeField(null=True)
     # Files of Continuous outputs already uploaded while the job ran: {"<output>/<host>/<path>":
     # [size, mtime_ns]}, so that only new or changed files go up at each look.
     continuous_uploads = models.JSONField(default=dict)

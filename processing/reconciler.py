@@ -233,8 +233,9 @@ def _stop(job: ProcessingJob, token: str) -> float | None:
         [state for state in states.values() if state is not None],
         any_running=any(state is not None and state.running for state in states.values()),
         signalled_at=job.stop_signalled_at,
-        grace_seconds=_stop_grace_seconds(job),
+        grace_seconds=stop_grace_seconds(job),
         record_signalled=lambda now: t.record_decision(job, stop_signalled_at=now),
+        record_killed=lambda now: job.stop_killed_at or t.record_decision(job, stop_killed_at=now),
     )
     if not drained:
         return _poll()
@@ -242,7 +243,7 @@ def _stop(job: ProcessingJob, token: str) -> float | None:
     return _finish(job, token, final)
 
 
-def _stop_grace_seconds(job: ProcessingJob) -> int:
+def stop_grace_seconds(job: ProcessingJob) -> int:
     """SIGTERM → SIGKILL: a stop (and MaxRuntimeInSeconds) gets SageMaker's grace; the other
     instances of a job one of whose instances failed get the short failure grace."""
     if job.outcome == ProcessingJobStatus.FAILED:

@@ -1,5 +1,9 @@
 """The console's processing-job pages: the list and a job's page render for its owner with what
 the job holds, and another account sees neither."""
+from datetime import timedelta
+
+from django.utils import timezone
+
 from capacity import single_node
 from processing import placement
 from processing import services as processing_services
@@ -68,3 +72,15 @@ def test_the_capacity_page_names_the_processing_and_training_instances_and_their
     assert f'href="/console/processing-jobs/{processing.pk}/">prep-gpu (algo-1)' in page
     assert f'href="/console/training-jobs/{training.pk}/">train-gpu (algo-1)' in page
     assert f'<a href="/console/processing-jobs/{processing.pk}/">prep-gpu</a> algo-1' in page
+
+
+def test_a_processing_jobs_page_says_its_containers_were_killed(account_a, settings):
+    settings.SAGEPORT_STOP_GRACE_SECONDS = 120
+    job = processing_services.create_processing_job(ctx(ACCOUNT_A), processing_request("killed"))
+    signalled = timezone.now() - timedelta(seconds=200)
+    ProcessingJob.objects.filter(pk=job.pk).update(
+        processing_job_status="Stopped", phase="Ended", stop_signalled_at=signalled,
+        stop_killed_at=signalled + timedelta(seconds=120),
+    )
+    page = account_a.get(f"/console/processing-jobs/{job.pk}/").content.decode()
+    assert "did not exit within 120 s of SIGTERM" in page

@@ -2,6 +2,8 @@
 S3): the container as SageMaker runs it ("How Amazon SageMaker Processing Runs Your Processing
 Container Image"), ExitMessage from /opt/ml/output/message, a failed instance stopping the
 others, a stop before any container started."""
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
@@ -147,3 +149,19 @@ def test_pipe_inputs_get_a_feeder_per_host_and_their_fifo_directory_mounted(engi
             str(fifo_dir), "/opt/ml/processing/input", "rows"
         )
         assert spec["gunzip"] and spec["objects"] == [list(item) for item in shares[index]]
+
+
+def test_a_container_ignoring_sigterm_is_killed_after_the_grace_and_the_job_says_so(engine, settings):
+    settings.SAGEPORT_FAILURE_STOP_GRACE_SECONDS = 10
+    job = new_job(count=2)
+    until_processing(job)
+    engine.containers[name_of(job, "algo-1")].ignores_sigterm = True
+    engine.exit(name_of(job, "algo-2"), 2)
+    step(job)
+    step(job)  # SIGTERM to algo-1, which goes on
+    assert ProcessingJob.objects.get(pk=job.pk).stop_killed_at is None
+
+    ProcessingJob.objects.filter(pk=job.pk).update(stop_signalled_at=timezone.now() - timedelta(seconds=11))
+    step(job)
+    assert engine.containers[name_of(job, "algo-1")].signals == ["SIGTERM", "SIGKILL"]
+    assert ProcessingJob.objects.get(pk=job.pk).stop_killed_at is not None
