@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from capacity.gpus import gpu_ids
-from console import invocation_charts, live
+from console import invocation_charts, live, s3_links
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from hosting import async_queue, presenters, serverless
@@ -212,14 +212,48 @@ def endpoint_update(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespon
 @require_POST
 def endpoint_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     endpoint = _endpoint(viewer, pk)
-    outcome = perform(
-        viewer.context_for(endpoint), "DeleteEndpoint", {"EndpointName": endpoint.endpoint_name}
+    return _delete(
+        request, viewer.context_for(endpoint), "DeleteEndpoint", {"EndpointName": endpoint.endpoint_name},
+        ("console:endpoint", pk, "console:endpoints"),
+        f"Deleting {endpoint.endpoint_name}: its containers are drained, then stopped.",
     )
+
+
+@console_view
+@require_POST
+def model_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    model = viewer.get(SageMakerModel.objects.all(), pk=pk)
+    return _delete(
+        request, viewer.context_for(model), "DeleteModel", {"ModelName": model.model_name},
+        ("console:model", pk, "console:models"),
+        f"Deleted {model.model_name} (endpoints already running it keep their containers).",
+    )
+
+
+@console_view
+@require_POST
+def config_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+    config = viewer.get(EndpointConfig.objects.all(), pk=pk)
+    return _delete(
+        request, viewer.context_for(config), "DeleteEndpointConfig",
+        {"EndpointConfigName": config.endpoint_config_name},
+        ("console:endpoint-config", pk, "console:endpoint-configs"),
+        f"Deleted {config.endpoint_config_name} (endpoints deployed from it keep running).",
+    )
+
+
+def _delete(
+    request: HttpRequest, ctx, operation: str, params: dict, pages: tuple[str, int, str], done: str
+) -> HttpResponse:
+    """The API's Delete operation; back to the resource's page with the API's error if it refused,
+    to the list with `done` if not. `pages`: (the resource page's name, its pk, the list's name)."""
+    page, pk, listing = pages
+    outcome = perform(ctx, operation, params)
     if not outcome.ok:
         messages.error(request, outcome.error)
-        return redirect("console:endpoint", pk=endpoint.pk)
-    messages.success(request, f"Deleting {endpoint.endpoint_name}: its containers are drained, then stopped.")
-    return redirect("console:endpoints")
+        return redirect(page, pk=pk)
+    messages.success(request, done)
+    return redirect(listing)
 
 
 @console_view
@@ -256,6 +290,30 @@ def model_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
 @console_view
 def model_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     model = viewer.get(SageMakerModel.objects.all(), pk=pk)
-    return render(
-        request, "console/model.html", {"model": model, "described": presenters.describe_model(model)}
-    )
+    described = presenters.describe_model(model)
+    containers = [described["PrimaryContainer"]] if "PrimaryContainer" in described else []
+    containers += described.get("Containers", [])
+    configs = EndpointConfig.objects.filter(account_id=model.account_id, region=model.region)
+    context = {
+        "model": model,
+        "described": described,
+        "containers": [_container_facts(container) for container in containers],
+        "configs": [
+            config for config in configs.order_by("endpoint_config_name")
+            if any(v.get("ModelName") == model.model_name for v in config.request["ProductionVariants"])
+        ],
+    }
+    return render(request, "console/model.html", context)
+
+
+def _container_facts(container: dict) -> dict:
+    """A container of DescribeModel with its model data linked to the console's S3 pages."""
+    source = container.get("ModelDataSource", {}).get("S3DataSource", {})
+    data = container.get("ModelDataUrl") or source.get("S3Uri")
+    return {
+        "image": container.get("Image", ""),
+        "mode": container.get("Mode", "SingleModel"),
+        "data": data,
+        "data_link": s3_links.href(data) if data and data.startswith("s3://") else None,
+        "environment": sorted(container.get("Environment", {}).items()),
+    }

@@ -8,7 +8,7 @@ from django.utils import timezone
 from batchtransform import services as transform_services
 from hosting import async_queue, history
 from hosting import services as hosting_services
-from hosting.models import DeploymentEventKind, Endpoint, EndpointDeployment
+from hosting.models import DeploymentEventKind, Endpoint, EndpointConfig, EndpointDeployment, SageMakerModel
 from tests.unit.console.conftest import (
     ACCOUNT_A,
     ACCOUNT_B,
@@ -169,3 +169,30 @@ def test_a_stopping_jobs_page_counts_down_to_sigkill_then_says_it_was_killed(acc
     )
     page = account_a.get(f"/console/training-jobs/{job.pk}/").content.decode()
     assert "did not exit within 120 s of SIGTERM" in page and "killed with SIGKILL at" in page
+
+
+def test_a_models_page_shows_its_container_and_configs_and_deletes_it(account_a, account_b):
+    hosting_services.create_model(ctx(ACCOUNT_A), {
+        "ModelName": "m2",
+        "PrimaryContainer": {
+            "Image": "serve:2", "ModelDataUrl": "s3://models/m2/model.tar.gz", "Environment": {"WORKERS": "3"}
+        },
+    })
+    config = hosting_services.create_endpoint_config(ctx(ACCOUNT_A), {
+        "EndpointConfigName": "uses-m2",
+        "ProductionVariants": [
+            {"VariantName": "A", "ModelName": "m2", "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}
+        ],
+    })
+    model = SageMakerModel.objects.get(model_name="m2")
+    page = account_a.get(f"/console/models/{model.pk}/").content.decode()
+    shown_links = ('href="/console/s3/models/m2/model.tar.gz"', f"/console/endpoint-configs/{config.pk}/")
+    for shown in ("serve:2", "WORKERS", *shown_links):
+        assert shown in page, shown
+
+    assert account_b.post(f"/console/models/{model.pk}/delete").status_code == 404
+    assert account_a.post(f"/console/endpoint-configs/{config.pk}/delete").status_code == 302
+    assert account_a.post(f"/console/models/{model.pk}/delete").status_code == 302
+    assert not SageMakerModel.objects.exists() and not EndpointConfig.objects.filter(pk=config.pk).exists()
+    again = account_a.post(f"/console/models/{model.pk}/delete")
+    assert again.status_code == 404  # gone: the console's own not-found page
