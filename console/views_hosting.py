@@ -15,7 +15,7 @@ from console import invocation_charts, live, s3_links
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from hosting import async_queue, presenters, serverless
-from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel
+from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel, ServingContainer
 from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
 from protocol.listing import NEWEST_FIRST, filtered_and_sorted
 
@@ -99,7 +99,15 @@ def _endpoint_context(endpoint: Endpoint) -> dict:
         "history": presenters.deployment_history(endpoint, HISTORY_SHOWN),
         "async_backlog": async_queue.backlog_size(endpoint),
         "serverless": serverless.fleet_now(endpoint),
+        "config": configs.filter(endpoint_config_name=endpoint.endpoint_config_name).first(),
+        "nodes": _nodes(endpoint),
     }
+
+
+def _nodes(endpoint: Endpoint) -> list[str]:
+    """The nodes its containers are placed on."""
+    placed = ServingContainer.objects.filter(deployment__endpoint=endpoint)
+    return sorted(set(placed.values_list("node__name", flat=True)))
 
 
 @console_view

@@ -18,6 +18,7 @@ from tests.unit.console.conftest import (
     operator,
     signed_in,
 )
+from tests.unit.hosting.runtime_api.test_routing import container
 from training import services as training_services
 from training.models import TrainingJob
 
@@ -196,3 +197,14 @@ def test_a_models_page_shows_its_container_and_configs_and_deletes_it(account_a,
     assert not SageMakerModel.objects.exists() and not EndpointConfig.objects.filter(pk=config.pk).exists()
     again = account_a.post(f"/console/models/{model.pk}/delete")
     assert again.status_code == 404  # gone: the console's own not-found page
+
+
+def test_the_endpoint_page_links_its_config_and_names_the_nodes_of_its_containers(account_a):
+    deployment = in_service_endpoint(ACCOUNT_A)
+    endpoint = deployment.endpoint
+    container(deployment, "AllTraffic", "c1", node="gpu-host-2")
+    container(deployment, "AllTraffic", "c2", node="gpu-host-1")
+
+    page = account_a.get(f"/console/endpoints/{endpoint.pk}/").content.decode()
+    assert 'data-testid="nodes">gpu-host-1, gpu-host-2<' in page
+    assert f"{endpoint.endpoint_config_name} <small>(deleted)</small>" in page  # never created here
