@@ -190,6 +190,10 @@ def test_a_long_log_pages_back_is_searched_whole_jumps_to_its_error_and_download
     assert len(lines) == 700 and lines[3].endswith(" ValueError: bad row 3")
     assert lines[-1].endswith(" row 699")
 
+    console.emulate_media(color_scheme="dark")  # the console follows the system's dark setting
+    assert console.evaluate("getComputedStyle(document.documentElement).backgroundColor") == "rgb(13, 17, 23)"
+    console.screenshot(path=screenshot_dir / "training-job-dark.png", full_page=True)
+
 
 def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint_and_its_history(
     stack, sagemaker, hosting, probe_image, runtime, console, screenshot_dir
