@@ -11,13 +11,13 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from capacity.gpus import gpu_ids
-from console import invocation_charts, live, s3_links
+from console import invocation_charts, live, s3_links, sorting
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from hosting import async_queue, presenters, serverless
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel, ServingContainer
 from hosting.runtime_api.contract import ENDPOINT_LOG_GROUP
-from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from protocol.listing import filtered_and_sorted
 
 PAGE_SIZE = 50
 # The statuses that change by themselves: the list keeps refreshing while one is shown.
@@ -28,7 +28,8 @@ HISTORY_SHOWN = 100  # the newest deployment steps on an endpoint's page
 def _page(
     viewer: Viewer, request: HttpRequest, model, operation: str, name_field: str, status_field: str = ""
 ):
-    """A page of `model`'s rows, filtered with the List `operation`'s semantics, newest first."""
+    """A page of `model`'s rows, filtered and sorted with the List `operation`'s semantics (newest
+    first unless a column heading asked otherwise)."""
     params = {}
     name = request.GET.get("name", "").strip()[:63]
     if name:
@@ -36,10 +37,12 @@ def _page(
     status = request.GET.get("status", "")
     if status_field and status in EndpointStatus.values:
         params["StatusEquals"] = status
-    sort_fields = {"CreationTime": "creation_time"}
+    sort_fields = {"Name": name_field, "CreationTime": "creation_time"}
+    if status_field:
+        sort_fields["Status"] = status_field
     rows = filtered_and_sorted(
         viewer.visible(model.objects.all()),
-        {**NEWEST_FIRST, **params},
+        {**sorting.requested(request, sort_fields), **params},
         operation=operation,
         name_field=name_field,
         sort_fields=sort_fields,

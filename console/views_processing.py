@@ -8,14 +8,14 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from console import live, stop_progress
+from console import live, sorting, stop_progress
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from processing import services as processing_services
 from processing.kind import PROCESSING_LOG_GROUP
 from processing.models import ProcessingJob, ProcessingJobStatus
 from processing.reconciler import stop_grace_seconds
-from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from protocol.listing import filtered_and_sorted
 
 PAGE_SIZE = 50
 
@@ -32,7 +32,7 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         params["NameContains"] = name
     ordered = filtered_and_sorted(
         viewer.visible(ProcessingJob.objects.all()),
-        {**NEWEST_FIRST, **params},
+        {**sorting.requested(request, processing_services.SORT_FIELDS), **params},
         operation="ListProcessingJobs",
         name_field="processing_job_name",
         sort_fields=processing_services.SORT_FIELDS,

@@ -11,11 +11,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts import s3_tenancy
-from console import live, snippets, stop_progress
+from console import live, snippets, sorting, stop_progress
 from console.actions import perform
 from console.s3_links import href
 from console.viewer import Viewer, console_view
-from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from protocol.listing import filtered_and_sorted
 from storage import s3
 from training import presenters
 from training import services as training_services
@@ -39,7 +39,7 @@ def _listed(viewer: Viewer, request: HttpRequest):
     rows = viewer.visible(TrainingJob.objects.all())
     ordered = filtered_and_sorted(
         rows,
-        {**NEWEST_FIRST, **params},
+        {**sorting.requested(request, training_services.SORT_FIELDS), **params},
         operation="ListTrainingJobs",
         name_field="training_job_name",
         sort_fields=training_services.SORT_FIELDS,

@@ -9,13 +9,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from batchtransform import presenters
+from batchtransform import services as transform_services
 from batchtransform.kind import TRANSFORM_LOG_GROUP
 from batchtransform.models import TransformJob, TransformJobStatus
+from console import sorting
 from console.actions import perform
 from console.viewer import Viewer, console_view
 from logs.models import LogStream
 from logs.store import read
-from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from protocol.listing import filtered_and_sorted
 
 PAGE_SIZE = 50
 LOG_LINES_SHOWN = 200  # the newest lines of each stream on a job's page
@@ -32,10 +34,10 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         params["StatusEquals"] = status
     rows = filtered_and_sorted(
         viewer.visible(TransformJob.objects.all()),
-        {**NEWEST_FIRST, **params},
+        {**sorting.requested(request, transform_services.SORT_FIELDS), **params},
         operation="ListTransformJobs",
         name_field="transform_job_name",
-        sort_fields={"CreationTime": "creation_time"},
+        sort_fields=transform_services.SORT_FIELDS,
         status_field="transform_job_status",
     )
     context = {

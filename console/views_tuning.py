@@ -9,9 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from console import sorting
 from console.actions import perform
 from console.viewer import Viewer, console_view
-from protocol.listing import NEWEST_FIRST, filtered_and_sorted
+from protocol.listing import filtered_and_sorted
 from tuning import definitions, presenters, trials
 from tuning import services as tuning_services
 from tuning.models import HyperParameterTuningJob, TuningJobStatus
@@ -30,7 +31,7 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         params["StatusEquals"] = status
     rows = filtered_and_sorted(
         viewer.visible(HyperParameterTuningJob.objects.all()),
-        {**NEWEST_FIRST, **params},
+        {**sorting.requested(request, tuning_services.SORT_FIELDS), **params},
         operation="ListHyperParameterTuningJobs",
         name_field="name",
         sort_fields=tuning_services.SORT_FIELDS,

@@ -91,3 +91,20 @@ def pretty(value) -> str:
 @register.filter
 def gib(value: float) -> str:
     return f"{value:.1f} GiB"
+
+
+@register.simple_tag(takes_context=True)
+def sortable(context, title: str, sort_by: str) -> str:
+    """A list's column heading that sorts the list by `sort_by` (console/sorting.py): ascending
+    first, descending when it already is; `aria-sort` says which way it is sorted now."""
+    query = context["request"].GET.copy()
+    current = query.get("sort") == sort_by and query.get("order") in ("Ascending", "Descending")
+    by_default = not query.get("sort") and sort_by == "CreationTime"  # newest first
+    order = query.get("order") if current else ("Descending" if by_default else None)
+    query["sort"], query["order"] = sort_by, "Descending" if order == "Ascending" else "Ascending"
+    query.pop("page", None)
+    aria = {"Ascending": "ascending", "Descending": "descending"}.get(order, "none")
+    arrow = {"Ascending": " ▲", "Descending": " ▼"}.get(order, "")
+    return format_html(
+        '<th scope="col" aria-sort="{}"><a href="?{}">{}</a>{}</th>', aria, query.urlencode(), title, arrow
+    )

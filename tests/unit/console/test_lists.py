@@ -1,5 +1,7 @@
 """The lists: newest first, filtered by name and status as the List operations filter."""
 
+import re
+
 from hosting.models import Endpoint
 from tests.unit.console.conftest import ACCOUNT_A, in_service_endpoint, make_job
 from training.models import TrainingJob
@@ -38,3 +40,23 @@ def test_the_endpoints_list_refreshes_its_rows_and_counts_those_still_changing(a
     Endpoint.objects.filter(pk=endpoint.pk).delete()
     rows = account_a.get("/console/endpoints/rows").json()
     assert endpoint.endpoint_name not in rows["html"] and "No endpoints." in rows["html"]
+
+
+def test_a_column_heading_sorts_the_list_and_says_how_it_is_sorted(account_a):
+    for name in ("bravo", "alpha", "charlie"):
+        make_job(ACCOUNT_A, name)
+
+    def names(query: str) -> list[str]:
+        html = account_a.get(f"/console/training-jobs/{query}").content.decode()
+        return [name for name in re.findall(r'data-job="([a-z]+)"', html)]
+
+    assert names("") == ["charlie", "alpha", "bravo"]  # newest first
+    assert names("?sort=Name&order=Ascending") == ["alpha", "bravo", "charlie"]
+    assert names("?sort=Name&order=Descending") == ["charlie", "bravo", "alpha"]
+    assert names("?sort=Bogus&order=Ascending") == ["charlie", "alpha", "bravo"]  # not a SortBy: the default
+    query = "?sort=Name&order=Ascending&status=InProgress"
+    page = account_a.get(f"/console/training-jobs/{query}").content.decode()
+    next_order = '<a href="?sort=Name&amp;order=Descending&amp;status=InProgress">Name</a>'
+    assert f'aria-sort="ascending">{next_order}' in page
+    rows = account_a.get("/console/training-jobs/rows?sort=Name&order=Ascending").json()["html"]
+    assert re.findall(r'data-job="([a-z]+)"', rows) == ["alpha", "bravo", "charlie"]  # the live refresh too
