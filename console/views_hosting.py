@@ -42,7 +42,7 @@ def _page(
         sort_fields["Status"] = status_field
     rows = filtered_and_sorted(
         viewer.visible(model.objects.all()),
-        {**sorting.requested(request, sort_fields), **params},
+        {**sorting.chosen(request, sort_fields), **params},
         operation=operation,
         name_field=name_field,
         sort_fields=sort_fields,

@@ -32,7 +32,7 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         params["NameContains"] = name
     ordered = filtered_and_sorted(
         viewer.visible(ProcessingJob.objects.all()),
-        {**sorting.requested(request, processing_services.SORT_FIELDS), **params},
+        {**sorting.chosen(request, processing_services.SORT_FIELDS), **params},
         operation="ListProcessingJobs",
         name_field="processing_job_name",
         sort_fields=processing_services.SORT_FIELDS,

@@ -39,7 +39,7 @@ def _listed(viewer: Viewer, request: HttpRequest):
     rows = viewer.visible(TrainingJob.objects.all())
     ordered = filtered_and_sorted(
         rows,
-        {**sorting.requested(request, training_services.SORT_FIELDS), **params},
+        {**sorting.chosen(request, training_services.SORT_FIELDS), **params},
         operation="ListTrainingJobs",
         name_field="training_job_name",
         sort_fields=training_services.SORT_FIELDS,

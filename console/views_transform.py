@@ -34,7 +34,7 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         params["StatusEquals"] = status
     rows = filtered_and_sorted(
         viewer.visible(TransformJob.objects.all()),
-        {**sorting.requested(request, transform_services.SORT_FIELDS), **params},
+        {**sorting.chosen(request, transform_services.SORT_FIELDS), **params},
         operation="ListTransformJobs",
         name_field="transform_job_name",
         sort_fields=transform_services.SORT_FIELDS,

@@ -31,7 +31,7 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         params["StatusEquals"] = status
     rows = filtered_and_sorted(
         viewer.visible(HyperParameterTuningJob.objects.all()),
-        {**sorting.requested(request, tuning_services.SORT_FIELDS), **params},
+        {**sorting.chosen(request, tuning_services.SORT_FIELDS), **params},
         operation="ListHyperParameterTuningJobs",
         name_field="name",
         sort_fields=tuning_services.SORT_FIELDS,

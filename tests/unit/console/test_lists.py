@@ -1,6 +1,7 @@
 """The lists: newest first, filtered by name and status as the List operations filter."""
 
 import re
+from datetime import UTC, datetime
 
 from hosting.models import Endpoint
 from tests.unit.console.conftest import ACCOUNT_A, in_service_endpoint, make_job
@@ -60,3 +61,20 @@ def test_a_column_heading_sorts_the_list_and_says_how_it_is_sorted(account_a):
     assert f'aria-sort="ascending">{next_order}' in page
     rows = account_a.get("/console/training-jobs/rows?sort=Name&order=Ascending").json()["html"]
     assert re.findall(r'data-job="([a-z]+)"', rows) == ["alpha", "bravo", "charlie"]  # the live refresh too
+
+
+def test_the_list_keeps_the_jobs_created_between_two_utc_days(account_a):
+    for name, day in (("early", 1), ("middle", 2), ("late", 3)):
+        job = make_job(ACCOUNT_A, name)
+        created = datetime(2026, 11, day, 23, 59, 59, tzinfo=UTC)
+        TrainingJob.objects.filter(pk=job.pk).update(creation_time=created)
+
+    def names(query: str) -> list[str]:
+        html = account_a.get(f"/console/training-jobs/{query}").content.decode()
+        return re.findall(r'data-job="([a-z]+)"', html)
+
+    assert names("?after=2026-11-02&before=2026-11-02") == ["middle"]  # both days included
+    assert names("?after=2026-11-02") == ["late", "middle"]
+    assert names("?before=2026-11-01") == ["early"]
+    assert names("?after=not-a-day") == ["late", "middle", "early"]
+    assert 'value="2026-11-02"' in account_a.get("/console/training-jobs/?after=2026-11-02").content.decode()
