@@ -98,6 +98,9 @@ def test_a_job_appears_runs_and_completes_with_live_logs_and_its_metric_chart(
     chart = detail.locator('[data-chart="train:loss"]')
     expect(chart).to_have_attribute("data-points", str(EPOCHS))
     assert chart.locator("circle.point").count() == EPOCHS
+    expect(chart.locator(".chart-final")).to_have_text(
+        re.compile(rf"^last 0\.{10 - EPOCHS} at \d\d:\d\d:\d\dZ \(min 0\.{10 - EPOCHS}, max 0\.9\)$")
+    )
     expect(detail.locator(".timeline")).to_contain_text("Training")
     assert_not_reloaded(detail)
     detail.screenshot(path=screenshot_dir / "training-job.png", full_page=True)

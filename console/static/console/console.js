@@ -263,6 +263,22 @@ function drawChart(figure, lines, shape = {}) {
   const latest = lines.filter((line) => line.points.length)
     .map((line) => `${line.label} ${line.points[line.points.length - 1][1]}`.trim());
   body.setAttribute("aria-label", `${figure.dataset.chart}: ${all.length} points, latest ${latest.join(", ")}`);
+  body.append(finalValues(lines));
+}
+
+/* Under a chart, each line's last value with its time, and its range: the numbers, not a reading
+   of the drawing. */
+function finalValues(lines) {
+  const summary = document.createElement("p");
+  summary.className = "chart-final";
+  summary.textContent = lines.filter((line) => line.points.length).map((line) => {
+    const [t, v] = line.points[line.points.length - 1];
+    const values = line.points.map((point) => point[1]);
+    const when = new Date(t).toISOString().slice(11, 19);
+    return `${line.label ? `${line.label}: ` : ""}last ${formatValue(v)} at ${when}Z ` +
+      `(min ${formatValue(Math.min(...values))}, max ${formatValue(Math.max(...values))})`;
+  }).join(" · ");
+  return summary;
 }
 
 function pointTitle(line, t, v) {
