@@ -2,7 +2,7 @@
 without reloading (status, live log lines, its metric chart), page back, search, jump to the error
 in and download a long log, stop a running job (and see that it exited on SIGTERM), change an
 endpoint's weights (and see the step in its deployment history and its latency p50/p99 charted),
-and one account never seeing another's jobs."""
+and one account never seeing another's jobs; the pages fit a phone screen."""
 
 import os
 import re
@@ -33,6 +33,7 @@ STOPPABLE_SCRIPT = (
 )
 LOSS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
 INVOCATIONS = 6
+LISTS = ("training-jobs", "processing-jobs", "endpoints", "models", "hyperpod")
 
 
 def sign_in(page: Page, base_url: str, key_id: str, secret: str) -> None:
@@ -196,6 +197,28 @@ def test_a_long_log_pages_back_is_searched_whole_jumps_to_its_error_and_download
     console.emulate_media(color_scheme="dark")  # the console follows the system's dark setting
     assert console.evaluate("getComputedStyle(document.documentElement).backgroundColor") == "rgb(13, 17, 23)"
     console.screenshot(path=screenshot_dir / "training-job-dark.png", full_page=True)
+
+
+def test_the_pages_fit_a_phone_screen(stack, sagemaker, bucket, shell_algo_image, chromium, screenshot_dir):
+    """At 390 px nothing makes the page scroll sideways (wide tables scroll in their own box)."""
+    name = unique_name("console-phone")
+    sagemaker.create_training_job(**shell_job(name, shell_algo_image, bucket, "echo a short job"))
+    wait_for_status(sagemaker, name, timeout=90)
+    phone = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        page = phone.new_page()
+        sign_in(page, stack.endpoint_url, stack.access_key_id, stack.secret_access_key)
+        job_row(page, name).get_by_role("link", name=name).click()
+        expect(page.locator("pre[data-stream]")).to_contain_text("a short job", timeout=60_000)
+        expect(page.get_by_test_id("status")).to_have_text("Completed")
+        pages = {"training-job": page.url}
+        pages.update({where: f"{stack.endpoint_url}/console/{where}/" for where in LISTS})
+        for where, url in pages.items():
+            page.goto(url)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, where
+            page.screenshot(path=screenshot_dir / f"phone-{where}.png", full_page=True)
+    finally:
+        phone.close()
 
 
 def test_changing_an_endpoints_weights_in_the_console_shows_in_describe_endpoint_and_its_history(
