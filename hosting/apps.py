@@ -14,14 +14,15 @@ class HostingConfig(AppConfig):
         # that make an endpoint looked at at once (a serving container dying or turning unhealthy).
         from accounts.tagging import register_taggable
         from capacity import nodes
-        from hosting import operations, reaper, tasks  # noqa: F401
-        from hosting.models import Endpoint, EndpointConfig, SageMakerModel
+        from hosting import component_operations, operations, reaper, tasks  # noqa: F401
+        from hosting.models import Endpoint, EndpointConfig, InferenceComponent, SageMakerModel
         from reconcile import container_events, sweeper
         from runtime import labels
 
         register_taggable("model", SageMakerModel, "model_arn")
         register_taggable("endpoint-config", EndpointConfig, "endpoint_config_arn")
         register_taggable("endpoint", Endpoint, "endpoint_arn")
+        register_taggable("inference-component", InferenceComponent, "inference_component_arn")
         sweeper.register(tasks.sweep_hosting)
         # A node that comes back removes the containers whose rows went while it was lost.
         nodes.on_registered(reaper.reap_serving_orphans)

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from capacity import gpus, instance_types
 from gateway.environment import container_reach
-from hosting import multi_model, serverless
+from hosting import components, multi_model, serverless
 from hosting.models import Endpoint, EndpointDeployment, ServingContainer
 from hosting.requests import model_container
 from runtime import labels
@@ -45,6 +45,15 @@ def variant_spec(deployment: EndpointDeployment, variant_name: str) -> dict:
     return next(variant for variant in variants if variant["VariantName"] == variant_name)
 
 
+def runs_containers(deployment: EndpointDeployment, variant_name: str) -> bool:
+    """False for a variant of an inference-component endpoint (no ModelName): its instances
+    are capacity that components' copies share (hosting/components.py), with no container of
+    their own."""
+    variants = deployment.snapshot.get("EndpointConfig", {}).get("ProductionVariants", ())
+    spec = next((variant for variant in variants if variant["VariantName"] == variant_name), None)
+    return spec is None or "ModelName" in spec
+
+
 def container_definition(deployment: EndpointDeployment, variant_name: str) -> dict:
     model_name = variant_spec(deployment, variant_name)["ModelName"]
     return model_container(deployment.snapshot["Models"][model_name])
@@ -53,8 +62,8 @@ def container_definition(deployment: EndpointDeployment, variant_name: str) -> d
 def execution_role(deployment: EndpointDeployment, variant_name: str) -> str | None:
     """The role the variant's model names (CreateModel's ExecutionRoleArn, optional), which its
     containers' credentials act as."""
-    model_name = variant_spec(deployment, variant_name)["ModelName"]
-    return deployment.snapshot["Models"][model_name].get("ExecutionRoleArn")
+    model_name = variant_spec(deployment, variant_name).get("ModelName")
+    return deployment.snapshot["Models"][model_name].get("ExecutionRoleArn") if model_name else None
 
 
 def execution_roles(endpoint: Endpoint) -> set[str]:
@@ -75,10 +84,14 @@ def startup_timeout_seconds(deployment: EndpointDeployment, variant_name: str) -
 
 def _limits(variant: dict) -> tuple[int | None, int]:
     """(nano_cpus, memory_bytes): the instance type's, capped at the host's; a serverless
-    variant's container gets MemorySizeInMB and no CPU limit (SageMaker names no vCPU count)."""
+    variant's container gets MemorySizeInMB and no CPU limit (SageMaker names no vCPU count); an
+    inference component's copy its ComputeResourceRequirements (hosting/components.py)."""
     if serverless.config(variant) is not None:
         return None, serverless.memory_bytes(variant)
-    return instance_types.container_limits(variant["InstanceType"], os.cpu_count() or 1, _host_memory_bytes())
+    host = (os.cpu_count() or 1, _host_memory_bytes())
+    return components.container_limits(variant, *host) or instance_types.container_limits(
+        variant["InstanceType"], *host
+    )
 
 
 def spec_for(

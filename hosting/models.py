@@ -249,3 +249,41 @@ class AsyncInvocation(models.Model):
 
     def __str__(self):
         return f"{self.endpoint_id}/{self.inference_id} ({self.status})"
+
+
+class InferenceComponent(models.Model):
+    """One model deployed onto an endpoint's instances as copies (hosting/components.py). Its
+    copies are run by `runner`, an endpoint of its own that ListEndpoints never shows (its ARN is
+    the component's): that endpoint's deployments, containers and status are the component's
+    copies, blue/green updates and status, so the endpoint reconciler runs them unchanged."""
+
+    account_id = models.CharField(max_length=12)
+    region = models.CharField(max_length=32)
+    inference_component_name = models.CharField(max_length=63)
+    inference_component_arn = models.CharField(max_length=2048, unique=True)
+    # The endpoint whose instances the copies share (PROTECT: DeleteEndpoint refuses it first).
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="inference_components")
+    variant_name = models.CharField(max_length=63)
+    runner = models.OneToOneField(Endpoint, on_delete=models.CASCADE, related_name="runs_component")
+    # The Specification of the last CreateInferenceComponent/UpdateInferenceComponent, as given.
+    specification = models.JSONField()
+    tags = models.JSONField(default=list)
+    creation_time = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["account_id", "region", "creation_time"])]
+
+    def __str__(self):
+        return self.inference_component_name
+
+
+class ComponentCopy(models.Model):
+    """Which instance of the endpoint's variant a copy (a serving container of a component's
+    runner) is placed on: the copies on one instance share its CPUs, memory and accelerators."""
+
+    container = models.OneToOneField(ServingContainer, on_delete=models.CASCADE, related_name="copy")
+    # The parent endpoint's variant instance, 0-based.
+    instance = models.IntegerField()
+
+    def __str__(self):
+        return f"{self.container_id} on instance {self.instance}"

@@ -93,7 +93,7 @@ def list_endpoints(ctx: RequestContext, params: dict) -> dict:
     sort_fields = {"Name": "endpoint_name", "CreationTime": "creation_time", "Status": "endpoint_status"}
     rows = services.listing(
         ctx, "ListEndpoints", Endpoint, params, sort_fields, "endpoint_name", "endpoint_status"
-    )
+    ).filter(runs_component__isnull=True)  # an inference component's runner is no endpoint of the user's
     endpoints, next_token = paginate(rows, params.get("NextToken"), params.get("MaxResults"))
     return {
         "Endpoints": [presenters.endpoint_summary(endpoint) for endpoint in endpoints],

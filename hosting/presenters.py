@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 
 from hosting import history, serverless
+from hosting.containers import runs_containers
 from hosting.models import (
     ContainerStatus,
     DeploymentEventKind,
@@ -156,6 +157,8 @@ def _pending_status(deployment: EndpointDeployment) -> dict:
 
 
 def _in_service(deployment: EndpointDeployment, variant_name: str) -> int:
+    if not runs_containers(deployment, variant_name):  # instances for components: capacity, always there
+        return deployment.desired[variant_name]["DesiredInstanceCount"]
     return sum(
         1
         for container in deployment.containers.all()
@@ -164,6 +167,8 @@ def _in_service(deployment: EndpointDeployment, variant_name: str) -> int:
 
 
 def _deployed_images(deployment: EndpointDeployment, variant: dict) -> list[dict]:
+    if "ModelName" not in variant:  # an instance for components runs no image of its own
+        return []
     image = model_container(deployment.snapshot["Models"][variant["ModelName"]])["Image"]
     resolved = deployment.resolved_images.get(image)
     if resolved is None:

@@ -38,7 +38,7 @@ from django.utils import timezone
 from accounts import container_credentials
 from capacity import nodes
 from gateway import network as gateway_network
-from hosting import containers, history, placement, serverless_scaling
+from hosting import component_placement, components, containers, history, placement, serverless_scaling
 from hosting import model_data as hosting_model_data
 from hosting import rollout as hosting_rollout
 from hosting import transitions as t
@@ -271,7 +271,7 @@ def _prepare_here(endpoint: Endpoint, deployment: EndpointDeployment) -> dict:
     marker = containers.staged_marker(deployment)
     say = functools.partial(t.set_status_message, endpoint)
     resolved = {}
-    for name in deployment.desired:
+    for name in filter(functools.partial(containers.runs_containers, deployment), deployment.desired):
         definition = containers.container_definition(deployment, name)
         if not marker.exists():
             model_name = containers.variant_spec(deployment, name)["ModelName"]
@@ -432,7 +432,7 @@ def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment, token: str)
     for variant_name, desired in deployment.desired.items():
         mine = [row for row in rows if row.variant_name == variant_name]
         live = [row for row in mine if row.status in LIVE]
-        missing = desired["DesiredInstanceCount"] - len(live)
+        missing = _container_count(deployment, variant_name, desired) - len(live)
         next_ordinal = max((row.ordinal for row in mine), default=0) + 1
         if missing > 0:
             _add_containers(endpoint, deployment, variant_name, range(next_ordinal, next_ordinal + missing))
@@ -447,11 +447,22 @@ def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment, token: str)
         _run(endpoint, deployment, row, token)
 
 
+def _container_count(deployment: EndpointDeployment, variant_name: str, desired: dict) -> int:
+    """A variant's instances are its containers, except an inference-component endpoint's."""
+    return desired["DesiredInstanceCount"] if containers.runs_containers(deployment, variant_name) else 0
+
+
 def _add_containers(
     endpoint: Endpoint, deployment: EndpointDeployment, variant_name: str, ordinals: range
 ) -> None:
+    # An inference component's copies go onto its endpoint's instances.
+    place = (
+        component_placement.add_copies
+        if components.is_runner_arn(endpoint.endpoint_arn)
+        else placement.add_containers
+    )
     try:
-        placement.add_containers(deployment, variant_name, ordinals)
+        place(deployment, variant_name, ordinals)
     except placement.CapacityUnavailable as shortage:
         _capacity_unavailable(endpoint, deployment, variant_name, str(shortage))
 
@@ -499,7 +510,7 @@ def _at_strength(deployment: EndpointDeployment) -> bool:
     rows = list(deployment.containers.filter(status__in=LIVE))
     return all(
         sum(1 for row in rows if row.variant_name == name and row.status == ContainerStatus.IN_SERVICE)
-        == desired["DesiredInstanceCount"]
+        == _container_count(deployment, name, desired)
         and not any(row.variant_name == name and row.status == ContainerStatus.STARTING for row in rows)
         for name, desired in deployment.desired.items()
     )
@@ -606,6 +617,8 @@ def _settle(endpoint: Endpoint) -> float | None:
 
 def _log_stream(endpoint: Endpoint, row: ServingContainer):
     group = f"/aws/sagemaker/Endpoints/{endpoint.endpoint_name}"
+    if components.is_runner_arn(endpoint.endpoint_arn):  # a component's copies log in its own group
+        group = components.log_group(endpoint.endpoint_name)
     return store.get_stream(endpoint.account_id, endpoint.region, group, f"{row.variant_name}/{row.name}")
 
 

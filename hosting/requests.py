@@ -6,7 +6,7 @@ change. Members that would change behaviour Sageport does not carry out are refu
 silently ignored."""
 
 from capacity import instance_types
-from hosting import async_config, multi_model, serverless
+from hosting import async_config, components, multi_model, serverless
 from protocol.errors import ValidationException
 
 DEFAULT_VARIANT_WEIGHT = 1.0
@@ -68,11 +68,11 @@ def check_create_model(params: dict) -> None:
             "Containers with more than one container (inference pipelines) is not supported by Sageport."
         )
     else:
-        problems += _container_problems(primary if primary is not None else containers[0])
+        problems += container_problems(primary if primary is not None else containers[0])
     _raise_if(problems)
 
 
-def _container_problems(container: dict) -> list[str]:
+def container_problems(container: dict) -> list[str]:
     if multi_model.is_multi_model(container):
         unsupported = {k: v for k, v in UNSUPPORTED_CONTAINER_MEMBERS.items() if k != "MultiModelConfig"}
         return _unsupported(unsupported, container, "Container ") + multi_model.container_problems(container)
@@ -108,7 +108,7 @@ def _package_reference_problems(container: dict) -> list[str]:
 def check_package_container(container: dict) -> None:
     """The container a model package resolved to, held to the rules of one given directly."""
     direct = {key: value for key, value in container.items() if key != "ModelPackageName"}
-    _raise_if(_container_problems(direct))
+    _raise_if(container_problems(direct))
 
 
 def _model_data_source_problems(source: dict) -> list[str]:
@@ -140,6 +140,7 @@ def check_create_endpoint_config(params: dict) -> None:
         problems.append(f"Variant names must be unique; repeated: {', '.join(repeated)}.")
     for variant in params["ProductionVariants"]:
         problems += _variant_problems(variant)
+    problems += components.config_problems(params)
     if "AsyncInferenceConfig" in params:
         problems += async_config.problems(params["AsyncInferenceConfig"])
     problems += serverless.config_problems(params)
@@ -150,7 +151,9 @@ def _variant_problems(variant: dict) -> list[str]:
     where = f"Variant '{variant['VariantName']}': "
     problems = _unsupported(UNSUPPORTED_VARIANT_MEMBERS, variant, where)
     instance_members = serverless.INSTANCE_MEMBERS if serverless.instance_members_required(variant) else ()
-    required = ("ModelName", *instance_members)
+    # A variant may name no model (an endpoint for inference components: components.config_problems),
+    # unless it is serverless.
+    required = (*(("ModelName",) if "ServerlessConfig" in variant else ()), *instance_members)
     for member in required:
         if member not in variant:
             problems.append(f"{where}{member} is required.")

@@ -119,9 +119,10 @@ def delete_model(ctx: RequestContext, name: str) -> None:
 def create_endpoint_config(ctx: RequestContext, params: dict) -> EndpointConfig:
     requests.check_create_endpoint_config(params)
     for variant in params["ProductionVariants"]:
-        model = get_model(ctx, variant["ModelName"])  # SageMaker refuses a config naming a missing model
-        if problems := serverless.model_problems(variant, model.request):
-            raise ValidationException(" ".join(problems))
+        if "ModelName" in variant:  # SageMaker refuses a config naming a missing model
+            model = get_model(ctx, variant["ModelName"])
+            if problems := serverless.model_problems(variant, model.request):
+                raise ValidationException(" ".join(problems))
     request = requests.config_with_defaults(params)
     name = params["EndpointConfigName"]
     return _create(ctx, EndpointConfig, name, request, params.get("Tags", []))
@@ -275,10 +276,21 @@ def delete_endpoint(ctx: RequestContext, name: str) -> None:
             return
         if endpoint.endpoint_status not in (EndpointStatus.IN_SERVICE, EndpointStatus.FAILED):
             raise _in_progress(endpoint)
+        refuse_if_hosting_components(endpoint)
         if not t.move_endpoint(endpoint, EndpointStatus.DELETING, next_check_at=timezone.now()):
             raise _in_progress(endpoint)
         routing.announce_change()
         transaction.on_commit(lambda: _nudge(endpoint))
+
+
+def refuse_if_hosting_components(endpoint: Endpoint) -> None:
+    """DeleteEndpoint refuses an endpoint that still hosts inference components."""
+    names = list(endpoint.inference_components.values_list("inference_component_name", flat=True)[:5])
+    if names:
+        raise ValidationException(
+            f'Endpoint "{endpoint.endpoint_arn}" still hosts inference components ({", ".join(names)}): '
+            "delete them first."
+        )
 
 
 def _nudge(endpoint: Endpoint) -> None:
@@ -324,7 +336,8 @@ def _snapshot(ctx: RequestContext, config: EndpointConfig) -> dict:
     """What a deployment runs: the config and its models as they are now."""
     models = {}
     for variant in config.request["ProductionVariants"]:
-        models[variant["ModelName"]] = get_model(ctx, variant["ModelName"]).request
+        if "ModelName" in variant:  # none: an endpoint for inference components
+            models[variant["ModelName"]] = get_model(ctx, variant["ModelName"]).request
     return {"EndpointConfig": config.request, "Models": models}
 
 

@@ -29,7 +29,14 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
 
-from hosting.runtime_api import async_invocations, contract, multi_model, serverless_gate, streaming  # noqa: E402
+from hosting.runtime_api import (  # noqa: E402
+    async_invocations,
+    components,
+    contract,
+    multi_model,
+    serverless_gate,
+    streaming,
+)
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
 from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
 from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
@@ -133,6 +140,10 @@ class DataPlane:
         if not usable(route):  # unknown here, or not yet InService: the database may know better
             route = await asyncio.to_thread(self.router.route, arn)
         contract.check_route(route, ctx, endpoint_name, target)
+        if components.applies(route, params):  # to the named inference component's copies
+            arn, route = await asyncio.to_thread(
+                components.resolve, self.router, ctx, endpoint_name, arn, params
+            )
         request.route_labels = (ctx.account_id, endpoint_name, target or "")
         forwarded = contract.forwarded_headers(params)
         multi = multi_model.check(route, params, endpoint_name)  # a stream has no TargetModel: refused

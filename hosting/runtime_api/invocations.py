@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 from django.utils.http import http_date
 
-from hosting.runtime_api import blocking_upstream, contract, multi_model, serverless_gate
+from hosting.runtime_api import blocking_upstream, components, contract, multi_model, serverless_gate
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut
 from hosting.runtime_api.router import Choice, get_router
 from hosting.runtime_api.tries import Tries
@@ -97,6 +97,8 @@ def _invoke(request: HttpRequest, endpoint_name: str, request_id: str) -> HttpRe
     target = params.get("TargetVariant")
     route = router.route(arn)
     contract.check_route(route, ctx, endpoint_name, target)
+    if components.applies(route, params):  # to the named inference component's copies
+        arn, route = components.resolve(router, ctx, endpoint_name, arn, params)
     request.sageport_route = (ctx.account_id, endpoint_name, target or "")
     headers = contract.forwarded_headers(params)
     if multi_model.check(route, params, endpoint_name):

@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db import transaction
 
 from hosting import containers, multi_model, serverless
-from hosting.models import ROUTED_PHASES, ContainerStatus, Endpoint, EndpointStatus
+from hosting.models import ROUTED_PHASES, ContainerStatus, Endpoint, EndpointStatus, InferenceComponent
 from hosting.requests import model_container
 
 log = logging.getLogger(__name__)
@@ -187,6 +187,10 @@ class EndpointRoute:
     region: str
     status: str
     groups: tuple[RouteGroup, ...]
+    # Inference components (hosting/components.py): the endpoint's instances host components, or
+    # this route is a component's (its copies) on the endpoint of that ARN.
+    hosts_components: bool = False
+    component_of: str = ""
 
 
 RoutingTable = dict[str, EndpointRoute]  # by endpoint ARN
@@ -194,10 +198,14 @@ RoutingTable = dict[str, EndpointRoute]  # by endpoint ARN
 
 def load_table() -> RoutingTable:
     endpoints = Endpoint.objects.prefetch_related("deployments__containers__node")
-    return {endpoint.endpoint_arn: _route(endpoint) for endpoint in endpoints}
+    parents = dict(InferenceComponent.objects.values_list("runner__endpoint_arn", "endpoint__endpoint_arn"))
+    return {
+        endpoint.endpoint_arn: _route(endpoint, parents.get(endpoint.endpoint_arn, ""))
+        for endpoint in endpoints
+    }
 
 
-def _route(endpoint: Endpoint) -> EndpointRoute:
+def _route(endpoint: Endpoint, component_of: str = "") -> EndpointRoute:
     groups: list[RouteGroup] = []
     if endpoint.endpoint_status in ROUTABLE_ENDPOINT_STATUSES:
         deployments = [d for d in endpoint.deployments.all() if d.phase in ROUTED_PHASES]
@@ -211,6 +219,12 @@ def _route(endpoint: Endpoint) -> EndpointRoute:
         region=endpoint.region,
         status=endpoint.endpoint_status,
         groups=tuple(groups),
+        hosts_components=any(
+            not containers.runs_containers(deployment, name)
+            for deployment in endpoint.deployments.all()
+            for name in deployment.desired
+        ),
+        component_of=component_of,
     )
 
 
@@ -242,7 +256,7 @@ def _multi_model_source(deployment, variant_name: str, account_id: str) -> Multi
     """The variant's models' source when its model is a MultiModel one (a snapshot without the
     variant's model, as some tests write, is a single-model one)."""
     variants = deployment.snapshot.get("EndpointConfig", {}).get("ProductionVariants", ())
-    model_name = next((v["ModelName"] for v in variants if v["VariantName"] == variant_name), None)
+    model_name = next((v.get("ModelName") for v in variants if v["VariantName"] == variant_name), None)
     model = deployment.snapshot.get("Models", {}).get(model_name)
     if model is None or not multi_model.is_multi_model(model_container(model)):
         return None
