@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from batchtransform.models import TransformJob
 from clusters.models import Cluster, ClusterMember, ClusterPolicy
-from hosting.models import Endpoint, EndpointConfig, SageMakerModel
+from hosting.models import Endpoint, EndpointConfig, EndpointDeployment, InferenceComponent, SageMakerModel
 from modelregistry.models import ModelPackage, ModelPackageGroup
 from pipelines.models import Pipeline, PipelineExecution, PipelineExecutionStep
 from processing.models import ProcessingJob
@@ -95,6 +95,23 @@ def _endpoints() -> tuple[dict, str, str]:
         call("CreateEndpoint", EndpointName=name, EndpointConfigName=OLDER)
     _aged(Endpoint, "endpoint_name")
     return {}, "Endpoints", "EndpointName"
+
+
+def _inference_components() -> tuple[dict, str, str]:
+    variant = {"VariantName": "v", "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}
+    call("CreateEndpointConfig", EndpointConfigName="shared", ExecutionRoleArn=ROLE,
+         ProductionVariants=[variant])
+    call("CreateEndpoint", EndpointName="shared", EndpointConfigName="shared")
+    # What the worker (not running here) does once the endpoint's instances are up.
+    Endpoint.objects.filter(endpoint_name="shared").update(endpoint_status="InService")
+    EndpointDeployment.objects.filter(endpoint__endpoint_name="shared").update(phase="Active")
+    call("CreateModel", ModelName="m", PrimaryContainer={"Image": "serve:1"}, ExecutionRoleArn=ROLE)
+    specification = {"ModelName": "m", "ComputeResourceRequirements": {"MinMemoryRequiredInMb": 128}}
+    for name in (NEWER, OLDER):
+        call("CreateInferenceComponent", InferenceComponentName=name, EndpointName="shared", VariantName="v",
+             Specification=specification, RuntimeConfig={"CopyCount": 1})
+    _aged(InferenceComponent, "inference_component_name")
+    return {}, "InferenceComponents", "InferenceComponentName"
 
 
 def _clusters() -> tuple[dict, str, str]:
@@ -238,6 +255,7 @@ MAKERS = {
     "ListModels": _models,
     "ListEndpointConfigs": _endpoint_configs,
     "ListEndpoints": _endpoints,
+    "ListInferenceComponents": _inference_components,
     "ListClusters": _clusters,
     "ListClusterNodes": _cluster_nodes,
     "ListClusterSchedulerConfigs": _scheduler_configs,
