@@ -1,5 +1,5 @@
 """Inference components with stock boto3 against the live stack: an endpoint of one ml.m5.large
-instance (2 vCPUs, 8192 MiB) made without models, components whose copies share it (half a vCPU
+instance (2 vCPUs, 8192 MiB) made without models, components whose copies share it (a quarter vCPU
 and 1 GiB each), invoked by component; copies added, a blue/green update of the specification,
 the refusals, a component that does not fit, and deletion."""
 
@@ -11,7 +11,7 @@ from tests.e2e.sdk import ROLE
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]
 
-COPY = {"NumberOfCpuCoresRequired": 0.5, "MinMemoryRequiredInMb": 1024}
+COPY = {"NumberOfCpuCoresRequired": 0.25, "MinMemoryRequiredInMb": 1024}
 
 
 def error_of(call) -> tuple[str, str]:
