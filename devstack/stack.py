@@ -7,8 +7,10 @@ then stops the children in reverse start order (SIGTERM, then SIGKILL after a gr
 
 A child that dies is restarted after a backoff delay (doubling from RESTART_DELAY_SECONDS up to
 MAX_RESTART_DELAY_SECONDS, back to the shortest once it has stayed up STABLE_SECONDS); every
-death and restart is reported. Nothing is restarted once stopping has begun. Children get
-SIGKILL if the supervisor itself dies, so that a crashed stack leaves no orphan holding a port.
+death and restart is reported. A child that runs but has stopped answering (its `alive` probe
+missed LIVENESS_MISSES times in a row) is killed, and so restarted like one that died. Nothing is
+restarted once stopping has begun. Children get SIGKILL if the supervisor itself dies, so that a
+crashed stack leaves no orphan holding a port.
 
 The API's and the data plane's listening sockets belong to the supervisor, which hands them to
 gunicorn (`--bind fd://N`) and uvicorn (`--fd N`): while either restarts, connections wait in the
@@ -52,6 +54,9 @@ RESTART_DELAY_SECONDS = 0.5
 MAX_RESTART_DELAY_SECONDS = 30.0
 LOG_CHECK_SECONDS = 5.0  # how often the supervisor looks at its children's log sizes
 STABLE_SECONDS = 30.0  # up this long, a child's next death counts as its first again
+LIVENESS_SECONDS = 10.0  # how often a ready child's `alive` probe runs
+LIVENESS_MISSES = 3  # probes missed in a row before a running child counts as hung
+LIVENESS_TIMEOUT_SECONDS = 10.0  # how long a probe waits for its answer
 LISTEN_BACKLOG = 1024
 SDK_CONFIG_NAME = "sagemaker-config.yaml"
 # SeaweedFS keeps each bucket in volumes of its own, and left to itself allows only free disk /
@@ -75,6 +80,7 @@ class ServiceSpec:
     argv: list[str]
     listens: str = ""  # what to tell the user ("http://127.0.0.1:8080"); empty for no socket
     ready: Callable[[], bool] | None = None  # None: the process merely running counts as ready
+    alive: Callable[[], bool] | None = None  # once ready, False is a miss; None: never probed
     env: dict[str, str] = field(default_factory=dict)  # added to the supervisor's environment
     drop_env_prefixes: tuple[str, ...] = ()  # variables the child must not inherit
     ports: tuple[int, ...] = ()  # must be free before start, or readiness could see a stranger
@@ -92,6 +98,8 @@ class _Child:
     started_at: float
     restarts: int = 0  # deaths in a row, each followed by a restart
     restart_at: float | None = None  # while it is down: when it is started again
+    probed_at: float = 0.0  # when its `alive` probe last ran
+    misses: int = 0  # `alive` probes missed in a row
 
 
 def restart_delay(restarts: int) -> float:
@@ -224,7 +232,38 @@ class Supervisor:
                 child = self._children.get(name)
                 if child is not None and not self._stopping:
                     self._check(child)
+        self._check_liveness(names)
         self._rotate_logs(names)
+
+    def _check_liveness(self, names: list[str]) -> None:
+        """Kill a child whose `alive` probe has missed LIVENESS_MISSES times in a row: it runs but
+        serves nothing (SeaweedFS's master has been seen wedged for good), and a restart clears
+        that. Each probe runs outside the lock, as a hung child's probe waits out its timeout."""
+        for name in names:
+            child = self._due_for_probe(name)
+            if child is None:
+                continue
+            process = child.process
+            answered = child.spec.alive()
+            with self._lock:
+                if self._children.get(name) is not child or child.process is not process:
+                    continue  # killed, stopped or restarted meanwhile
+                child.misses = 0 if answered else child.misses + 1
+                if child.misses >= LIVENESS_MISSES and not self._stopping:
+                    child.misses = 0
+                    self._report(f"{name} stopped answering ({LIVENESS_MISSES} checks "
+                                 f"{LIVENESS_SECONDS:g}s apart missed); killing it to restart it")
+                    _signal_group(process, signal.SIGKILL)  # _check restarts it
+
+    def _due_for_probe(self, name: str) -> "_Child | None":
+        now = time.monotonic()
+        with self._lock:
+            child = self._children.get(name)
+            if (child is None or child.spec.alive is None or child.restart_at is not None
+                    or self._stopping or now - child.probed_at < LIVENESS_SECONDS):
+                return None
+            child.probed_at = now
+            return child
 
     def _rotate_logs(self, names: list[str]) -> None:
         """Keep each child's log under the size limit (log_rotation: copy, then truncate)."""
@@ -399,6 +438,10 @@ def seaweedfs_spec(data_dir: Path, s3_port: int, platform_key: tuple[str, str]) 
               "-s3.port.iceberg=0", "-s3.port.lance=0",
               f"-s3.localSocket={weed_tmp / 's3.sock'}", "-master.telemetry=false"],
         ready=lambda: http_answers(f"http://{LOOPBACK}:{s3_port}/"),
+        # Its master has been seen wedged for good (every volume assignment, hence every write to a
+        # new bucket, timing out) while the process ran on: an assignment that hangs is a miss.
+        alive=lambda: http_answers(f"http://{LOOPBACK}:{internal['master.port']}/dir/assign",
+                                   timeout=LIVENESS_TIMEOUT_SECONDS),
         # `weed mini` turns AWS_ACCESS_KEY_ID/SECRET from its environment into its admin
         # identity: the platform's key, and never one inherited by chance.
         drop_env_prefixes=("AWS_", "S3_"),
@@ -738,9 +781,9 @@ def _weed_binary() -> str:
     return found
 
 
-def http_answers(url: str) -> bool:
+def http_answers(url: str, timeout: float = 1.0) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=1):
+        with urllib.request.urlopen(url, timeout=timeout):
             return True
     except urllib.error.HTTPError:
         return True  # any HTTP answer means the server is up

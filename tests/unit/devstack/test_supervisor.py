@@ -121,6 +121,34 @@ def test_backoff_starts_over_once_a_child_has_stayed_up(supervisor, reports, mon
     assert [line.split(";")[1].split(" in ")[0] for line in deaths] == [" restart #1", " restart #1"]
 
 
+def test_a_child_that_stops_answering_is_killed_and_restarted(supervisor, reports, monkeypatch, tmp_path):
+    """It runs on, but its probe goes unanswered: after LIVENESS_MISSES misses it is killed, and
+    so restarted. While it answers, probes leave it alone."""
+    monkeypatch.setattr(stack, "LIVENESS_SECONDS", 0.05)
+    hung, probes = tmp_path / "hung", []
+
+    def answers() -> bool:
+        probes.append(time.monotonic())
+        return not hung.exists()
+
+    supervisor.start(ServiceSpec(name="sleeper", argv=SLEEPER, alive=answers))
+    first_pid = supervisor.pid("sleeper")
+
+    with supervisor.watching():
+        wait_until(lambda: len(probes) >= 2 * stack.LIVENESS_MISSES, "several answered probes")
+        assert supervisor.pid("sleeper") == first_pid and reports == []
+        hung.touch()
+        wait_until(lambda: supervisor.pid("sleeper") not in (None, first_pid), "the sleeper runs again")
+        hung.unlink()
+        assert alive(supervisor.pid("sleeper"))
+
+    assert reports[0] == (f"sleeper stopped answering ({stack.LIVENESS_MISSES} checks 0.05s apart "
+                          "missed); killing it to restart it")
+    assert reports[1].startswith("sleeper was killed by SIGKILL; restart #1")
+    assert reports[2].startswith("sleeper restarted (restart #1, pid ")
+    assert not alive(first_pid)
+
+
 def test_stopping_the_stack_restarts_nothing(supervisor, reports):
     pids = []
     for name in ("first", "second"):
