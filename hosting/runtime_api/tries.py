@@ -44,5 +44,7 @@ class Tries:
 
     def ended(self, choice: Choice, status: int) -> Invocation:
         self.router.release(choice)
+        route = self.router.lookup(self.arn)
+        component = route.endpoint_name if route is not None and route.component_of else ""
         return Invocation(self.ctx.account_id, self.ctx.region, self.endpoint_name, choice.variant_name,
-                          time.perf_counter() - self.sent, status)
+                          time.perf_counter() - self.sent, status, component)
