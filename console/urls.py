@@ -4,6 +4,7 @@ from django.views.generic import RedirectView
 from console import (
     views_auth,
     views_capacity,
+    views_components,
     views_hosting,
     views_hyperpod,
     views_pipelines,
@@ -53,6 +54,8 @@ urlpatterns = [
     path("endpoints/<int:pk>/weights", views_hosting.endpoint_weights, name="endpoint-weights"),
     path("endpoints/<int:pk>/update", views_hosting.endpoint_update, name="endpoint-update"),
     path("endpoints/<int:pk>/delete", views_hosting.endpoint_delete, name="endpoint-delete"),
+    path("inference-components/", views_components.component_list, name="inference-components"),
+    path("inference-components/<int:pk>/", views_components.component_detail, name="inference-component"),
     path("endpoint-configs/", views_hosting.config_list, name="endpoint-configs"),
     path("endpoint-configs/<int:pk>/", views_hosting.config_detail, name="endpoint-config"),
     path("endpoint-configs/<int:pk>/delete", views_hosting.config_delete, name="endpoint-config-delete"),

@@ -25,7 +25,7 @@ CHANGING = (EndpointStatus.CREATING, EndpointStatus.UPDATING, EndpointStatus.DEL
 HISTORY_SHOWN = 100  # the newest deployment steps on an endpoint's page
 
 
-def _page(
+def listing_page(
     viewer: Viewer, request: HttpRequest, model, operation: str, name_field: str, status_field: str = ""
 ):
     """A page of `model`'s rows, filtered and sorted with the List `operation`'s semantics (newest
@@ -40,8 +40,11 @@ def _page(
     sort_fields = {"Name": name_field, "CreationTime": "creation_time"}
     if status_field:
         sort_fields["Status"] = status_field
+    visible = viewer.visible(model.objects.all())
+    if model is Endpoint:  # an inference component's runner shows as the component
+        visible = visible.filter(runs_component__isnull=True)
     rows = filtered_and_sorted(
-        viewer.visible(model.objects.all()),
+        visible,
         {**sorting.chosen(request, sort_fields), **params},
         operation=operation,
         name_field=name_field,
@@ -53,7 +56,7 @@ def _page(
 
 @console_view
 def endpoint_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
-    page = _page(viewer, request, Endpoint, "ListEndpoints", "endpoint_name", "endpoint_status")
+    page = listing_page(viewer, request, Endpoint, "ListEndpoints", "endpoint_name", "endpoint_status")
     context = {
         "page": page,
         "statuses": EndpointStatus.values,
@@ -66,7 +69,7 @@ def endpoint_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
 @console_view
 def endpoint_rows(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     """The list's rows, re-rendered for the page's live refresh (a deleted endpoint leaves it)."""
-    page = _page(viewer, request, Endpoint, "ListEndpoints", "endpoint_name", "endpoint_status")
+    page = listing_page(viewer, request, Endpoint, "ListEndpoints", "endpoint_name", "endpoint_status")
     filters = {"name": request.GET.get("name", ""), "status": request.GET.get("status", "")}
     html = render_to_string("console/_endpoint_rows.html", {"page": page, **filters}, request)
     changing = sum(1 for endpoint in page if endpoint.endpoint_status in CHANGING)
@@ -269,7 +272,7 @@ def _delete(
 
 @console_view
 def config_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
-    page = _page(viewer, request, EndpointConfig, "ListEndpointConfigs", "endpoint_config_name")
+    page = listing_page(viewer, request, EndpointConfig, "ListEndpointConfigs", "endpoint_config_name")
     return render(
         request, "console/endpoint_configs.html", {"page": page, "name": request.GET.get("name", "")}
     )
@@ -281,7 +284,8 @@ def config_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
     models = SageMakerModel.objects.filter(account_id=config.account_id, region=config.region)
     by_name = {model.model_name: model for model in models}
     variants = [
-        {"spec": variant, "model": by_name.get(variant["ModelName"])}  # None: the model was deleted
+        # None: the model was deleted, or the variant names none (an endpoint for inference components)
+        {"spec": variant, "model": by_name.get(variant.get("ModelName"))}
         for variant in config.request["ProductionVariants"]
     ]
     context = {
@@ -294,7 +298,7 @@ def config_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
 
 @console_view
 def model_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
-    page = _page(viewer, request, SageMakerModel, "ListModels", "model_name")
+    page = listing_page(viewer, request, SageMakerModel, "ListModels", "model_name")
     return render(request, "console/models.html", {"page": page, "name": request.GET.get("name", "")})
 
 

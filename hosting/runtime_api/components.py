@@ -9,6 +9,7 @@ from hosting.runtime_api.routing import EndpointRoute
 from protocol.arns import make_arn
 from protocol.context import RequestContext
 
+RESOURCE_TYPE = "inference-component"  # a component's ARN is arn:…:inference-component/<name>
 MISSING = (
     "Inference Component Name header is required for endpoints to which you plan to deploy inference "
     "components. Please include Inference Component Name header or consider using SageMaker models."
@@ -17,6 +18,13 @@ NOT_WANTED = (
     "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy "
     "inference components. Please remove the Inference Component Name header and try again."
 )
+
+
+def named_in(arn: str) -> str:
+    """The inference component whose copies `arn` routes to, or "" for an endpoint's own ARN (a
+    component's metrics carry its name as their dimension)."""
+    _, found, name = arn.partition(f":{RESOURCE_TYPE}/")
+    return name if found else ""
 
 
 def applies(route: EndpointRoute, params: dict) -> bool:
@@ -34,7 +42,7 @@ def resolve(
         raise ValidationError(MISSING, extra={"ErrorCode": "INFERENCE_COMPONENT_NAME_MISSING"})
     if endpoint is None or not endpoint.hosts_components:
         raise ValidationError(NOT_WANTED)
-    arn = make_arn(ctx.region, ctx.account_id, "inference-component", name)
+    arn = make_arn(ctx.region, ctx.account_id, RESOURCE_TYPE, name)
     route = router.lookup(arn)
     if not usable(route):
         route = router.route(arn)

@@ -1,5 +1,6 @@
 """The endpoint metrics SageMaker publishes to CloudWatch (`AWS/SageMaker`, dimensions
-`EndpointName` and `VariantName`): Invocations, Invocation4XXErrors and Invocation5XXErrors (the
+`EndpointName` and `VariantName`, or `InferenceComponentName` alone for a request routed to an
+inference component's copies): Invocations, Invocation4XXErrors and Invocation5XXErrors (the
 model's answer was a 4xx, or a 5xx or none), ModelLatency (the container's exchange) and
 OverheadLatency (the rest of the request), both in microseconds, with a histogram of each
 minute's latencies (logs/histograms.py) so that CloudWatch's percentiles (p50, p99) have values.
@@ -39,6 +40,7 @@ class Invocation(NamedTuple):
     variant_name: str
     model_seconds: float
     model_status: int  # the container's HTTP status; 0 when it gave no answer
+    inference_component: str = ""  # the component the request named, if any
 
 
 @dataclass
@@ -107,8 +109,8 @@ def _rate(count: int, failed: int) -> StatisticSet:
     return StatisticSet(count, failed, 0 if failed < count else 1, 1 if failed else 0)
 
 
-# (account, region, endpoint, variant, minute start ms)
-_Key = tuple[str, str, str, str, int]
+# (account, region, endpoint, variant, inference component, minute start ms)
+_Key = tuple[str, str, str, str, str, int]
 
 
 class InvocationMetrics:
@@ -126,7 +128,7 @@ class InvocationMetrics:
         model_us = invocation.model_seconds * 1e6
         overhead_us = max(total_seconds - invocation.model_seconds, 0.0) * 1e6
         now_ms = int(time.time() * 1000)
-        key = (*invocation[:4], now_ms - now_ms % 60_000)
+        key = (*invocation[:4], invocation.inference_component, now_ms - now_ms % 60_000)
         added = _Minute.one(model_us, overhead_us, invocation.model_status)
         with self._lock:
             minute = self._minutes.get(key)
@@ -170,8 +172,12 @@ def flush_forever(flush, seconds: float, what: str) -> None:
 
 def _statistic_sets(minutes: dict[_Key, _Minute]) -> dict[MinuteKey, StatisticSet]:
     sets = {}
-    for (account_id, region, endpoint, variant, minute_ms), minute in minutes.items():
-        dimensions = (("EndpointName", endpoint), ("VariantName", variant))
+    for (account_id, region, endpoint, variant, component, minute_ms), minute in minutes.items():
+        dimensions = (
+            (("InferenceComponentName", component),)
+            if component
+            else (("EndpointName", endpoint), ("VariantName", variant))
+        )
         for (metric_name, unit), statistic_set in minute.statistic_sets().items():
             key = MinuteKey(account_id, region, NAMESPACE, metric_name, dimensions, unit, minute_ms)
             sets[key] = statistic_set

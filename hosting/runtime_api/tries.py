@@ -7,7 +7,7 @@ import time
 
 from django.conf import settings
 
-from hosting.runtime_api import contract
+from hosting.runtime_api import components, contract
 from hosting.runtime_api.exchange import NoAnswer, Refused, TimedOut
 from hosting.runtime_api.invocation_metrics import Invocation
 from hosting.runtime_api.router import Choice, NoRoute, Router
@@ -45,4 +45,4 @@ class Tries:
     def ended(self, choice: Choice, status: int) -> Invocation:
         self.router.release(choice)
         return Invocation(self.ctx.account_id, self.ctx.region, self.endpoint_name, choice.variant_name,
-                          time.perf_counter() - self.sent, status)
+                          time.perf_counter() - self.sent, status, components.named_in(self.arn))

@@ -3,8 +3,17 @@ instance (2 vCPUs, 8192 MiB) made without models, components whose copies share 
 and 1 GiB each), invoked by component; copies added, a blue/green update of the specification,
 the refusals, a component that does not fit, and deletion."""
 
+import time
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from botocore.exceptions import ClientError
+from sagemaker.compute_resource_requirements.resource_requirements import ResourceRequirements
+from sagemaker.deserializers import JSONDeserializer
+from sagemaker.enums import EndpointType
+from sagemaker.model import Model
+from sagemaker.predictor import Predictor
+from sagemaker.serializers import JSONSerializer
 
 from tests.e2e.hosting import INSTANCE_TYPE, invoke_json, unique, wait_for_endpoint, wait_until
 from tests.e2e.sdk import ROLE
@@ -117,15 +126,33 @@ def test_components_share_the_endpoint_are_invoked_by_name_scaled_and_updated_bl
     assert sagemaker.describe_inference_component(InferenceComponentName=first)[
         "InferenceComponentStatus"
     ] == ("Updating")
-    # The old copies answer until the new ones are healthy, then only the new ones do.
-    wait_until(
-        lambda: invoke_json(runtime, endpoint, InferenceComponentName=first)["tag"] == "green", timeout=60
-    )
-    wait_for_component(sagemaker, first)
+    # Every request is answered while the new copies start: by the old ones, then by the new ones.
+    deadline = time.monotonic() + 90
+    answered = []
+    while (described := sagemaker.describe_inference_component(InferenceComponentName=first))[
+        "InferenceComponentStatus"
+    ] == "Updating" and time.monotonic() < deadline:
+        answered.append(invoke_json(runtime, endpoint, InferenceComponentName=first)["tag"])
+    assert (described["InferenceComponentStatus"], described.get("FailureReason")) == ("InService", None)
+    assert set(answered) <= {"first", "green"}
     assert {invoke_json(runtime, endpoint, InferenceComponentName=first)["tag"] for _ in range(4)} == {
         "green"
     }
+    assert described["RuntimeConfig"] == {"DesiredCopyCount": 2, "CurrentCopyCount": 2}
 
+    def invocations() -> float:
+        points = stack.client("cloudwatch").get_metric_statistics(
+            Namespace="AWS/SageMaker",
+            MetricName="Invocations",
+            Statistics=["Sum"],
+            Period=600,
+            Dimensions=[{"Name": "InferenceComponentName", "Value": second}],
+            StartTime=datetime.now(UTC) - timedelta(minutes=10),
+            EndTime=datetime.now(UTC) + timedelta(minutes=1),
+        )["Datapoints"]
+        return sum(point["Sum"] for point in points)
+
+    wait_until(lambda: invocations() == 1, timeout=30, what="the component's invocation counted")
     streams = stack.client("logs").describe_log_streams(
         logGroupName=f"/aws/sagemaker/InferenceComponents/{first}"
     )
@@ -183,3 +210,31 @@ def test_what_is_refused_and_a_component_that_does_not_fit(
         what="the copy count refused",
     )
     assert wait_for_component(sagemaker, small)["RuntimeConfig"]["CurrentCopyCount"] == 1
+
+
+def test_the_sdks_model_deploys_a_component_and_its_predictor_invokes_it(
+    sdk_session, sagemaker, endpoint, probe_image
+):
+    model = Model(image_uri=probe_image, role=ROLE, env={"PROBE_TAG": "sdk"}, sagemaker_session=sdk_session)
+    model.deploy(
+        endpoint_name=endpoint,
+        instance_type=INSTANCE_TYPE,
+        initial_instance_count=1,
+        endpoint_type=EndpointType.INFERENCE_COMPONENT_BASED,
+        resources=ResourceRequirements(requests={"memory": 1024, "num_cpus": 1, "copies": 1}),
+    )
+    name = model.inference_component_name
+    try:
+        predictor = Predictor(
+            endpoint,
+            sagemaker_session=sdk_session,
+            component_name=name,
+            serializer=JSONSerializer(),
+            deserializer=JSONDeserializer(),
+        )
+        assert predictor.predict({})["tag"] == "sdk"
+        described = sagemaker.describe_inference_component(InferenceComponentName=name)
+        assert described["Specification"]["ComputeResourceRequirements"]["NumberOfCpuCoresRequired"] == 1
+    finally:
+        sagemaker.delete_inference_component(InferenceComponentName=name)
+        wait_until(lambda: gone(sagemaker, name), timeout=60, what=f"{name} deleted")

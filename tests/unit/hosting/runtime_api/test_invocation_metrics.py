@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import DatabaseError
 
-from hosting.runtime_api import invocation_metrics
+from hosting.runtime_api import components, invocation_metrics
 from hosting.runtime_api.invocation_metrics import Invocation, InvocationMetrics
 from logs.models import MetricStatisticSet
 from tests.unit.protocol.conftest import REGION, access_key, make_client  # noqa: F401  (fixtures)
@@ -126,3 +126,31 @@ def test_latency_percentiles_of_a_minute(cloudwatch, access_key, clock, db):  # 
         "p99": pytest.approx(99_000, rel=0.01),
     }
     assert point["Unit"] == "Microseconds"
+
+
+def test_a_components_invocations_carry_its_name_as_their_only_dimension(
+    cloudwatch, access_key, clock, db  # noqa: F811
+):
+    metrics = InvocationMetrics(flush_seconds=3600, background=False)
+    account = access_key.account_id
+    for component in ("small", "small", "large"):
+        metrics.record(Invocation(account, REGION, "ep", "AllTraffic", 0.002, 200, component), 0.003)
+
+    metrics.flush()
+
+    def invocations(**dimensions):
+        return [point["Sum"] for point in cloudwatch.get_metric_statistics(
+            Namespace="AWS/SageMaker", MetricName="Invocations", Statistics=["Sum"], Period=60,
+            Dimensions=[{"Name": name, "Value": value} for name, value in dimensions.items()],
+            StartTime=MINUTE_START, EndTime=MINUTE_START + timedelta(minutes=1),
+        )["Datapoints"]]
+
+    assert invocations(InferenceComponentName="small") == [2]
+    assert invocations(InferenceComponentName="large") == [1]
+    assert invocations(EndpointName="ep", VariantName="AllTraffic") == []
+
+
+def test_the_component_an_arn_routes_to():
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:{}"
+    assert components.named_in(arn.format("inference-component/small")) == "small"
+    assert components.named_in(arn.format("endpoint/ep")) == ""
