@@ -4,6 +4,9 @@ where the answer said it would be, and a backlog queued while the worker is down
 it is back, one output per request. The backlog metrics land in CloudWatch."""
 
 import json
+import os
+import subprocess
+import textwrap
 
 import boto3
 import pytest
@@ -14,6 +17,7 @@ from sagemaker.model import Model
 from sagemaker.predictor import Predictor
 from sagemaker.predictor_async import AsyncPredictor
 
+from tests.conftest import read_env_file
 from tests.e2e.hosting import INSTANCE_TYPE, unique, wait_for_endpoint, wait_until
 from tests.e2e.sdk import ROLE
 from tests.e2e.test_cloudwatch_metrics import user_environment  # noqa: F401  (fixture)
@@ -77,6 +81,36 @@ def test_an_async_request_is_answered_at_once_and_its_output_written_to_s3(
     assert report["headers"]["content-type"] == "application/json"
     assert report["headers"]["x-amzn-sagemaker-custom-attributes"] == "trace=7"
     assert report["headers"]["user-agent"] == "AHC/2.0"
+
+
+SDK_V3_SCRIPT = textwrap.dedent("""
+    import sys
+    from sagemaker.core.resources import Endpoint
+
+    endpoint_name, input_location = sys.argv[1:3]
+    answer = Endpoint.get(endpoint_name).invoke_async(
+        input_location=input_location, content_type="application/json", inference_id="from-v3")
+    print(answer.output_location)
+""")
+
+
+def test_sdk_v3s_endpoint_invokes_async_and_the_output_lands_where_it_said(
+    async_endpoint, stack, s3, bucket, sdk_v3_python, tmp_path
+):
+    """SDK v3 (sagemaker-core's Endpoint resource, its own virtualenv), configured by the stack's
+    env file alone."""
+    s3.put_object(Bucket=bucket, Key="in/v3.json", Body=b"{}")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **read_env_file(stack.data_dir / "env")}
+
+    result = subprocess.run(
+        [sdk_v3_python, "-c", SDK_V3_SCRIPT, async_endpoint, f"s3://{bucket}/in/v3.json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    output = f"s3://{bucket}/out/from-v3.out"
+    assert result.stdout.split()[-1] == output
+    assert json.loads(_object(s3, output))["headers"]["content-type"] == "application/json"
 
 
 def test_a_request_the_model_refuses_lands_in_the_failure_path(async_endpoint, runtime, s3, bucket):
