@@ -20,7 +20,6 @@ missing_packages() {
     command -v redis-server >/dev/null || echo redis-server
     { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || echo busybox-static
     command -v mmdebstrap >/dev/null || echo mmdebstrap
-    command -v pigz >/dev/null || echo pigz  # packs model.tar.gz on every core
     command -v docker-compose >/dev/null || echo docker-compose  # the compose stack's test (v1 is enough)
     command -v ip >/dev/null || echo iproute2  # the two-node test gives node B an address of its own
     # The test cluster's shared database (tests/e2e/postgres.py runs Debian's server binaries).

@@ -55,6 +55,9 @@ class UploadStream:
             self._send_part(self._part_bytes())
         return len(data)
 
+    def flush(self) -> None:
+        """Nothing to do: whole parts go as they fill, and `finish` sends the rest."""
+
     def finish(self) -> None:
         """Write the object: one PutObject for less than one part, else the last part and the
         multipart upload's completion once every part is up."""

@@ -1,6 +1,8 @@
 import functools
+import gzip
 import io
 import os
+import subprocess
 import tarfile
 import threading
 
@@ -15,10 +17,10 @@ def write(path, text):
     path.write_text(text)
 
 
-def pack_tar_gz(sources, archive, use_pigz=True):
+def pack_tar_gz(sources, archive):
     archive.parent.mkdir(parents=True, exist_ok=True)
     with archive.open("wb") as out:
-        return write_tar_gz(sources, out, use_pigz=use_pigz)
+        return write_tar_gz(sources, out)
 
 
 def read_members(archive):
@@ -26,14 +28,13 @@ def read_members(archive):
         return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
 
 
-@pytest.mark.parametrize("use_pigz", [True, False])
-def test_pack_merges_several_model_dirs_into_one_archive_later_names_winning(tmp_path, use_pigz):
+def test_pack_merges_several_model_dirs_into_one_archive_later_names_winning(tmp_path):
     write(tmp_path / "algo-1" / "model-1.bin", "one")
     write(tmp_path / "algo-1" / "shared.json", "from algo-1")
     write(tmp_path / "algo-2" / "nested" / "model-2.bin", "two")
     write(tmp_path / "algo-2" / "shared.json", "from algo-2")
     archive = tmp_path / "out" / "model.tar.gz"
-    pack_tar_gz([tmp_path / "algo-1", tmp_path / "algo-2"], archive, use_pigz=use_pigz)
+    pack_tar_gz([tmp_path / "algo-1", tmp_path / "algo-2"], archive)
     assert read_members(archive) == {
         "model-1.bin": "one",
         "nested/model-2.bin": "two",
@@ -257,14 +258,19 @@ def model_tree(tmp_path):
     return root
 
 
-def test_pigz_and_zlib_write_the_same_members_modes_and_links_never_followed(model_tree):
-    packed = {}
-    for use_pigz in (True, False):
-        out = io.BytesIO()
-        assert write_tar_gz([model_tree], out, use_pigz=use_pigz) == 5
-        packed[use_pigz] = tar_listing(io.BytesIO(out.getvalue()))
-    assert packed[True] == packed[False]
-    by_name = {entry[0]: entry for entry in packed[True]}
+def test_the_archive_is_standard_gzip_with_members_modes_and_links_never_followed(model_tree, tmp_path):
+    """Read back by Python's gzip and tarfile (what SageMaker's toolkits use) and by gzip and tar."""
+    out = io.BytesIO()
+    assert write_tar_gz([model_tree], out) == 5
+    listing = tar_listing(io.BytesIO(out.getvalue()))
+    inflated = gzip.decompress(out.getvalue())  # Python's gzip reads it too
+    assert tarfile.open(fileobj=io.BytesIO(inflated)).getnames() == [entry[0] for entry in listing]
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(out.getvalue())
+    subprocess.run(["gzip", "--test", str(archive)], check=True)
+    listed = subprocess.run(["tar", "-tzf", str(archive)], check=True, capture_output=True, text=True)
+    assert sorted(listed.stdout.split()) == ["big.bin", "run.sh", "secret-link", "weights/", "weights/w.bin"]
+    by_name = {entry[0]: entry for entry in listing}
     assert sorted(by_name) == ["big.bin", "run.sh", "secret-link", "weights", "weights/w.bin"]
     assert by_name["weights/w.bin"][2] == 0o640 and by_name["weights"][2] == 0o750
     assert by_name["run.sh"][2] == 0o755
@@ -275,13 +281,9 @@ def test_pigz_and_zlib_write_the_same_members_modes_and_links_never_followed(mod
     assert by_name["run.sh"][3:6] == (status.st_uid, status.st_gid, int(status.st_mtime))
 
 
-@pytest.mark.parametrize("use_pigz", [True, False])
-def test_upload_tar_gz_streams_the_archive_to_s3_in_parts(
-    bucket, model_tree, monkeypatch, tmp_path, use_pigz
-):
+def test_upload_tar_gz_streams_the_archive_to_s3_in_parts(bucket, model_tree, monkeypatch, tmp_path):
     small_parts = functools.partial(upload_stream.upload_stream, part_bytes=5 * 1024 * 1024)
     monkeypatch.setattr(archives, "upload_stream", small_parts)
-    monkeypatch.setattr(archives, "_PIGZ", archives._PIGZ if use_pigz else None)
     assert archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz") == 5
     uploaded = s3.get_bytes(bucket, "job/output/model.tar.gz")
     expected = io.BytesIO()
@@ -290,10 +292,7 @@ def test_upload_tar_gz_streams_the_archive_to_s3_in_parts(
     assert list(tmp_path.rglob("*.tar.gz")) == []  # nothing packed to disk
 
 
-@pytest.mark.parametrize("use_pigz", [True, False])
-def test_a_file_that_cannot_be_read_fails_the_upload_and_writes_nothing(
-    bucket, model_tree, monkeypatch, use_pigz
-):
+def test_a_file_that_cannot_be_read_fails_the_upload_and_writes_nothing(bucket, model_tree, monkeypatch):
     real_open = safe_files.open_regular
 
     def open_regular(root, relative):
@@ -302,25 +301,20 @@ def test_a_file_that_cannot_be_read_fails_the_upload_and_writes_nothing(
         return real_open(root, relative)
 
     monkeypatch.setattr(archives.safe_files, "open_regular", open_regular)
-    monkeypatch.setattr(archives, "_PIGZ", archives._PIGZ if use_pigz else None)
     with pytest.raises(OSError, match="Input/output error"):
         archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz")
     assert s3.list_keys(bucket, "") == []
 
 
-def test_a_failing_destination_stops_pigz_and_the_packer(model_tree):
+def test_a_failing_destination_stops_the_compression_thread_and_is_raised(model_tree):
     class Refusing:
         def write(self, data):
             raise s3.StorageError("Could not write s3://b/k: SlowDown", transient=True)
 
+        def flush(self):
+            pass
+
     threads_before = threading.active_count()
     with pytest.raises(s3.StorageError, match="SlowDown"):
-        write_tar_gz([model_tree], Refusing(), use_pigz=True)
-    assert threading.active_count() == threads_before  # the tar thread ended with pigz
-
-
-def test_a_compressor_that_fails_is_an_archive_error_and_writes_nothing(bucket, model_tree, monkeypatch):
-    monkeypatch.setattr(archives, "_PIGZ", "/bin/false")  # exits 1 at once, reading nothing
-    with pytest.raises(ArchiveError, match="pigz failed with exit status 1"):
-        archives.upload_tar_gz([model_tree], bucket, "job/output/model.tar.gz")
-    assert s3.list_keys(bucket, "") == []
+        write_tar_gz([model_tree], Refusing())
+    assert threading.active_count() == threads_before  # the compression thread ended
