@@ -1,7 +1,7 @@
 # Sageport's entry points. Each target installs what is missing first (scripts/bootstrap.sh).
 VENV := .venv
 
-.PHONY: help bootstrap run up down node clean images images-all sdk-v3 hyp test lint
+.PHONY: help bootstrap run up down node clean images images-all sdk-v3 hyp test lint docs
 
 ## help: this list (the default target); `.venv/bin/sageport` lists the operator's commands
 help:
@@ -60,9 +60,13 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+## docs: the documentation (docs/, mkdocs.yml) built into a browsable site in site/ (MkDocs, Material)
+docs: bootstrap
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 ## bench-invoke, bench-stream, bench-multi-model, bench-serverless, bench-api, bench-job-lifecycle, bench-staging, bench-tier, bench-elastic, bench-transform: one benchmark
 ## (bench/<name>.py) against the stack of `make up`, started first when it is not running and left
-## running (`make down` stops it); ARGS='--requests 500' passes options (README "Performance")
+## running (`make down` stops it); ARGS='--requests 500' passes options (docs/performance.md)
 BENCHES := bench-invoke bench-stream bench-multi-model bench-serverless bench-api bench-job-lifecycle bench-staging bench-tier bench-elastic bench-transform
 .PHONY: $(BENCHES)
 $(BENCHES): bench-%: images-all up

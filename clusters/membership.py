@@ -1,6 +1,6 @@
 """Which registered nodes make up each cluster, and the cluster status that follows.
 
-The rules (README "HyperPod clusters"):
+The rules (docs/hyperpod.md, "HyperPod clusters"):
 - An instance group is filled with up to InstanceCount live registered nodes whose
   `instance_type` is the group's InstanceType and that belong to no cluster, first registered
   (lowest node id) first. Clusters are filled oldest first, a cluster's groups in request order.

@@ -2,7 +2,7 @@
 policies": priority classes, fair share) and compute quotas (a team's share of a cluster), scoped
 to the caller's account and region. `kind` (clusters/policy_kinds.py) says which.
 
-The rules (README "HyperPod clusters"): a policy belongs to a cluster of the caller's that is not
+The rules (docs/hyperpod.md, "HyperPod clusters"): a policy belongs to a cluster of the caller's that is not
 Slurm-orchestrated; a cluster has at most one live scheduler config, and one live compute quota per
 team; a change applies within its call (Created, Updated, Deleted: there is nothing to
 provision); an update names the version it replaces (TargetVersion) and makes the next one; a

@@ -259,7 +259,7 @@ SAGEPORT_S3_ACCESS_LOG = _env_bool("SAGEPORT_S3_ACCESS_LOG", False)
 SAGEPORT_MAX_CHANNEL_BYTES = _env_positive_int("SAGEPORT_MAX_CHANNEL_BYTES", 100 * 1024**3)
 SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES", 100 * 1024**3)
 
-# --- What containers reach (gateway/, README "What a container can reach") ---------------------
+# --- What containers reach (gateway/, docs/containers.md "What a container can reach") ---------------------
 # SAGEPORT_API_URL (above) is also the upstream of the forwarder that containers use.
 # The ports of the forwarder on the services network's gateway (169.254.170.2): containers reach
 # the API and S3 there. Two stacks sharing one Docker engine need different ports; their defaults
@@ -443,7 +443,7 @@ LOGGING = {
     "loggers": {"django.request": {"level": "ERROR"}},
 }
 
-# --- Observability (README "Observability") --------------------------------------------------
+# --- Observability (docs/observability.md) --------------------------------------------------
 # /readyz: each dependency check gives up after this long; an answer is reused this long.
 SAGEPORT_READINESS_TIMEOUT_SECONDS = _env_float("SAGEPORT_READINESS_TIMEOUT_SECONDS", 0.5)
 SAGEPORT_READINESS_CACHE_SECONDS = _env_float("SAGEPORT_READINESS_CACHE_SECONDS", 1.0)

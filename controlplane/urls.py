@@ -12,10 +12,10 @@ from protocol.views import json_protocol_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    # The web console (README "Console"); `/` sends a browser there, AWS clients to the API.
+    # The web console (docs/console.md); `/` sends a browser there, AWS clients to the API.
     path("console/", include("console.urls")),
     path("", root, name="root"),
-    # Operations (README "Observability"): unauthenticated, GET.
+    # Operations (docs/observability.md): unauthenticated, GET.
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
@@ -35,8 +35,9 @@ urlpatterns = [
     ),
     # The runtime operations Sageport does not serve (InvokeEndpointWithResponseStream, ...): 501.
     *(re_path(pattern, unserved_runtime_view, name=operation) for pattern, operation in unserved_paths()),
-    # The Kubernetes-style API of HyperPodPyTorchJobs (`/version`, `/api`, `/apis/...`; README
-    # "Elastic training"), before the catch-all; protocol/middleware.py leaves its answers alone.
+    # The Kubernetes-style API of HyperPodPyTorchJobs (`/version`, `/api`, `/apis/...`;
+    # docs/hyperpod.md "Elastic training"), before the catch-all; protocol/middleware.py leaves
+    # its answers alone.
     path("", include("elastic.kube.urls")),
     # JSON 1.1 requests go to whatever path the client's endpoint_url has (boto3 keeps its path).
     re_path(r"^(?!static/|console/)", json_protocol_view, name="json-protocol"),

@@ -406,7 +406,7 @@ def redis_spec(data_dir: Path, redis_url: str) -> ServiceSpec:
 def s3_specs(data_dir: Path, s3_endpoint_url: str, platform_key: tuple[str, str]) -> list[ServiceSpec]:
     """The bundled S3: SeaweedFS on a loopback port of its own, behind the S3 gateway on the
     public address (`SAGEPORT_S3_ENDPOINT_URL`), which authenticates every client and forwards
-    re-signed with the platform key, SeaweedFS's only identity (README "S3")."""
+    re-signed with the platform key, SeaweedFS's only identity (docs/s3.md)."""
     address, public_port = _listen_address(s3_endpoint_url, "SAGEPORT_S3_ENDPOINT_URL")
     store_port = free_port()
     return [seaweedfs_spec(data_dir, store_port, platform_key),
@@ -588,8 +588,8 @@ def prepare_data_dir(
         # role lookup in IAM.
         "SAGEMAKER_USER_CONFIG_OVERRIDE": str(sdk_config),
         "SAGEMAKER_VALIDATE_ROLE": "false",
-        # The kubernetes client, `hyp` and kubectl: the HyperPodPyTorchJob API (README "Elastic
-        # training").
+        # The kubernetes client, `hyp` and kubectl: the HyperPodPyTorchJob API (docs/hyperpod.md,
+        # "Elastic training: submitting jobs").
         "KUBECONFIG": str(kubeconfig.resolve()),
     })
 

@@ -10,7 +10,7 @@ Every key is a role session, `arn:aws:sts::<account>:assumed-role/<role>/<sessio
   container's whose resource names no role): the account's execution role `SageMakerRole`,
   session `SageMaker`, which is what credentials inside a SageMaker notebook instance are. So code
   written for SageMaker finds a role where it looks for one: `sagemaker.get_execution_role()`
-  answers `arn:aws:iam::<account>:role/SageMakerRole` (the role the README's examples name), where
+  answers `arn:aws:iam::<account>:role/SageMakerRole` (the role the quick start's examples name), where
   with an IAM user's keys it would raise."""
 
 from dataclasses import dataclass

@@ -1,1 +1,1 @@
-"""The S3 gateway: Sageport's authenticating front of the bundled SeaweedFS (README "S3")."""
+"""The S3 gateway: Sageport's authenticating front of the bundled SeaweedFS (docs/s3.md)."""

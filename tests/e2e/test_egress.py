@@ -1,8 +1,9 @@
-"""Unmodified SageMaker code needs nothing but Sageport: the README's SDK recipes and AWS's
+"""Unmodified SageMaker code needs nothing but Sageport: the SDK recipes of docs/clients.md and AWS's
 bring-your-own-container notebook run with the stack's env file as their only configuration, in
 processes whose every attempt to resolve or reach a host other than loopback is refused and
 recorded (the egress guard, tests/e2e/egress_guard/sitecustomize.py). Each test counts those
-attempts; the goal is none (issue 23: "0 attempts to leave the machine for every README recipe").
+attempts; the goal is none (issue 23: "0 attempts to leave the machine for every README recipe"; they
+live in docs/clients.md now).
 
 Nothing is faked in these processes: the SDKs, boto3 and botocore find every endpoint in the env
 file (`AWS_ENDPOINT_URL_<SERVICE>`, botocore's service-specific endpoint variables,
@@ -125,7 +126,7 @@ esac
 @pytest.fixture(scope="module")
 def byo_image(stack, serve_image, tmp_path_factory) -> str:
     """The notebook's image, under the ECR name its cells compute from STS and the region: the
-    local engine has it, so Sageport uses it as it is (README "Images")."""
+    local engine has it, so Sageport uses it as it is (docs/images.md)."""
     context = tmp_path_factory.mktemp("byo")
     (context / "Dockerfile").write_text(BYO_DOCKERFILE.format(serve_image=serve_image))
     (context / "byo.sh").write_text(BYO_ENTRYPOINT)
@@ -178,10 +179,10 @@ def test_get_execution_role_outside_a_notebook_instance_asks_aws_sts_and_nothing
     """Both SDKs build get_caller_identity_arn's STS client with the regional AWS endpoint they
     name themselves (`endpoint_url=sts_regional_endpoint(region)`), and botocore prefers an
     explicit endpoint_url to AWS_ENDPOINT_URL_STS: no variable or config keeps this one call on
-    the machine (README "Nothing leaves the machine"; the SDK's `create_loader()` searches only
+    the machine (docs/clients.md, "Nothing leaves the machine"; the SDK's `create_loader()` searches only
     ~/.aws/models and botocore's package for that name, never AWS_DATA_PATH). Under the guard
     the call fails; with a network it reaches AWS with Sageport's key and fails there. What must
-    hold: that call is the only one, nothing else tries to leave. The README's recipes pass the
+    hold: that call is the only one, nothing else tries to leave. The recipes of docs/clients.md pass the
     role ARN instead."""
     python = sys.executable if sdk == "v2" else request.getfixturevalue("sdk_v3_python")
 

@@ -1,6 +1,6 @@
-"""The README's boto3 example (examples/quickstart.py, shown verbatim there) run as a user runs
-it: from the repository root, with nothing but the variables of the stack's env file, under the
-egress guard."""
+"""The README's quick starts (examples/quickstart.py and examples/quickstart_endpoint.py, shown
+verbatim there) run as a user runs them: from the repository root, with nothing but the variables
+of the stack's env file, under the egress guard."""
 import json
 import sys
 
@@ -9,11 +9,16 @@ import pytest
 from tests.e2e.conftest import read_tar_gz
 from tests.e2e.egress import GuardedRunner
 
-QUICKSTART_IMAGE = "sageport-examples/python:latest"  # the image the script names
+pytest_plugins = ["tests.e2e.hosting_fixtures"]  # serve_image
+
+QUICKSTART_IMAGE = "sageport-examples/python:latest"  # the images the scripts name
+SERVE_IMAGE = "sageport-examples/python-serve:latest"
 
 
-def test_the_quickstart_trains_the_example_model_with_only_the_env_file(stack, python_image, tmp_path):
-    assert python_image == QUICKSTART_IMAGE
+def test_the_quickstarts_train_and_serve_the_example_model_with_only_the_env_file(
+    stack, python_image, serve_image, tmp_path
+):
+    assert (python_image, serve_image) == (QUICKSTART_IMAGE, SERVE_IMAGE)
 
     run_guarded = GuardedRunner(stack.data_dir / "env", tmp_path)
 
@@ -29,3 +34,13 @@ def test_the_quickstart_trains_the_example_model_with_only_the_env_file(stack, p
     assert model["coefficients"] == pytest.approx([2.0, -3.0])
     assert model["intercept"] == pytest.approx(0.5)
 
+    served = run_guarded(sys.executable, "examples/quickstart_endpoint.py", timeout=600)
+
+    assert served.completed.returncode == 0, served.report()
+    assert served.attempts == [], served.report()
+    endpoint, prediction = served.completed.stdout.split()
+    assert float(prediction) == pytest.approx(2.0 * 1.5 - 3.0 * -2.0 + 0.5)
+    sm = stack.client("sagemaker")
+    assert sm.describe_endpoint(EndpointName=endpoint)["EndpointStatus"] == "InService"
+    assert sm.describe_model(ModelName=endpoint)["PrimaryContainer"]["ModelDataUrl"] == artifacts
+    sm.delete_endpoint(EndpointName=endpoint)

@@ -81,7 +81,7 @@ def test_the_default_bucket_and_fit_without_output_path_need_nothing_but_the_env
     train = sdk_session.upload_data(
         str(PROJECT_DIR / "examples" / "linear_regression" / "train.csv"), key_prefix="sdk-default-bucket"
     )
-    # As the README shows it: no session, no output_path; the Estimator makes its own Session.
+    # As docs/clients.md shows it: no session, no output_path; the Estimator makes its own Session.
     estimator = Estimator(image_uri=python_image, role=ROLE, instance_count=1, instance_type="ml.m5.large")
 
     estimator.fit({"train": train}, logs=False)

@@ -174,7 +174,7 @@ def test_boto3_gets_a_role_nobody_created_that_sagemaker_may_assume(stack, env_o
 def test_sdk_get_execution_role_answers_the_callers_role(stack, env_only, monkeypatch):
     """The SDK v2 builds its STS client with an explicit regional AWS endpoint
     (`sts_regional_endpoint`), which botocore prefers to AWS_ENDPOINT_URL_STS: outside a notebook,
-    get_execution_role() asks AWS's STS whatever the environment says (README "STS and IAM").
+    get_execution_role() asks AWS's STS whatever the environment says (docs/api.md, "STS and IAM").
     Here that one URL is pointed at the stack; everything else (the IAM GetRole that follows, the
     parsing of both answers) is the SDK's own."""
     assert sdk_session_module.sts_regional_endpoint(stack.region).endswith(".amazonaws.com")

@@ -1,4 +1,4 @@
-"""README "Script mode with the SDKs", SDK v2: an entry point fetched by the sagemaker-training
+"""docs/clients.md "Script mode with the SDKs", SDK v2: an entry point fetched by the sagemaker-training
 toolkit, logs streamed, then the job attached. Run with the stack's env file as the only
 configuration. argv: the toolkit image, the source dir (holding train.py)."""
 import sys

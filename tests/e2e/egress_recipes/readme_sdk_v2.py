@@ -1,4 +1,4 @@
-"""README "Pointing clients at it", SageMaker Python SDK (v2): its recipe as printed, then the
+"""docs/clients.md "Pointing clients at it", SageMaker Python SDK (v2): its recipe as printed, then the
 trained model deployed and asked for a prediction. Run from the repository root with the stack's
 env file as the only configuration. argv: the training image, the serving image."""
 import sys

@@ -1,4 +1,4 @@
-"""Every environment variable the settings read is documented once in the README's table, and a
+"""Every environment variable the settings read is documented once in docs/configuration.md's table, and a
 bad combination stops the process at start-up."""
 import os
 import re
@@ -8,7 +8,7 @@ import sys
 from devstack.stack import PROJECT_DIR
 
 SETTINGS_SOURCE = PROJECT_DIR / "controlplane" / "settings.py"
-README = PROJECT_DIR / "README.md"
+CONFIGURATION_DOC = PROJECT_DIR / "docs" / "configuration.md"
 # os.environ.get("NAME", ...) and the _env_*("NAME", ...) helpers.
 _READ = re.compile(r'(?:environ\.get|_env_\w+)\(\s*"([A-Z][A-Z0-9_]*)"')
 _ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \| ([^|]+) \| ([^|]+) \|$")
@@ -19,8 +19,7 @@ def variables_read() -> set[str]:
 
 
 def configuration_rows() -> list[tuple[str, str, str]]:
-    section = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    rows = (_ROW.match(line) for line in section.splitlines())
+    rows = (_ROW.match(line) for line in CONFIGURATION_DOC.read_text().splitlines())
     return [(m[1], m[2].strip(), m[3].strip()) for m in rows if m]
 
 

@@ -1,5 +1,6 @@
-"""The README's boto3 example is examples/quickstart.py, verbatim, and the data it uploads fits
-the example trainer (tests/e2e/test_quickstart.py runs it against a live stack)."""
+"""The README's quick starts are examples/quickstart.py and examples/quickstart_endpoint.py,
+verbatim, and the data the first uploads fits the example trainer (tests/e2e/test_quickstart.py
+runs both against a live stack; the docs site's home page includes the files themselves)."""
 import importlib.util
 
 import numpy as np
@@ -7,12 +8,13 @@ import numpy as np
 from devstack.stack import PROJECT_DIR
 
 QUICKSTART = PROJECT_DIR / "examples" / "quickstart.py"
+QUICKSTART_ENDPOINT = PROJECT_DIR / "examples" / "quickstart_endpoint.py"
 TRAIN_CSV = PROJECT_DIR / "examples" / "linear_regression" / "train.csv"
 
 
-def readme_quickstart() -> str:
+def readme_block(marker: str) -> str:
     readme = (PROJECT_DIR / "README.md").read_text()
-    block = readme.split("<!-- quickstart:begin -->\n", 1)[1].split("<!-- quickstart:end -->", 1)[0]
+    block = readme.split(f"<!-- {marker}:begin -->\n", 1)[1].split(f"<!-- {marker}:end -->", 1)[0]
     return block.removeprefix("```python\n").removesuffix("```\n")
 
 
@@ -25,8 +27,9 @@ def load_trainer():
     return module
 
 
-def test_the_readme_shows_the_quickstart_script_verbatim():
-    assert readme_quickstart() == QUICKSTART.read_text()
+def test_the_readme_shows_the_quickstart_scripts_verbatim():
+    assert readme_block("quickstart") == QUICKSTART.read_text()
+    assert readme_block("quickstart-endpoint") == QUICKSTART_ENDPOINT.read_text()
 
 
 def test_the_readme_names_the_shipped_data_and_the_script():
@@ -34,6 +37,7 @@ def test_the_readme_names_the_shipped_data_and_the_script():
 
     assert "examples/linear_regression/train.csv" in QUICKSTART.read_text()
     assert "source .sageport/env && .venv/bin/python examples/quickstart.py" in readme
+    assert "source .sageport/env && .venv/bin/python examples/quickstart_endpoint.py" in readme
 
 
 def test_the_shipped_data_trains_the_example_model_exactly():

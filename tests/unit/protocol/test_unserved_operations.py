@@ -1,4 +1,4 @@
-"""README "Not served, and not carried out" names the notable operations Sageport does not serve;
+"""docs/api.md "Not served, and not carried out" names the notable operations Sageport does not serve;
 each must be an operation of the botocore model that answers 501 NotImplementedException naming
 it (SageMaker's own unknown-operation answer would be a 400: the 501 says "real, not here")."""
 
@@ -12,11 +12,11 @@ from hosting.runtime_api import contract
 from protocol import registry, shapes
 from tests.unit.protocol.conftest import access_key, make_client  # noqa: F401  (fixtures)
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+API_DOC = Path(__file__).resolve().parents[3] / "docs" / "api.md"
 
 
 def _listed() -> list[str]:
-    section = README.read_text().split("### Not served, and not carried out", 1)[1]
+    section = API_DOC.read_text().split("## Not served, and not carried out", 1)[1]
     unserved = section.split("- **A feature of a served operation", 1)[0]
     return [name for name in re.findall(r"`([A-Z][A-Za-z0-9]+)`", unserved) if not name.endswith("Exception")]
 
@@ -25,7 +25,7 @@ LISTED = _listed()
 RUNTIME = {operation for _, operation in contract.unserved_paths()}
 
 
-def test_the_readme_lists_the_notable_unserved_operations():
+def test_the_docs_list_the_notable_unserved_operations():
     assert {"CreateAutoMLJobV2", "PutModelPackageGroupPolicy"} <= set(LISTED)
     # Served: streaming on the data plane, async inference on both ports.
     assert not {"InvokeEndpointWithResponseStream", "InvokeEndpointAsync"} & set(LISTED)

@@ -1,5 +1,5 @@
 """bench/tier.py's summary: medians of each step's throughput (not the throughput of the median
-time) and the ratios the README quotes."""
+time) and the ratios docs/hyperpod.md quotes."""
 
 import pytest
 
