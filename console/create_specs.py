@@ -85,7 +85,7 @@ ENDPOINT_CONFIG = CreateForm(
         Field("model", "Model", "productionVariants.modelName", kind=SELECT, mention="model",
               choices=_names(SageMakerModel, "model_name")),
         Field("instance_type", "Instance type", "productionVariants.instanceType", kind=SELECT,
-              mention="value",
+              mention="value", default="ml.m5.large",
               choices=lambda ctx: _instance_types("CreateEndpointConfig", "ProductionVariants",
                                                   "InstanceType")),
         Field("instance_count", "Instance count", "productionVariants.initialInstanceCount",

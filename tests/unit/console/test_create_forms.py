@@ -154,6 +154,18 @@ def test_an_endpoint_config_offers_only_the_accounts_own_models(account_a):
     assert "ml.m5.large" in options(html, "instance_type") and "ml.bogus.large" not in html
 
 
+def test_a_models_page_leads_to_a_config_form_with_the_model_chosen(account_a):
+    model = make_model(ACCOUNT_A, "mine")
+    make_model(ACCOUNT_A, "another")
+
+    page = account_a.get(f"/console/models/{model.pk}/").content.decode()
+    form = account_a.get("/console/endpoint-configs/create?model=mine").content.decode()
+
+    assert 'href="/console/endpoint-configs/create?model=mine"' in page
+    assert '<option value="mine" selected>' in form and '<option value="another" >' in form
+    assert '<option value="ml.m5.large" selected>' in form
+
+
 def test_an_endpoint_config_is_created_with_one_variant(account_a):
     make_model(ACCOUNT_A, "mine")
     form = {"name": "cfg", "model": "mine", "instance_type": "ml.m5.large", "instance_count": "2"}
