@@ -215,6 +215,16 @@ def test_an_endpoint_offers_only_the_accounts_own_configs_and_is_created_from_on
     assert endpoint.endpoint_status == "Creating"
 
 
+def test_another_accounts_config_posted_anyway_is_not_found_beside_the_config_field(account_a):
+    make_model(ACCOUNT_B, "theirs")
+    make_config(ACCOUNT_B, "cfg-b", "theirs")
+
+    response = account_a.post("/console/endpoints/create", {"name": "ep", "config": "cfg-b"})
+
+    assert "Could not find endpoint configuration" in field_error(response.content.decode(), "config")
+    assert not Endpoint.objects.exists()
+
+
 def test_an_endpoint_name_already_taken_is_shown_beside_the_name(account_a):
     make_model(ACCOUNT_A, "mine")
     make_config(ACCOUNT_A, "cfg-a", "mine")
