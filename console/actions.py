@@ -1,6 +1,8 @@
 """Every change the console makes is an API operation: the request it builds is validated
-against the operation's botocore shape and given to the handler the API registered, so the
-console follows the API's rules (health gate, drain, rollback, stop grace) and has none of its own."""
+against the operation's botocore shape, goes through the request checks every operation goes
+through (the tenancy rule on S3 locations and roles, accounts/s3_tenancy) and is given to the
+handler the API registered, so the console follows the API's rules (health gate, drain,
+rollback, stop grace) and has none of its own."""
 
 from dataclasses import dataclass
 
@@ -15,9 +17,15 @@ SAGEMAKER = "SageMaker"
 @dataclass(frozen=True)
 class Outcome:
     ok: bool
-    # The operation's response members on success; the AWS error's code and message otherwise.
+    # The operation's response members on success.
     response: dict
-    error: str = ""
+    # The AWS error's code and message otherwise.
+    code: str = ""
+    message: str = ""
+
+    @property
+    def error(self) -> str:
+        return f"{self.code}: {self.message}"
 
 
 def perform(ctx: RequestContext, operation: str, params: dict) -> Outcome:
@@ -25,7 +33,9 @@ def perform(ctx: RequestContext, operation: str, params: dict) -> Outcome:
     service = registry.SERVICES[SAGEMAKER]
     handler = registry.handler_for(SAGEMAKER, operation)
     try:
-        response = handler(ctx, validate_input(service.botocore_name, operation, params))
+        checked = validate_input(service.botocore_name, operation, params)
+        registry.run_request_checks(ctx, service, operation, checked)
+        response = handler(ctx, checked)
     except ServiceError as error:
-        return Outcome(ok=False, response={}, error=f"{error.code}: {error.message}")
+        return Outcome(ok=False, response={}, code=error.code, message=error.message)
     return Outcome(ok=True, response=response or {})

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import auth
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
@@ -51,6 +52,15 @@ class Viewer:
         action from the console is the same call a signed request would make."""
         return RequestContext(
             account_id=resource.account_id, region=resource.region, access_key_id=self.principal
+        )
+
+    def own_context(self) -> RequestContext:
+        """Where the console creates: the viewer's own account, in the stack's region, as a
+        request signed with the viewer's key would. An operator has no account to create in."""
+        if self.is_operator:
+            raise Http404("An operator has no account to create resources in.")
+        return RequestContext(
+            account_id=self.account_id, region=settings.SAGEPORT_REGION, access_key_id=self.principal
         )
 
 

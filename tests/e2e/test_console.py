@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 
 from devstack.stack import PROJECT_DIR
 from tests.e2e.conftest import read_tar_gz, shell_job, unique_name, wait_for_status
+from tests.e2e.console_sign_in import sign_in
 from tests.e2e.hosting import invoke_json, wait_for_endpoint, wait_until
 
 pytest_plugins = ["tests.e2e.hosting_fixtures", "tests.e2e.browser"]
@@ -34,16 +35,6 @@ STOPPABLE_SCRIPT = (
 LOSS = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
 INVOCATIONS = 6
 LISTS = ("training-jobs", "processing-jobs", "endpoints", "models", "hyperpod")
-
-
-def sign_in(page: Page, base_url: str, key_id: str, secret: str) -> None:
-    page.goto(f"{base_url}/")  # the root sends a browser to the console, which asks for a sign-in
-    expect(page).to_have_url(re.compile(r"/console/login"))
-    expect(page.get_by_role("heading", name="Sign in to Sageport")).to_be_visible()
-    page.get_by_label("Access key ID").fill(key_id)
-    page.get_by_label("Secret access key").fill(secret)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.get_by_role("heading", name="Training jobs")).to_be_visible()
 
 
 def job_row(page: Page, name: str):

@@ -3,6 +3,9 @@ same rules, the same errors."""
 
 from unittest import mock
 
+import pytest
+
+from accounts import buckets
 from hosting import services as hosting_services
 from hosting.models import Endpoint
 from tests.unit.console.conftest import ACCOUNT_A, in_service_endpoint, make_job
@@ -81,7 +84,13 @@ def test_delete_goes_through_the_hosting_service(account_a):
     assert Endpoint.objects.get(pk=endpoint.pk).endpoint_status == "Deleting"
 
 
-def test_clone_creates_the_job_through_the_training_service(account_a):
+@pytest.fixture
+def own_bucket(db):
+    """The bucket of conftest's job requests, the account's own: a clone passes the tenancy rule."""
+    buckets.claim("bucket", ACCOUNT_A)
+
+
+def test_clone_creates_the_job_through_the_training_service(account_a, own_bucket):
     job = make_job(ACCOUNT_A, "original")
     form = account_a.get(f"/console/training-jobs/{job.pk}/clone").content.decode()
     assert "original-clone" in form and "img:latest" in form  # prefilled
@@ -103,7 +112,7 @@ def test_clone_creates_the_job_through_the_training_service(account_a):
     )
 
 
-def test_a_clone_the_api_would_refuse_is_refused_with_its_message(account_a):
+def test_a_clone_the_api_would_refuse_is_refused_with_its_message(account_a, own_bucket):
     job = make_job(ACCOUNT_A, "original")
 
     bad_json = account_a.post(f"/console/training-jobs/{job.pk}/clone", {"name": "x", "request": "{"})
