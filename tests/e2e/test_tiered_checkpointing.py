@@ -192,9 +192,11 @@ def test_checkpoints_resume_from_memory_from_the_neighbours_replica_and_from_s3(
     neighbour = next(node for name, node in nodes.items() if name != ran_on)
     wait_until(lambda: 8 in neighbour.latest(namespace, account), timeout=30, what="step 8 replicated")
     holder.lose_memory(account)
-    assert holder.latest(namespace, account) == []
+    # No check that the holder is empty now: the tier's repair sweep may already have copied step 8
+    # back to it from the neighbour (seen in CI). Either way step 8 outlived the holder's memory
+    # only through the neighbour's replica, and the next run resumes from it.
     third, _, _ = run_example(sagemaker, s3, bucket, pytorch_tier_image, {**common, "steps": "9"})
-    assert third["resumed_from_step"] == 8  # only the neighbour's replica had it
+    assert third["resumed_from_step"] == 8
 
     def forgotten_everywhere():
         # the tier's repair sweep copies a shard only one node holds back to its neighbour, so a
