@@ -20,8 +20,10 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import queue
+import shutil
 import signal
 import socket
+import tempfile
 import time
 import traceback
 
@@ -88,12 +90,15 @@ def serve(scenarios_module, rank, size, port, launcher, parameters_json, command
     os._exit(0)
 
 
-def fork_ranks(scenarios_module, size, port, launcher, parameters_json, commands, results):
+def fork_ranks(scenarios_module, size, port, launcher, parameters_json, commands, results, scratch):
     """The parent of a world's ranks (their process group's leader): imports the scenarios module
     (its framework) once, then forks every rank from itself. It ends with the first failing
     rank's exit code after killing the others (the world sees a rank die), or with 0 once every
-    rank has stopped."""
+    rank has stopped. The ranks' temporary files go to `scratch`, which the world removes:
+    TensorFlow's autograph writes a module per traced function to the temporary directory and
+    removes it at exit, which ranks that end with os._exit never reach."""
     os.setpgrp()  # World.close kills the whole group, ranks included
+    os.environ["TMPDIR"] = tempfile.tempdir = scratch
     importlib.import_module(scenarios_module)
     fork = multiprocessing.get_context("fork")
     ranks = [
@@ -127,10 +132,12 @@ class World:
         self._commands = [context.Queue() for _ in range(size)]
         port = free_port()
         self._forked_ranks = not _is_torch(module)
+        self._scratch = tempfile.mkdtemp(prefix="smp-world-") if self._forked_ranks else None
         if self._forked_ranks:  # not a daemon: a daemon may not have children
             self._processes = [context.Process(
                 target=fork_ranks,
-                args=(module, size, port, launcher, json.dumps(mp_parameters), self._commands, self._results),
+                args=(module, size, port, launcher, json.dumps(mp_parameters), self._commands, self._results,
+                      self._scratch),
             )]
         else:
             self._processes = [
@@ -193,3 +200,5 @@ class World:
                 else:
                     process.kill()
                 process.join(timeout=5)
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
