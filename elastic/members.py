@@ -6,6 +6,7 @@ the per-replica work on its engine, in `sync(pk)`, which its queue carries after
 the owner (elastic/tasks.py), and tells the owner what it saw through the replica rows:
 
 - the job gone: what no job owns is removed from this engine (elastic/reaper.py);
+- the job owned by this node (ownership moved here after the share was sent): nothing;
 - its containers' output copied to their pods' log streams (elastic/replica_logs.py);
 - the job's containers here that no replica row of this node names removed, with their pod's
   files: a replica released (its row deleted), or replaced (the owner gave its row the name of a
@@ -34,8 +35,14 @@ def sync(pk: int) -> None:
     if job is None:
         reaper.reap_elastic_orphans()
         return
-    replica_logs.collect(job, runtime)
     here = nodes.local_name()
+    if job.node is not None and job.node.name == here:
+        # The owner's steps do everything for its replicas. A share still reaches it when another
+        # live worker ran a step (the owner was lost) that made this node the owner; acting on it
+        # here would race the owner's own step on the same engine (its container created while
+        # that step removed the job's network, left unable to start).
+        return
+    replica_logs.collect(job, runtime)
     if job.phase in FINISHED_PHASES:
         _keep_on_finish(job)
         return

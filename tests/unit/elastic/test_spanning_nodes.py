@@ -206,6 +206,24 @@ def test_the_owners_node_lost_the_world_restarts_on_the_survivor_and_a_replaceme
     assert [(body["rank"], body["faultCount"]) for body in starts(cluster, agents, job)] == [(0, 1), (1, 1)]
 
 
+def test_a_share_reaching_the_owners_node_leaves_its_replicas_to_the_owners_steps(cluster, agents):
+    # Sent by a step another live worker ran before the job's owner moved to this node: the
+    # owner's steps start (and remove) its replicas; the share starting one too raced them.
+    job = settle(cluster, two_replicas())
+    owner = cluster.engines["node-a"]
+    (pod,) = owner.find(replicas.job_labels(job))
+    owner.remove(pod.name)
+    HyperPodJob.objects.filter(pk=job.pk).update(phase=JobPhase.CREATING)
+
+    cluster.here = "node-a"
+    members.sync(job.pk)
+
+    assert owner.find(replicas.job_labels(job)) == []
+    cluster.here = "node-b"
+    members.sync(job.pk)  # another node's share still starts what it holds
+    assert len(cluster.engines["node-b"].find(replicas.job_labels(job))) == 1
+
+
 def test_without_room_for_the_lost_replica_an_elastic_job_continues_smaller_then_grows_back(
     cluster, agents, settings
 ):
