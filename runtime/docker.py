@@ -283,6 +283,11 @@ class DockerRuntime:
                 try:
                     container.start()
                 except APIError as error:
+                    if _network_gone(error):
+                        # Created while its network was removed (a concurrent step's clean-up):
+                        # as it is it never starts, whatever is retried; removed, the next attempt
+                        # creates it on the networks as they are then.
+                        container.remove(force=True)
                     raise ContainerStartFailed(
                         f'Could not start container "{spec.name}": {_reason(error)}'
                     ) from None
@@ -602,6 +607,13 @@ def _container_events(client: docker.DockerClient, stream) -> Iterator[Container
 
 def _reason(error: APIError) -> str:
     return str(error.explanation or error)
+
+
+def _network_gone(error: APIError) -> bool:
+    """A start refused because a network the container was created on no longer exists (the
+    engine's words: `network <name> not found`, or through the swarm, `code = NotFound`)."""
+    reason = _reason(error).lower()
+    return "network" in reason and "not found" in reason
 
 
 def _label_filter(labels: dict[str, str]) -> dict[str, list[str]]:

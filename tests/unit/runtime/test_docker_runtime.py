@@ -90,6 +90,23 @@ def test_run_starts_an_existing_container_that_was_never_started(runtime, busybo
     assert runtime.run(container).running
 
 
+def test_a_container_whose_network_went_before_its_start_is_created_again_by_the_next_run(
+    runtime, busybox_image
+):
+    network = f"sageport-test-{uuid.uuid4().hex[:8]}"
+    runtime.ensure_network(network, TEST_LABELS)
+    container = spec(busybox_image, "sleep", "30", network=network)
+    runtime.client.containers.create(**create_kwargs(container))
+    runtime.remove_network(network)  # a concurrent clean-up, between the create and the start
+
+    with pytest.raises(ContainerStartFailed, match="not found"):
+        runtime.run(container)
+    assert state_of(runtime, container.name) is None  # not kept: it could never start
+
+    runtime.ensure_network(network, TEST_LABELS)
+    assert runtime.run(container).running
+
+
 def test_command_is_appended_to_the_image_entrypoint(runtime, entrypoint_image):
     container = spec(entrypoint_image, "train")
     runtime.run(container)
