@@ -28,16 +28,16 @@ class GuardedRun:
 
 
 class GuardedRunner:
-    """Runs programs with `env_file`'s variables, PATH, a HOME of its own and the guard; with
-    `skip_ahead_sleeps`, also the clock that skips through their long sleeps
-    (egress_guard/skip_ahead_clock.py)."""
+    """Runs programs with `env_file`'s variables (none without one: a shell recipe that sources
+    the file itself), PATH, a HOME of its own and the guard; with `skip_ahead_sleeps`, also the
+    clock that skips through their long sleeps (egress_guard/skip_ahead_clock.py)."""
 
-    def __init__(self, env_file: Path, work_dir: Path, skip_ahead_sleeps: bool = False):
+    def __init__(self, env_file: Path | None, work_dir: Path, skip_ahead_sleeps: bool = False):
         self.log = work_dir / "egress.jsonl"
         home = work_dir / "home"
         home.mkdir(exist_ok=True)
         self.env = {
-            **read_env_file(env_file),
+            **(read_env_file(env_file) if env_file else {}),
             "PATH": os.environ["PATH"], "HOME": str(home),
             "PYTHONPATH": str(GUARD_DIR), "SAGEPORT_EGRESS_LOG": str(self.log),
         }

@@ -66,15 +66,6 @@ def test_the_guard_refuses_and_records_what_would_leave(tmp_path):
     ]
 
 
-def test_the_readme_aws_cli_commands_stay_on_the_machine(run_guarded, stack):
-    run = run_guarded("sh", str(RECIPES / "readme_aws_cli.sh"))
-
-    assert run.completed.returncode == 0, run.report()
-    assert '"TrainingJobSummaries"' in run.completed.stdout
-    assert f"sagemaker-{stack.region}-{stack.account_id}" in run.completed.stdout  # the default bucket
-    assert run.attempts == [], run.report()
-
-
 def test_the_readme_sdk_v2_recipe_fits_deploys_and_predicts_without_leaving_the_machine(
     run_guarded, python_image, serve_image
 ):
