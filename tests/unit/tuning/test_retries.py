@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.unit.tuning.helpers import CTX, create, end, step, trainings
+from tests.unit.tuning.helpers import CTX, create, end, report, step, trainings
 from tuning import definitions, reconciler, retries, services
 from tuning import trials as t
 from tuning.models import TuningTrainingJob
@@ -116,3 +116,21 @@ def test_no_search_learns_from_a_failed_attempt(db):
     assert history.finished == []
     assert history.running == [found[1].row.tuned_hyperparameters]
     assert found[1].row.tuned_hyperparameters == found[0].row.tuned_hyperparameters
+
+
+def test_hyperband_judges_a_number_by_its_retry_alone(db):
+    """The failed attempt's values weigh nothing: the retry, worse than them, is the only training
+    job of its bracket so far and goes on (study `hb` places jobs 1 and 2 in one bracket, where the
+    worse is stopped: tests/unit/tuning/test_hyperband.py)."""
+    job = step(create("hb", maximum=2, parallel=1, Strategy="Hyperband",
+                      StrategyConfig={"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 2}}))
+    failed = trainings(job)[0]
+    report(failed, (1000, 0.9))
+    end(failed, None, status="Failed", reason=INTERNAL)
+    job = step(job)
+    retry = trainings(job)[1]
+    report(retry, (2000, 0.5))
+    job = step(job)
+
+    assert trainings(job)[1].training_job_status == "InProgress"
+    assert rows(job) == [(1, 0), (1, 1)]
