@@ -188,7 +188,7 @@ def _stop_early(job: HyperParameterTuningJob, definition: definitions.Definition
     limits = hyperband.resources(definition.config, definition.static)
     # One training job per number, in number order (each keeps its bracket): the latest attempt; one
     # that failed with an internal error reports nothing (its retry will).
-    reports = [[] if retries.failed_internally(trial) else t.objective_points(job, trial, limits.maximum)
+    reports = [[] if t.failed_internally(trial) else t.objective_points(job, trial, limits.maximum)
                for trial in found]
     maximize = definition.objective["Type"] == "Maximize"
     study_name = job.name if index == 0 else f"{job.name}:{definition.name}"

@@ -21,24 +21,17 @@ how often nor how the retry shows; Sageport's rule (docs/tuning.md, "Retries"):
 Whether a number is due a retry follows from the rows and the training jobs alone: the latest
 attempt of a number failed internally and has attempts left, so a step run twice records it
 once (the attempt number is unique per number)."""
-from training.models import TrainingJobStatus
 from tuning import trials as t
 
 # Retries of one number: with its first attempt, three training jobs at most per hyperparameter set.
 MAX_RETRIES = 2
 
 
-def failed_internally(trial: t.Trial) -> bool:
-    """Failed on the platform's side: what TrainingJobStatusCounters counts as RetryableError."""
-    job = trial.job
-    return (job is not None and job.training_job_status == TrainingJobStatus.FAILED
-            and job.failure_reason.startswith(t.INTERNAL_FAILURE_PREFIX))
-
-
 def due(found: list[t.Trial]) -> list[t.Trial]:
     """The attempts to retry now, by number: the latest attempt of each number, when it failed
     with an internal error and its number has retries left."""
-    return [trial for trial in latest(found) if failed_internally(trial) and trial.row.attempt < MAX_RETRIES]
+    return [trial for trial in latest(found)
+            if t.failed_internally(trial) and trial.row.attempt < MAX_RETRIES]
 
 
 def latest(found: list[t.Trial]) -> list[t.Trial]:
