@@ -54,10 +54,20 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         "job": job,
         "described": described,
         "best": described.get("BestTrainingJob"),
-        "trials": trials.trials_of(job),
+        "trials": _with_retried(trials.trials_of(job)),
         "objective": _objective(job),
     }
     return render(request, "console/tuning_job.html", context)
+
+
+def _with_retried(found: list[trials.Trial]) -> list[tuple[trials.Trial, trials.Trial | None]]:
+    """Each training job with the failed attempt it retries (None for a number's first attempt);
+    `found` is by number, then attempt."""
+    latest, listed = {}, []
+    for trial in found:
+        listed.append((trial, latest.get(trial.row.number)))
+        latest[trial.row.number] = trial
+    return listed
 
 
 def _objective(job: HyperParameterTuningJob) -> dict:

@@ -50,20 +50,26 @@ class HyperParameterTuningJob(LeasedRow):
 
 
 class TuningTrainingJob(models.Model):
-    """A training job the tuning job launched: its number (1, 2, ...), its name (chosen before the
-    training job is created, so that creating it again after a crash finds it) and the tuned
-    hyperparameters. Whether the training job exists yet, its status and its objective are the
-    training job's own, read when needed (tuning/trials.py)."""
+    """A training job the tuning job launched: its number (1, 2, ...), its attempt (0; 1, 2, ... for
+    the retries of a number whose training job failed with an internal error, tuning/retries.py),
+    its name (chosen before the training job is created, so that creating it again after a crash
+    finds it) and the tuned hyperparameters (a retry's: those of the attempt it retries). Whether
+    the training job exists yet, its status and its objective are the training job's own, read
+    when needed (tuning/trials.py)."""
 
     tuning_job = models.ForeignKey(HyperParameterTuningJob, on_delete=models.CASCADE, related_name="trials")
     number = models.PositiveIntegerField()
+    attempt = models.PositiveSmallIntegerField(default=0)
     training_job_name = models.CharField(max_length=63)
     definition_name = models.CharField(max_length=64, blank=True, default="")
     tuned_hyperparameters = models.JSONField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["tuning_job", "number"], name="one_trial_per_number")]
-        ordering = ["number"]
+        # One row per attempt of a number: two steps recording the same retry collide here.
+        constraints = [
+            models.UniqueConstraint(fields=["tuning_job", "number", "attempt"], name="one_trial_per_attempt")
+        ]
+        ordering = ["number", "attempt"]
 
     def __str__(self):
         return self.training_job_name

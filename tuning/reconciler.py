@@ -4,17 +4,19 @@ reads, so a step run twice, or after a worker died mid-step, does the same.
 
 InProgress: launch training jobs while fewer than MaxParallelTrainingJobs run and fewer than the
 planned number exist, each to the training job definition tuning/budget.py gives it, its
-hyperparameters chosen by tuning/strategies.py from that definition's own training jobs; a
-training job is first recorded (number, name, definition, hyperparameters), then created, so a
-crash between the two leaves a row whose training job the next step creates (or finds made). A
+hyperparameters chosen by tuning/strategies.py from that definition's own training jobs; first
+the retries tuning/retries.py finds due (same number and hyperparameters, a new name), then new
+numbers. A training job is first recorded (number, attempt, name, definition, hyperparameters),
+then created, so a crash between the two leaves a row whose training job the next step creates
+(or finds made). A
 Bayesian search is also told the warm start parents' training jobs (tuning/warm_start.py); a
 Hyperband search first stops the training jobs its brackets judge under-performing, and those
 that reached MaxResource (tuning/hyperband.py), each definition in its own brackets. Once a
 completion criterion is met (tuning/completion.py), nothing more is launched, the running
 training jobs are stopped and the job ends Completed. Once all planned jobs ended: Completed when
-one of them reported the objective, else Failed. Stopping: stop every running training job,
-Stopped once none runs (a recorded training job not yet created is never created, and its row is
-removed)."""
+one of them reported the objective, else Failed (a retry still due keeps it going). Stopping:
+stop every running training job, Stopped once none runs (a recorded training job not yet created
+is never created, and its row is removed)."""
 import logging
 import secrets
 
@@ -26,7 +28,17 @@ from protocol.errors import ResourceInUse, ServiceError
 from reconcile.loop import reconcile_once
 from training import services as training
 from training.models import TrainingJobStatus
-from tuning import budget, completion, definitions, hyperband, requests, strategies, transitions, warm_start
+from tuning import (
+    budget,
+    completion,
+    definitions,
+    hyperband,
+    requests,
+    retries,
+    strategies,
+    transitions,
+    warm_start,
+)
 from tuning import trials as t
 from tuning.models import HyperParameterTuningJob, TuningTrainingJob
 from tuning.models import TuningJobStatus as Status
@@ -56,32 +68,57 @@ def _search(job: HyperParameterTuningJob, found: list[t.Trial]) -> float | None:
     shares = budget.quotas(defs)
     if job.request["HyperParameterTuningJobConfig"]["Strategy"] == strategies.HYPERBAND:
         for index, definition in enumerate(defs):
-            own = [trial for trial in found if trial.row.definition_name == definition.name]
+            own = [trial for trial in retries.latest(found) if trial.row.definition_name == definition.name]
             _stop_early(job, definition, index, own)
     if _completion(job, found, sum(shares)).met:
         return _complete_early(job, found)
-    recorded = _record_next(job, found, defs, shares)
+    histories = {definition.name: _history(definition, found) for definition in defs}
+    recorded = _record_retries(job, found, histories)
+    recorded = None if recorded is None else _record_next(job, found, defs, shares, histories, recorded)
     if recorded is None:
         return _poll()  # another step recorded one: look again
     for row in [trial.row for trial in found if trial.job is None] + recorded:
         refused = _launch(job, row)
         if refused:
             return _give_up(job, refused)
-    if len(found) == sum(shares) and not any(trial.running for trial in found):
+    numbers = len(retries.latest(found))
+    if numbers == sum(shares) and not recorded and not any(trial.running for trial in found):
         return _end(job, found)
     return _poll()
 
 
-def _record_next(job: HyperParameterTuningJob, found: list[t.Trial], defs: list[definitions.Definition],
-                 shares: list[int]) -> list[TuningTrainingJob] | None:
-    """Record the next training jobs while fewer than MaxParallelTrainingJobs run, each with its
-    definition (tuning/budget.py) and the hyperparameters that definition's search chooses; None
-    when another step recorded one of them first."""
-    histories = {definition.name: _history(definition, found) for definition in defs}
+def _free_places(job: HyperParameterTuningJob, histories: dict[str, strategies.History]) -> int:
+    """How many more training jobs MaxParallelTrainingJobs lets run now."""
     running = sum(len(history.running) for history in histories.values())
-    parallel = job.request["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxParallelTrainingJobs"]
-    recorded, seeded = [], set()
-    for number in range(len(found) + 1, min(sum(shares), len(found) + parallel - running) + 1):
+    return job.request["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxParallelTrainingJobs"] - running
+
+
+def _record_retries(job: HyperParameterTuningJob, found: list[t.Trial],
+                    histories: dict[str, strategies.History]) -> list[TuningTrainingJob] | None:
+    """Record the retries due (tuning/retries.py), as many as MaxParallelTrainingJobs lets run,
+    each the next attempt of its number with its hyperparameters; None when another step recorded
+    one of them first. Each counts as running in its definition's history from now on."""
+    recorded = []
+    for failed in retries.due(found)[:max(0, _free_places(job, histories))]:
+        row = _record(job, failed.row.number, failed.row.definition_name, failed.row.tuned_hyperparameters,
+                      attempt=failed.row.attempt + 1)
+        if row is None:
+            return None
+        recorded.append(row)
+        histories[row.definition_name].running.append(row.tuned_hyperparameters)
+    return recorded
+
+
+def _record_next(job: HyperParameterTuningJob, found: list[t.Trial], defs: list[definitions.Definition],
+                 shares: list[int], histories: dict[str, strategies.History],
+                 recorded: list[TuningTrainingJob]) -> list[TuningTrainingJob] | None:
+    """Record the next numbers' training jobs (after `recorded`, the retries) while fewer than
+    MaxParallelTrainingJobs run, each with its definition (tuning/budget.py) and the
+    hyperparameters that definition's search chooses; None when another step recorded one of them
+    first."""
+    numbers = len(retries.latest(found))
+    seeded = set()
+    for number in range(numbers + 1, min(sum(shares), numbers + _free_places(job, histories)) + 1):
         index, ordinal = budget.owner(shares, number)
         definition, history = defs[index], histories[defs[index].name]
         if definition.name not in seeded:
@@ -144,11 +181,15 @@ def _wind_down(job: HyperParameterTuningJob, found: list[t.Trial]) -> bool:
 
 def _stop_early(job: HyperParameterTuningJob, definition: definitions.Definition, index: int,
                 found: list[t.Trial]) -> None:
-    """Stop a definition's running training jobs Hyperband judged under-performing or that used up
-    MaxResource; a stopped one ends Stopped, its last value its objective, as SageMaker shows
-    them. Each definition has its own brackets (its own study name) and its own resources."""
+    """Stop a definition's running training jobs (`found`: the latest attempt of each of its
+    numbers) Hyperband judged under-performing or that used up MaxResource; a stopped one ends
+    Stopped, its last value its objective, as SageMaker shows them. Each definition has its own
+    brackets (its own study name) and its own resources."""
     limits = hyperband.resources(definition.config, definition.static)
-    reports = [t.objective_points(job, trial, limits.maximum) for trial in found]
+    # One training job per number, in number order (each keeps its bracket): the latest attempt; one
+    # that failed with an internal error reports nothing (its retry will).
+    reports = [[] if t.failed_internally(trial) else t.objective_points(job, trial, limits.maximum)
+               for trial in found]
     maximize = definition.objective["Type"] == "Maximize"
     study_name = job.name if index == 0 else f"{job.name}:{definition.name}"
     judged = hyperband.stopped_early(limits, maximize, study_name, reports)
@@ -167,13 +208,14 @@ def _stop_training(job: HyperParameterTuningJob, name: str) -> None:
 
 
 def _record(job: HyperParameterTuningJob, number: int, definition_name: str,
-            tuned: dict[str, str]) -> TuningTrainingJob | None:
-    """Training job `number`'s row, named as SageMaker names them: `<tuning job>-NNN-<8 hex>`."""
+            tuned: dict[str, str], attempt: int = 0) -> TuningTrainingJob | None:
+    """The row of training job `number`'s attempt, named as SageMaker names them:
+    `<tuning job>-NNN-<8 hex>` (a retry: the same NNN, new hex)."""
     name = f"{job.name}-{number:03d}-{secrets.token_hex(4)}"
     try:
         return TuningTrainingJob.objects.create(
-            tuning_job=job, number=number, training_job_name=name, definition_name=definition_name,
-            tuned_hyperparameters=tuned,
+            tuning_job=job, number=number, attempt=attempt, training_job_name=name,
+            definition_name=definition_name, tuned_hyperparameters=tuned,
         )
     except IntegrityError:
         return None

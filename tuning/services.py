@@ -115,6 +115,6 @@ def list_trials(job: HyperParameterTuningJob, params: dict) -> tuple[list[trials
     sort_by, sort_order = ordering("ListTrainingJobsForHyperParameterTuningJob", params)
     if sort_by == "FinalObjectiveMetricValue":
         found = [trial for trial in found if trial.objective is not None]
-    found.sort(key=lambda trial: (TRIAL_SORT_KEYS[sort_by](trial), trial.row.number),
+    found.sort(key=lambda trial: (TRIAL_SORT_KEYS[sort_by](trial), trial.row.number, trial.row.attempt),
                reverse=sort_order == "Descending")
     return paginate(found, params.get("NextToken"), params.get("MaxResults"))

@@ -91,9 +91,15 @@ def _status_counter(trial: Trial) -> str:
         return "InProgress"
     status = trial.job.training_job_status
     if status == TrainingJobStatus.FAILED:
-        internal = trial.job.failure_reason.startswith(INTERNAL_FAILURE_PREFIX)
-        return "RetryableError" if internal else "NonRetryableError"
+        return "RetryableError" if failed_internally(trial) else "NonRetryableError"
     return status
+
+
+def failed_internally(trial: Trial) -> bool:
+    """Failed on the platform's side: a RetryableError, which tuning/retries.py retries."""
+    job = trial.job
+    return (job is not None and job.training_job_status == TrainingJobStatus.FAILED
+            and job.failure_reason.startswith(INTERNAL_FAILURE_PREFIX))
 
 
 def scored_in_end_order(trials: list[Trial]) -> list[tuple]:

@@ -71,3 +71,26 @@ def test_a_tuning_job_of_several_definitions_shows_each_training_jobs_definition
     page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
     assert "multi-1-001-0a1b2c3d <small>(second)</small>" in page
     assert "Minimize <strong>loss</strong>" in page
+
+
+def test_a_retry_names_and_links_the_failed_attempt_it_retries(account_a):
+    job = tuning_services.create_tuning_job(ctx(ACCOUNT_A), tuning_request("retried-1"))
+    names = ["retried-1-001-0a1b2c3d", "retried-1-001-4e5f6a7b"]
+    created = []
+    for attempt, name in enumerate(names):
+        TuningTrainingJob.objects.create(
+            tuning_job=job, number=1, attempt=attempt, training_job_name=name,
+            tuned_hyperparameters={"depth": "3"},
+        )
+        created.append(
+            training_services.create_training_job(ctx(ACCOUNT_A), job_request(name), tuning_job_arn=job.arn)
+        )
+    failed = created[0]
+    reason = "InternalServerError: the container of algo-1 disappeared from the Docker engine."
+    type(failed).objects.filter(pk=failed.pk).update(training_job_status="Failed", failure_reason=reason)
+
+    page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
+
+    assert f'retry 1 of <a href="/console/training-jobs/{failed.pk}/">{names[0]}</a>' in page
+    assert f"Failed <small>{reason}</small>" in page
+    assert page.count("retry 1 of") == 1  # the first attempt retries nothing

@@ -68,11 +68,11 @@ def report(training: TrainingJob, *points: tuple[int, float]) -> None:
     metric_store.put(key, "algo-1", [("acc", ms, acc) for ms, acc in points])
 
 
-def end(training: TrainingJob, acc: float | None, status: str = "Completed") -> None:
+def end(training: TrainingJob, acc: float | None, status: str = "Completed", reason: str = "") -> None:
     if acc is not None:
         report(training, (1000, acc))
     TrainingJob.objects.filter(pk=training.pk).update(
-        training_job_status=status, training_end_time=timezone.now()
+        training_job_status=status, training_end_time=timezone.now(), failure_reason=reason
     )
 
 
