@@ -4,8 +4,10 @@ Deploys the token-stream example (`sageport-examples/python-stream:latest`, buil
 scripts/build-images.sh) behind an endpoint of a running Sageport, then measures, one request at a
 time, (a) straight from the container's published port (urllib3, its chunks as they come) and
 (b) through InvokeEndpointWithResponseStream with boto3 (signing and event-stream parsing
-included, as users see it), and (c) through it signed by hand and its frames decoded by botocore's
-EventStreamBuffer alone (the data plane's cost without boto3's per-event parsing):
+included, as users see it), (c) through it signed by hand and its frames decoded by botocore's
+EventStreamBuffer alone (the data plane's cost without boto3's per-event parsing), and (d) the same
+signed request read as bytes, its frames not decoded (what the data plane delivers, before any
+client's decoding: its throughput is counted in the tokens the frames carry):
 
 - time to first byte: from sending a request to holding its first token, --ttfb-requests times
   (a prompt of a few tokens); p50 and p99 of each path, the difference in ms and the ratio;
@@ -51,12 +53,14 @@ def main() -> int:
         direct = _direct(urllib3.HTTPConnectionPool("127.0.0.1", port, maxsize=1))
         streamed = _streamed(runtime, name)
         framed = _framed(runtime, name)
+        undecoded = _undecoded(runtime, name)
         short, long = _request(8), _request(options.tokens)
-        paths = (("direct", direct), ("boto3", streamed), ("frames", framed))
+        paths = (("direct", direct), ("boto3", streamed), ("frames", framed), ("bytes", undecoded))
         for _, read in paths:  # warm-up: connections, signing keys, the routing table
             b"".join(read(short))
         ttfb = {path: _ttfb(read, short, options) for path, read in paths}
-        rate = {path: _rate(read, long, options) for path, read in paths}
+        rate = {path: _rate(read, long, options, _words_in_frames if path == "bytes" else _words)
+                for path, read in paths}
     finally:
         delete_endpoint(sagemaker, name)
     _report(ttfb, rate, options)
@@ -102,6 +106,21 @@ def _streamed(runtime, name: str):
 
 
 def _framed(runtime, name: str):
+    def decoded(pieces):
+        frames = EventStreamBuffer()
+        for data in pieces:
+            frames.add_data(data)
+            yield from (message.payload for message in frames)
+
+    return _signed_stream(runtime, name, decoded)
+
+
+def _undecoded(runtime, name: str):
+    """The stream's bytes as they come; `_tokens` counts the tokens in the frames' payloads."""
+    return _signed_stream(runtime, name, lambda pieces: pieces)
+
+
+def _signed_stream(runtime, name: str, pieces_of):
     url = f"{runtime.meta.endpoint_url}/endpoints/{name}/invocations-response-stream"
     http = SignedHttp(runtime._request_signer._credentials, "sagemaker", runtime.meta.region_name, 1)
 
@@ -109,10 +128,7 @@ def _framed(runtime, name: str):
         response = http.post(url, body, {"Content-Type": "application/json"}, preload_content=False)
         if response.status != 200:
             raise RuntimeError(f"InvokeEndpointWithResponseStream answered {response.status}")
-        frames = EventStreamBuffer()
-        for data in response.stream(65536, decode_content=False):
-            frames.add_data(data)
-            yield from (message.payload for message in frames)
+        yield from pieces_of(response.stream(65536, decode_content=False))
         response.release_conn()
 
     return read
@@ -131,16 +147,29 @@ def _ttfb(read, body: bytes, options) -> list[float]:
     return found
 
 
-def _rate(read, body: bytes, options) -> float:
-    """The best tokens per second of the runs (a token is a word of the text)."""
+def _rate(read, body: bytes, options, count) -> float:
+    """The best tokens per second of the runs (a token is a word of the text: `count` finds them in
+    what `read` yields)."""
     best, deadline = 0.0, time.perf_counter() + options.max_seconds
     for _ in range(options.throughput_runs):
         if time.perf_counter() > deadline:
             break
         began = time.perf_counter()
-        text = b"".join(read(body))
-        best = max(best, len(text.split()) / (time.perf_counter() - began))
+        received = b"".join(read(body))
+        elapsed = time.perf_counter() - began
+        best = max(best, count(received) / elapsed)
     return best
+
+
+def _words(text: bytes) -> int:
+    return len(text.split())
+
+
+def _words_in_frames(stream: bytes) -> int:
+    """The words of an event stream's payloads (decoded after the clock stopped)."""
+    frames = EventStreamBuffer()
+    frames.add_data(stream)
+    return _words(b"".join(message.payload for message in frames))
 
 
 def _report(ttfb: dict, rate: dict, options) -> None:
@@ -149,7 +178,7 @@ def _report(ttfb: dict, rate: dict, options) -> None:
     print(f"{'path':<10}{'ttfb p50 ms':>13}{'ttfb p99 ms':>13}{'tokens/s':>12}")
     for path in ttfb:
         print(f"{path:<10}{_p(ttfb[path], 50):>13.2f}{_p(ttfb[path], 99):>13.2f}{rate[path]:>12.0f}")
-    for path in ("boto3", "frames"):
+    for path in ("boto3", "frames", "bytes"):
         added = _p(ttfb[path], 50) - _p(ttfb["direct"], 50)
         print(f"ratio {path} / direct: ttfb p50 {_p(ttfb[path], 50) / _p(ttfb['direct'], 50):.2f}x "
               f"(+{added:.2f} ms), p99 {_p(ttfb[path], 99) / _p(ttfb['direct'], 99):.2f}x, "
