@@ -49,7 +49,7 @@ def test_the_model_form_shows_a_bad_name_beside_it_then_creates_the_model(
     page.get_by_label("Model name").fill(name)
     page.get_by_role("button", name="Create model").click()
 
-    expect(page).to_have_url(re.compile(r"/console/models/\d+/$"))
+    expect(page).to_have_url(re.compile(rf"/console/models/{name}/$"))  # its name, as AWS's console
     expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text(f"Created model {name}.")
     described = sagemaker.describe_model(ModelName=name)
