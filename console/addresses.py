@@ -18,6 +18,7 @@ Old id addresses (`/training-jobs/2/`) redirect to the name's when the viewer ca
 A name may be digits only, so the name is looked up first and the id only when no name matches.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -65,10 +66,10 @@ class RegionConverter(NameConverter):
     regex = r"[a-z0-9](?:-?[a-z0-9]){0,31}"
 
 
-class VersionConverter:
-    """A model package's version (`/[0-9]{1,9}` in its ARN)."""
+class OldIdConverter:
+    """A database id of an old address: digits a bigint holds (more would be the database's error)."""
 
-    regex = r"[0-9]{1,9}"
+    regex = r"[0-9]{1,18}"
 
     def to_python(self, value: str) -> int:
         return int(value)
@@ -77,10 +78,17 @@ class VersionConverter:
         return str(value)
 
 
+class VersionConverter(OldIdConverter):
+    """A model package's version (`/[0-9]{1,9}` in its ARN)."""
+
+    regex = r"[0-9]{1,9}"
+
+
 register_converter(NameConverter, "sm-name")
 register_converter(AccountConverter, "account-id")
 register_converter(RegionConverter, "region")
 register_converter(VersionConverter, "version")
+register_converter(OldIdConverter, "old-id")
 
 SCOPE = "accounts/<account-id:account>/<region:region>/"
 
@@ -189,7 +197,7 @@ def resolve(viewer: Viewer, model: type[Model], arguments: dict) -> Model:
     if found:
         raise _Ambiguous(found)
     old_id = arguments.get("name", "")
-    if set(arguments) == {"name"} and old_id.isdigit():  # the shape of an old id address
+    if set(arguments) == {"name"} and re.fullmatch(OldIdConverter.regex, old_id):  # an old id address
         row = kind.visible(viewer).filter(pk=int(old_id)).first()
         if row is not None:
             raise _Moved(row)

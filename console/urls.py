@@ -61,7 +61,7 @@ urlpatterns = [
         ("", views_pipelines.execution_detail, "pipeline-execution"),
         ("stop", views_pipelines.execution_stop, "pipeline-execution-stop"),
     ]),
-    path("pipeline-executions/<int:pk>/", moved(PipelineExecution, "console:pipeline-execution")),
+    path("pipeline-executions/<old-id:pk>/", moved(PipelineExecution, "console:pipeline-execution")),
     path("endpoints/", views_hosting.endpoint_list, name="endpoints"),
     path("endpoints/create", views_create.endpoint_create, name="endpoint-create"),
     path("endpoints/rows", views_hosting.endpoint_rows, name="endpoint-rows"),
@@ -90,7 +90,7 @@ urlpatterns = [
     *named_paths("hyperpod/jobs/<sm-name:namespace>/<sm-name:name>/", [
         ("", views_hyperpod.job_detail, "hyperpod-job"),
     ]),
-    path("hyperpod/jobs/<int:pk>/", moved(HyperPodJob, "console:hyperpod-job")),
+    path("hyperpod/jobs/<old-id:pk>/", moved(HyperPodJob, "console:hyperpod-job")),
     path("models/", views_hosting.model_list, name="models"),
     path("models/create", views_create.model_create, name="model-create"),
     *named_paths("models/<sm-name:name>/", [

@@ -259,6 +259,9 @@ def test_old_execution_and_hyperpod_job_addresses_redirect(db, monkeypatch):
         "accounts/12345/us-east-1/training-jobs/x/",
         "accounts/111111111111/US_EAST/training-jobs/x/",
         "pipeline-executions/abc/",
+        "pipeline-executions/" + "9" * 30 + "/",
+        "training-jobs/" + "9" * 30 + "/",
+        "model-packages/" + "9" * 30 + "/",
     ],
 )
 def test_an_address_no_name_could_have_is_the_consoles_404(account_a, path):
