@@ -177,30 +177,34 @@ def address(viewer: Viewer, row: Model, page: str) -> str:
     return reverse(page, kwargs=arguments)
 
 
-class _Ambiguous(Exception):
+class Ambiguous(Exception):
+    """Several rows have the name: the address needs their account."""
+
     def __init__(self, rows: list[Model]):
         self.rows = rows
 
 
-class _Moved(Exception):
+class Moved(Exception):
+    """An old id address of a row the viewer may see."""
+
     def __init__(self, row: Model):
         self.row = row
 
 
 def resolve(viewer: Viewer, model: type[Model], arguments: dict) -> Model:
-    """The one visible row the address names; _Ambiguous when several accounts' rows have the name
-    (an operator's address without the account), _Moved for an old id address, 404 otherwise."""
+    """The one visible row the address names; Ambiguous when several accounts' rows have the name
+    (an operator's address without the account), Moved for an old id address, 404 otherwise."""
     kind = KINDS[model]
     found = list(kind.named(viewer, arguments)[: CANDIDATES_SHOWN + 1])
     if len(found) == 1:
         return found[0]
     if found:
-        raise _Ambiguous(found)
+        raise Ambiguous(found)
     old_id = arguments.get("name", "")
     if set(arguments) == {"name"} and re.fullmatch(OldIdConverter.regex, old_id):  # an old id address
         row = kind.visible(viewer).filter(pk=int(old_id)).first()
         if row is not None:
-            raise _Moved(row)
+            raise Moved(row)
     raise Http404("No such resource.")
 
 
@@ -214,13 +218,13 @@ def resource_view(model: type[Model]) -> Callable:
         def wrapper(request: HttpRequest, viewer: Viewer, **arguments) -> HttpResponse:
             try:
                 row = resolve(viewer, model, arguments)
-            except _Moved as moved:
+            except Moved as moved:
                 # 307 keeps a POST a POST (an action from a page served before the change).
                 status = 302 if request.method in ("GET", "HEAD") else 307
                 return HttpResponseRedirect(
                     address(viewer, moved.row, request.resolver_match.view_name), status=status
                 )
-            except _Ambiguous as ambiguous:
+            except Ambiguous as ambiguous:
                 return _candidates(request, viewer, ambiguous.rows)
             return view(request, viewer, row)
 

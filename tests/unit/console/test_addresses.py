@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.urls import resolve as resolve_path
 
 from clusters.models import Cluster
-from console.addresses import _Ambiguous, address, resolve
+from console.addresses import Ambiguous, address, resolve
 from console.viewer import Viewer
 from elastic.models import HyperPodJob
 from hosting import services as hosting_services
@@ -178,7 +178,7 @@ def test_an_operator_is_shown_the_candidates_of_a_name_two_accounts_use(db):
         scoped = f"/console/accounts/{row.account_id}/{REGION}/training-jobs/shared/"
         assert f'href="{scoped}"' in page
         assert client.get(scoped).context["job"] == row
-    with pytest.raises(_Ambiguous):
+    with pytest.raises(Ambiguous):
         resolve(OPERATOR, TrainingJob, {"name": "shared"})
     assert client.get("/console/training-jobs/only-b/").context["job"].account_id == ACCOUNT_B
     assert client.post("/console/training-jobs/shared/stop").status_code == 300  # nothing stopped
