@@ -290,3 +290,14 @@ def test_the_unscoped_address_is_the_stacks_region(db):
     with pytest.raises(Http404):
         resolve(OWNER, TrainingJob, {"name": "near"})
     assert address(OWNER, job, "console:training-job") == f"{SCOPE}/training-jobs/near/"
+
+
+def test_a_page_an_operator_opens_links_its_sub_routes_under_the_account(db):
+    make_job(ACCOUNT_A, "watched")
+
+    page = operator().get(f"{SCOPE}/training-jobs/watched/").content.decode()
+
+    for sub_route in ("live", "logs", "metrics", "stop", "clone"):
+        assert f'"{SCOPE}/training-jobs/watched/{sub_route}"' in page, sub_route
+    own = signed_in(ACCOUNT_A).get("/console/training-jobs/watched/").content.decode()
+    assert '"/console/training-jobs/watched/live"' in own and "/accounts/" not in own
