@@ -40,13 +40,6 @@ class Viewer:
         """The rows of an account-owned model this viewer may see."""
         return rows if self.is_operator else rows.filter(account_id=self.account_id)
 
-    def get(self, rows: QuerySet, **lookup) -> Model:
-        """One visible row, or 404: another account's resource is as absent as a missing one."""
-        row = self.visible(rows).filter(**lookup).first()
-        if row is None:
-            raise Http404("No such resource.")
-        return row
-
     def context_for(self, resource: Model) -> RequestContext:
         """The context the API's services take, in the resource's own account and region: an
         action from the console is the same call a signed request would make."""

@@ -1,16 +1,18 @@
 """Capacity, for operators: the nodes, what holds each GPU, and the queue of Pending jobs with
 what each waits for."""
 
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from capacity.models import GpuAllocation, Node, Placement
 from console.viewer import Viewer, operator_view
+from hosting.models import Endpoint, InferenceComponent
 from training.models import SecondaryStatus, TrainingJob
 
 
-def _holders(node: Node) -> dict[str, str]:
+def _holders(node: Node) -> dict[str, tuple[str, Model, str]]:
     """Device id → who holds it, in words."""
     held = {}
     allocations = GpuAllocation.objects.filter(node=node).select_related(
@@ -21,29 +23,33 @@ def _holders(node: Node) -> dict[str, str]:
     )
     for allocation in allocations:
         if allocation.placement is not None:
-            page, pk, name, host = _instance(allocation.placement)
-            held[allocation.device_id] = (page, pk, f"{name} ({host})")
+            page, job, name, host = _instance(allocation.placement)
+            held[allocation.device_id] = (page, job, f"{name} ({host})")
         else:
             container = allocation.container
             endpoint = container.deployment.endpoint
-            held[allocation.device_id] = (
-                "console:endpoint",
-                endpoint.pk,
-                f"{endpoint.endpoint_name} / {container.variant_name}",
-            )
+            label = f"{endpoint.endpoint_name} / {container.variant_name}"
+            held[allocation.device_id] = (*_serving(endpoint), label)
     return held
 
 
-def _instance(placement: Placement) -> tuple[str, int, str, str]:
-    """(its job's page, the job's key, the job's name, the host) of a training, processing or
+def _serving(endpoint: Endpoint) -> tuple[str, Model]:
+    """The page of what an endpoint's container serves: an inference component's runner is shown
+    as the component (its endpoint has no page of its own)."""
+    component = InferenceComponent.objects.filter(runner=endpoint).first()
+    return ("console:inference-component", component) if component else ("console:endpoint", endpoint)
+
+
+def _instance(placement: Placement) -> tuple[str, Model, str, str]:
+    """(its job's page, the job, the job's name, the host) of a training, processing or
     transform instance."""
     if placement.processing_job is not None:
         job = placement.processing_job
-        return "console:processing-job", job.pk, job.processing_job_name, placement.host
+        return "console:processing-job", job, job.processing_job_name, placement.host
     if placement.transform_job is not None:
         job = placement.transform_job
-        return "console:transform-job", job.pk, job.transform_job_name, placement.host
-    return "console:training-job", placement.job.pk, placement.job.training_job_name, placement.host
+        return "console:transform-job", job, job.transform_job_name, placement.host
+    return "console:training-job", placement.job, placement.job.training_job_name, placement.host
 
 
 def _node_row(node: Node, now) -> dict:

@@ -5,6 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from capacity.gpus import gpu_ids
+from console.addresses import resource_view
 from console.viewer import Viewer, console_view
 from console.views_hosting import listing_page
 from hosting import component_operations, presenters
@@ -23,9 +24,8 @@ def component_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     )
 
 
-@console_view
-def component_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    component = viewer.get(InferenceComponent.objects.select_related("runner", "endpoint"), pk=pk)
+@resource_view(InferenceComponent)
+def component_detail(request: HttpRequest, viewer: Viewer, component: InferenceComponent) -> HttpResponse:
     copies = (
         ComponentCopy.objects.filter(container__deployment__endpoint=component.runner)
         .select_related("container__node", "container__deployment")

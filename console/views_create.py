@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 
 from console import create_specs, field_errors
 from console.actions import perform
+from console.addresses import address
 from console.create_form import CreateForm, FormProblem, Rendered, targets, values_of
 from console.viewer import Viewer, console_view
 from protocol.context import RequestContext
@@ -25,7 +26,7 @@ def _create_page(request: HttpRequest, viewer: Viewer, form: CreateForm) -> Http
         else:
             outcome = perform(ctx, form.operation, params)
             if outcome.ok:
-                return _created(request, form, values["name"], outcome.response[form.arn_member])
+                return _created(request, viewer, form, values["name"], outcome.response[form.arn_member])
             placed = field_errors.place(outcome.message, targets(form, values))
             placed.general = [f"{outcome.code}: {message}" for message in placed.general]
     context = {
@@ -49,12 +50,12 @@ def _rows(form: CreateForm, ctx: RequestContext, values: dict, placed: field_err
     ]
 
 
-def _created(request: HttpRequest, form: CreateForm, name: str, arn: str) -> HttpResponse:
+def _created(request: HttpRequest, viewer: Viewer, form: CreateForm, name: str, arn: str) -> HttpResponse:
     messages.success(request, f"Created {form.noun} {name}.")
     row = form.model.objects.filter(**{form.arn_field: arn}).first()
     if row is None:  # deleted by another hand in the meantime
         return redirect(form.listing)
-    return redirect(form.page, pk=row.pk)
+    return redirect(address(viewer, row, form.page))
 
 
 def _page(form: CreateForm):

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from capacity.gpus import gpu_ids
 from console import invocation_charts, live, s3_links, sorting
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
 from hosting import async_queue, presenters, serverless
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel, ServingContainer
@@ -76,10 +77,6 @@ def endpoint_rows(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return JsonResponse({"html": html, "running": changing})
 
 
-def _endpoint(viewer: Viewer, pk: int) -> Endpoint:
-    return viewer.get(Endpoint.objects.all(), pk=pk)
-
-
 def _fleet(endpoint: Endpoint) -> list[dict]:
     """Every deployment (active, pending, retiring) with its containers, health and GPUs."""
     deployments = endpoint.deployments.prefetch_related("containers__gpus")
@@ -116,16 +113,14 @@ def _nodes(endpoint: Endpoint) -> list[str]:
     return sorted(set(placed.values_list("node__name", flat=True)))
 
 
-@console_view
-def endpoint_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+@resource_view(Endpoint)
+def endpoint_detail(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     context = {**_endpoint_context(endpoint), "metric_names": invocation_charts.TITLES}
     return render(request, "console/endpoint.html", context)
 
 
-@console_view
-def endpoint_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+@resource_view(Endpoint)
+def endpoint_live(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     context = _endpoint_context(endpoint)
     return JsonResponse(
         {
@@ -145,9 +140,8 @@ def _log_group(endpoint: Endpoint) -> str:
     return ENDPOINT_LOG_GROUP.format(name=endpoint.endpoint_name)
 
 
-@console_view
-def endpoint_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+@resource_view(Endpoint)
+def endpoint_logs(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     return live.log_lines(
         viewer.context_for(endpoint),
         _log_group(endpoint),
@@ -156,9 +150,8 @@ def endpoint_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse
     )
 
 
-@console_view
-def endpoint_metrics(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+@resource_view(Endpoint)
+def endpoint_metrics(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     now_ms = int(time.time() * 1000)
     return JsonResponse({"series": invocation_charts.series(endpoint, now_ms)})
 
@@ -180,13 +173,12 @@ def _act(request: HttpRequest, viewer: Viewer, endpoint: Endpoint, operation: st
         messages.success(request, done)
     else:
         messages.error(request, outcome.error)
-    return redirect("console:endpoint", pk=endpoint.pk)
+    return redirect(address(viewer, endpoint, "console:endpoint"))
 
 
-@console_view
+@resource_view(Endpoint)
 @require_POST
-def endpoint_weights(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+def endpoint_weights(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     changes = [
         {
             "VariantName": variant,
@@ -205,10 +197,9 @@ def endpoint_weights(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespo
     )
 
 
-@console_view
+@resource_view(Endpoint)
 @require_POST
-def endpoint_update(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+def endpoint_update(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     params = {"EndpointConfigName": request.POST.get("config", "")}
     if request.POST.get("retain"):
         params["RetainAllVariantProperties"] = True
@@ -222,50 +213,47 @@ def endpoint_update(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespon
     )
 
 
-@console_view
+@resource_view(Endpoint)
 @require_POST
-def endpoint_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    endpoint = _endpoint(viewer, pk)
+def endpoint_delete(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
     return _delete(
         request, viewer.context_for(endpoint), "DeleteEndpoint", {"EndpointName": endpoint.endpoint_name},
-        ("console:endpoint", pk, "console:endpoints"),
+        (address(viewer, endpoint, "console:endpoint"), "console:endpoints"),
         f"Deleting {endpoint.endpoint_name}: its containers are drained, then stopped.",
     )
 
 
-@console_view
+@resource_view(SageMakerModel)
 @require_POST
-def model_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    model = viewer.get(SageMakerModel.objects.all(), pk=pk)
+def model_delete(request: HttpRequest, viewer: Viewer, model: SageMakerModel) -> HttpResponse:
     return _delete(
         request, viewer.context_for(model), "DeleteModel", {"ModelName": model.model_name},
-        ("console:model", pk, "console:models"),
+        (address(viewer, model, "console:model"), "console:models"),
         f"Deleted {model.model_name} (endpoints already running it keep their containers).",
     )
 
 
-@console_view
+@resource_view(EndpointConfig)
 @require_POST
-def config_delete(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    config = viewer.get(EndpointConfig.objects.all(), pk=pk)
+def config_delete(request: HttpRequest, viewer: Viewer, config: EndpointConfig) -> HttpResponse:
     return _delete(
         request, viewer.context_for(config), "DeleteEndpointConfig",
         {"EndpointConfigName": config.endpoint_config_name},
-        ("console:endpoint-config", pk, "console:endpoint-configs"),
+        (address(viewer, config, "console:endpoint-config"), "console:endpoint-configs"),
         f"Deleted {config.endpoint_config_name} (endpoints deployed from it keep running).",
     )
 
 
 def _delete(
-    request: HttpRequest, ctx, operation: str, params: dict, pages: tuple[str, int, str], done: str
+    request: HttpRequest, ctx, operation: str, params: dict, pages: tuple[str, str], done: str
 ) -> HttpResponse:
     """The API's Delete operation; back to the resource's page with the API's error if it refused,
-    to the list with `done` if not. `pages`: (the resource page's name, its pk, the list's name)."""
-    page, pk, listing = pages
+    to the list with `done` if not. `pages`: (the resource page's address, the list's URL name)."""
+    page, listing = pages
     outcome = perform(ctx, operation, params)
     if not outcome.ok:
         messages.error(request, outcome.error)
-        return redirect(page, pk=pk)
+        return redirect(page)
     messages.success(request, done)
     return redirect(listing)
 
@@ -278,9 +266,8 @@ def config_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     )
 
 
-@console_view
-def config_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    config = viewer.get(EndpointConfig.objects.all(), pk=pk)
+@resource_view(EndpointConfig)
+def config_detail(request: HttpRequest, viewer: Viewer, config: EndpointConfig) -> HttpResponse:
     models = SageMakerModel.objects.filter(account_id=config.account_id, region=config.region)
     by_name = {model.model_name: model for model in models}
     variants = [
@@ -302,9 +289,8 @@ def model_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/models.html", {"page": page, "name": request.GET.get("name", "")})
 
 
-@console_view
-def model_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    model = viewer.get(SageMakerModel.objects.all(), pk=pk)
+@resource_view(SageMakerModel)
+def model_detail(request: HttpRequest, viewer: Viewer, model: SageMakerModel) -> HttpResponse:
     described = presenters.describe_model(model)
     containers = [described["PrimaryContainer"]] if "PrimaryContainer" in described else []
     containers += described.get("Containers", [])

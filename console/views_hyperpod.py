@@ -8,6 +8,7 @@ from django.shortcuts import render
 
 from clusters import presenters as cluster_presenters
 from clusters.models import Cluster, ClusterMember
+from console.addresses import resource_view
 from console.viewer import Viewer, console_view
 from elastic.models import HyperPodJob
 
@@ -25,9 +26,8 @@ def cluster_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/hyperpod.html", context)
 
 
-@console_view
-def cluster_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    cluster = viewer.get(Cluster.objects.all(), pk=pk)
+@resource_view(Cluster)
+def cluster_detail(request: HttpRequest, viewer: Viewer, cluster: Cluster) -> HttpResponse:
     members = ClusterMember.objects.filter(group__cluster=cluster).select_related("group__cluster", "node")
     context = {
         "cluster": cluster,
@@ -40,9 +40,8 @@ def cluster_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespons
     return render(request, "console/cluster.html", context)
 
 
-@console_view
-def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = viewer.get(HyperPodJob.objects.all(), pk=pk)
+@resource_view(HyperPodJob)
+def job_detail(request: HttpRequest, viewer: Viewer, job: HyperPodJob) -> HttpResponse:
     status = job.status
     context = {
         "job": job,

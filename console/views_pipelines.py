@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from console import pipeline_graph
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
 from pipelines import definition, graph, presenters
 from pipelines.models import Pipeline, PipelineExecution
@@ -30,9 +31,8 @@ def pipeline_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/pipelines.html", context)
 
 
-@console_view
-def pipeline_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    pipeline = viewer.get(Pipeline.objects.all(), pk=pk)
+@resource_view(Pipeline)
+def pipeline_detail(request: HttpRequest, viewer: Viewer, pipeline: Pipeline) -> HttpResponse:
     executions = pipeline.executions.order_by("-creation_time", "-pk")
     context = {
         "pipeline": pipeline,
@@ -50,16 +50,8 @@ def _steps_of(text: str) -> list[definition.Step]:
         return []
 
 
-def _execution(viewer: Viewer, pk: int) -> PipelineExecution:
-    execution = PipelineExecution.objects.select_related("pipeline").filter(pk=pk).first()
-    pipeline_pk = execution.pipeline.pk if execution else -1
-    viewer.get(Pipeline.objects.all(), pk=pipeline_pk)  # 404 unless the viewer may see its pipeline
-    return execution
-
-
-@console_view
-def execution_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    execution = _execution(viewer, pk)
+@resource_view(PipelineExecution)
+def execution_detail(request: HttpRequest, viewer: Viewer, execution: PipelineExecution) -> HttpResponse:
     rows = {row.step_name: row for row in execution.steps.all()}
     steps = _steps_of(execution.definition)
     planned = graph.plan_of(definition.parse(execution.definition), rows) if steps else {}
@@ -80,10 +72,9 @@ def execution_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespo
     return render(request, "console/pipeline_execution.html", context)
 
 
-@console_view
+@resource_view(PipelineExecution)
 @require_POST
-def execution_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    execution = _execution(viewer, pk)
+def execution_stop(request: HttpRequest, viewer: Viewer, execution: PipelineExecution) -> HttpResponse:
     token = f"console-stop-{execution.pk:026d}"  # the operation's idempotency token: 32 characters or more
     params = {"PipelineExecutionArn": execution.arn, "ClientRequestToken": token}
     outcome = perform(viewer.context_for(execution.pipeline), "StopPipelineExecution", params)
@@ -91,6 +82,6 @@ def execution_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespons
         messages.success(request, f"Stopping {execution.display_name}: its running jobs are stopped.")
     else:
         messages.error(request, outcome.error)
-    return redirect("console:pipeline-execution", pk=execution.pk)
+    return redirect(address(viewer, execution, "console:pipeline-execution"))
 
 

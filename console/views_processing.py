@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from console import live, sorting, stop_progress
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
 from processing import services as processing_services
 from processing.kind import PROCESSING_LOG_GROUP
@@ -47,13 +48,8 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/processing_jobs.html", context)
 
 
-def _job(viewer: Viewer, pk: int) -> ProcessingJob:
-    return viewer.get(ProcessingJob.objects.all(), pk=pk)
-
-
-@console_view
-def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+@resource_view(ProcessingJob)
+def job_detail(request: HttpRequest, viewer: Viewer, job: ProcessingJob) -> HttpResponse:
     context = {
         "job": job,
         "cluster": job.request["ProcessingResources"]["ClusterConfig"],
@@ -64,10 +60,9 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     return render(request, "console/processing_job.html", context)
 
 
-@console_view
-def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+@resource_view(ProcessingJob)
+def job_live(request: HttpRequest, viewer: Viewer, job: ProcessingJob) -> HttpResponse:
     """What a job's page refreshes while it runs: its status and its log streams."""
-    job = _job(viewer, pk)
     return JsonResponse({
         "terminal": job.is_terminal,
         "status_html": render_to_string(
@@ -77,9 +72,8 @@ def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     })
 
 
-@console_view
-def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+@resource_view(ProcessingJob)
+def job_logs(request: HttpRequest, viewer: Viewer, job: ProcessingJob) -> HttpResponse:
     return live.log_lines(
         viewer.context_for(job),
         PROCESSING_LOG_GROUP,
@@ -88,17 +82,16 @@ def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     )
 
 
-@console_view
+@resource_view(ProcessingJob)
 @require_POST
-def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+def job_stop(request: HttpRequest, viewer: Viewer, job: ProcessingJob) -> HttpResponse:
     name = job.processing_job_name
     outcome = perform(viewer.context_for(job), "StopProcessingJob", {"ProcessingJobName": name})
     if outcome.ok:
         messages.success(request, f"Stopping {name}: its outputs are uploaded once it ends.")
     else:
         messages.error(request, outcome.error)
-    return redirect("console:processing-job", pk=job.pk)
+    return redirect(address(viewer, job, "console:processing-job"))
 
 
 def _stop_progress(job: ProcessingJob) -> stop_progress.StopProgress | None:

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
 from modelregistry import presenters
 from modelregistry.models import ModelApprovalStatus, ModelPackage, ModelPackageGroup
@@ -38,9 +39,8 @@ def group_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/model_package_groups.html", context)
 
 
-@console_view
-def group_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    group = viewer.get(ModelPackageGroup.objects.all(), pk=pk)
+@resource_view(ModelPackageGroup)
+def group_detail(request: HttpRequest, viewer: Viewer, group: ModelPackageGroup) -> HttpResponse:
     context = {
         "group": group,
         "described": presenters.describe_group(group),
@@ -71,9 +71,8 @@ def package_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/model_packages.html", context)
 
 
-@console_view
-def package_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    package = viewer.get(ModelPackage.objects.select_related("group"), pk=pk)
+@resource_view(ModelPackage)
+def package_detail(request: HttpRequest, viewer: Viewer, package: ModelPackage) -> HttpResponse:
     context = {
         "package": package,
         "described": presenters.describe_package(package),
@@ -82,10 +81,9 @@ def package_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespons
     return render(request, "console/model_package.html", context)
 
 
-@console_view
+@resource_view(ModelPackage)
 @require_POST
-def package_approval(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    package = viewer.get(ModelPackage.objects.all(), pk=pk)
+def package_approval(request: HttpRequest, viewer: Viewer, package: ModelPackage) -> HttpResponse:
     params = {
         "ModelPackageArn": package.model_package_arn,
         "ModelApprovalStatus": request.POST.get("status", ""),
@@ -98,4 +96,4 @@ def package_approval(request: HttpRequest, viewer: Viewer, pk: int) -> HttpRespo
         messages.success(request, f"{package.model_package_arn} is {params['ModelApprovalStatus']}.")
     else:
         messages.error(request, outcome.error)
-    return redirect("console:model-package", pk=package.pk)
+    return redirect(address(viewer, package, "console:model-package"))

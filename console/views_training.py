@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from accounts import s3_tenancy
 from console import live, snippets, sorting, stop_progress
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.s3_links import href
 from console.viewer import Viewer, console_view
 from protocol.listing import filtered_and_sorted
@@ -70,13 +71,8 @@ def job_rows(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return JsonResponse({"html": html, "running": running})
 
 
-def _job(viewer: Viewer, pk: int) -> TrainingJob:
-    return viewer.get(TrainingJob.objects.all(), pk=pk)
-
-
-@console_view
-def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+@resource_view(TrainingJob)
+def job_detail(request: HttpRequest, viewer: Viewer, job: TrainingJob) -> HttpResponse:
     request_body = snippets.create_request(job)
     context = {
         "job": job,
@@ -122,10 +118,9 @@ def _artifacts_link(job: TrainingJob, uri: str) -> tuple[str | None, str]:
     return (href(uri), "") if exists else (None, "not written: the job ended before it saved a model")
 
 
-@console_view
-def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+@resource_view(TrainingJob)
+def job_live(request: HttpRequest, viewer: Viewer, job: TrainingJob) -> HttpResponse:
     """What a job's page refreshes while it runs: status, timeline, log streams."""
-    job = _job(viewer, pk)
     now = timezone.now()
     context = {"job": job, "now": now, "stop": _stop_progress(job, now)}
     return JsonResponse(
@@ -138,9 +133,8 @@ def job_live(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     )
 
 
-@console_view
-def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+@resource_view(TrainingJob)
+def job_logs(request: HttpRequest, viewer: Viewer, job: TrainingJob) -> HttpResponse:
     return live.log_lines(
         viewer.context_for(job),
         TRAINING_LOG_GROUP,
@@ -149,17 +143,15 @@ def job_logs(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     )
 
 
-@console_view
-def job_metrics(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+@resource_view(TrainingJob)
+def job_metrics(request: HttpRequest, viewer: Viewer, job: TrainingJob) -> HttpResponse:
     names = [definition.name for definition in metric_definitions(job)]
     return JsonResponse({"series": live.series(series_key(job), names)})
 
 
-@console_view
+@resource_view(TrainingJob)
 @require_POST
-def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = _job(viewer, pk)
+def job_stop(request: HttpRequest, viewer: Viewer, job: TrainingJob) -> HttpResponse:
     outcome = perform(viewer.context_for(job), "StopTrainingJob", {"TrainingJobName": job.training_job_name})
     if outcome.ok:
         messages.success(
@@ -167,13 +159,12 @@ def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         )
     else:
         messages.error(request, outcome.error)
-    return redirect("console:training-job", pk=job.pk)
+    return redirect(address(viewer, job, "console:training-job"))
 
 
-@console_view
-def job_clone(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
+@resource_view(TrainingJob)
+def job_clone(request: HttpRequest, viewer: Viewer, job: TrainingJob) -> HttpResponse:
     """A prefilled CreateTrainingJob form: the new name and the request as JSON, editable."""
-    job = _job(viewer, pk)
     name = request.POST.get("name", f"{job.training_job_name[:57]}-clone").strip()
     body = {key: value for key, value in snippets.create_request(job).items() if key != "TrainingJobName"}
     text = request.POST.get("request", snippets.as_json(body))
@@ -182,7 +173,7 @@ def job_clone(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         created, error = _create(viewer, job, name, text)
         if created is not None:
             messages.success(request, f"Created {name}.")
-            return redirect("console:training-job", pk=created.pk)
+            return redirect(address(viewer, created, "console:training-job"))
     context = {"job": job, "name": name, "request_text": text, "error": error}
     return render(request, "console/training_clone.html", context, status=400 if error else 200)
 

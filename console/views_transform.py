@@ -14,6 +14,7 @@ from batchtransform.kind import TRANSFORM_LOG_GROUP
 from batchtransform.models import TransformJob, TransformJobStatus
 from console import sorting
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
 from logs.models import LogStream
 from logs.store import read
@@ -49,9 +50,8 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/transform_jobs.html", context)
 
 
-@console_view
-def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = viewer.get(TransformJob.objects.all(), pk=pk)
+@resource_view(TransformJob)
+def job_detail(request: HttpRequest, viewer: Viewer, job: TransformJob) -> HttpResponse:
     streams = LogStream.objects.filter(
         account_id=job.account_id,
         region=job.region,
@@ -66,10 +66,9 @@ def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
     return render(request, "console/transform_job.html", context)
 
 
-@console_view
+@resource_view(TransformJob)
 @require_POST
-def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = viewer.get(TransformJob.objects.all(), pk=pk)
+def job_stop(request: HttpRequest, viewer: Viewer, job: TransformJob) -> HttpResponse:
     outcome = perform(
         viewer.context_for(job), "StopTransformJob", {"TransformJobName": job.transform_job_name}
     )
@@ -77,4 +76,4 @@ def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
         messages.success(request, f"Stopping {job.transform_job_name}: no more records are sent.")
     else:
         messages.error(request, outcome.error)
-    return redirect("console:transform-job", pk=job.pk)
+    return redirect(address(viewer, job, "console:transform-job"))

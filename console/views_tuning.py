@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from console import sorting
 from console.actions import perform
+from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
 from protocol.listing import filtered_and_sorted
 from tuning import definitions, presenters, trials
@@ -46,9 +47,8 @@ def job_list(request: HttpRequest, viewer: Viewer) -> HttpResponse:
     return render(request, "console/tuning_jobs.html", context)
 
 
-@console_view
-def job_detail(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = viewer.get(HyperParameterTuningJob.objects.all(), pk=pk)
+@resource_view(HyperParameterTuningJob)
+def job_detail(request: HttpRequest, viewer: Viewer, job: HyperParameterTuningJob) -> HttpResponse:
     described = presenters.describe_tuning_job(job)
     context = {
         "job": job,
@@ -77,14 +77,13 @@ def _objective(job: HyperParameterTuningJob) -> dict:
     return {"Type": trials.objective_type(job), "MetricName": " / ".join(metrics)}
 
 
-@console_view
+@resource_view(HyperParameterTuningJob)
 @require_POST
-def job_stop(request: HttpRequest, viewer: Viewer, pk: int) -> HttpResponse:
-    job = viewer.get(HyperParameterTuningJob.objects.all(), pk=pk)
+def job_stop(request: HttpRequest, viewer: Viewer, job: HyperParameterTuningJob) -> HttpResponse:
     params = {"HyperParameterTuningJobName": job.name}
     outcome = perform(viewer.context_for(job), "StopHyperParameterTuningJob", params)
     if outcome.ok:
         messages.success(request, f"Stopping {job.name}: its running training jobs are stopped.")
     else:
         messages.error(request, outcome.error)
-    return redirect("console:tuning-job", pk=job.pk)
+    return redirect(address(viewer, job, "console:tuning-job"))

@@ -7,7 +7,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
-from console import s3_links
+from console import addresses, s3_links
 
 register = template.Library()
 
@@ -108,3 +108,10 @@ def sortable(context, title: str, sort_by: str) -> str:
     return format_html(
         '<th scope="col" aria-sort="{}"><a href="?{}">{}</a>{}</th>', aria, query.urlencode(), title, arrow
     )
+
+
+@register.simple_tag(takes_context=True)
+def address(context, page: str, row) -> str:
+    """`{% address 'console:training-job' job %}`: the page (or sub-route) of a resource by its
+    name, scoped to its account and region where the viewer needs it (console/addresses.py)."""
+    return addresses.address(context["request"].viewer, row, page)

@@ -268,6 +268,7 @@ def test_another_account_sees_neither_the_list_entry_nor_the_page_of_a_job(
     job_row(console, name).get_by_role("link", name=name).click()
     expect(console.get_by_role("heading", name=name, exact=True)).to_be_visible()
     job_url = console.url
+    assert job_url == f"{stack.endpoint_url}/console/training-jobs/{name}/"  # the name, not an id
     expect(console.get_by_test_id("failure-reason")).to_contain_text("CUDA out of memory", timeout=60_000)
     expect(console.get_by_test_id("status")).to_have_text("Failed")
     console.screenshot(path=screenshot_dir / "training-job-failed.png")
@@ -283,6 +284,9 @@ def test_another_account_sees_neither_the_list_entry_nor_the_page_of_a_job(
         assert response.status == 404
         expect(other.get_by_role("heading", name="Not found")).to_be_visible()
         assert name not in other.content()
+        owners = f"{stack.endpoint_url}/console/accounts/{stack.account_id}/{stack.region}"
+        scoped = f"{owners}/training-jobs/{name}/"
+        assert other.goto(scoped).status == 404  # naming the owner's account grants nothing
         other.screenshot(path=screenshot_dir / "not-found.png")
     finally:
         other_context.close()

@@ -77,7 +77,7 @@ def test_the_model_form_shows_a_bad_name_beside_it_then_creates_the_model(
     page.get_by_label("Model name").fill(name)
     page.get_by_role("button", name="Create model").click()
 
-    expect(page).to_have_url(re.compile(r"/console/models/\d+/$"))
+    expect(page).to_have_url(re.compile(rf"/console/models/{name}/$"))  # its name, as AWS's console
     expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text(f"Created model {name}.")
     described = sagemaker.describe_model(ModelName=name)
@@ -112,7 +112,7 @@ def test_the_endpoint_config_form_then_the_endpoint_form_serve_a_model(
     page.get_by_label("Instance count").fill("1")
     page.get_by_role("button", name="Create endpoint config").click()
 
-    expect(page).to_have_url(re.compile(r"/console/endpoint-configs/\d+/$"))
+    expect(page).to_have_url(re.compile(rf"/console/endpoint-configs/{config}/$"))
     expect(page.get_by_role("heading", name=config, exact=True)).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text(f"Created endpoint config {config}.")
     [variant] = sagemaker.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"]
@@ -127,7 +127,7 @@ def test_the_endpoint_config_form_then_the_endpoint_form_serve_a_model(
     page.get_by_role("button", name="Create endpoint").click()
     hosting.endpoints.append(endpoint)  # deleted at teardown
 
-    expect(page).to_have_url(re.compile(r"/console/endpoints/\d+/$"))
+    expect(page).to_have_url(re.compile(rf"/console/endpoints/{endpoint}/$"))
     expect(page.get_by_role("heading", name=endpoint, exact=True)).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text(f"Created endpoint {endpoint}.")
     expect(page.get_by_test_id("status").first).to_have_text("InService", timeout=90_000)  # live, no reload
@@ -165,7 +165,7 @@ def test_the_training_job_form_shows_a_bad_role_beside_it_then_runs_the_job(
     page.get_by_label("Role ARN").fill(role)
     page.get_by_role("button", name="Create training job").click()
 
-    expect(page).to_have_url(re.compile(r"/console/training-jobs/\d+/$"))
+    expect(page).to_have_url(re.compile(rf"/console/training-jobs/{name}/$"))
     expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text(f"Created training job {name}.")
     expect(page.get_by_test_id("status")).to_have_text("Completed", timeout=120_000)  # live, no reload

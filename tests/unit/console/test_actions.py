@@ -18,7 +18,7 @@ def test_stop_goes_through_the_training_service(account_a):
     with mock.patch.object(
         training_services, "stop_training_job", wraps=training_services.stop_training_job
     ) as stop:
-        response = account_a.post(f"/console/training-jobs/{job.pk}/stop", follow=True)
+        response = account_a.post(f"/console/training-jobs/{job.training_job_name}/stop", follow=True)
 
     stop.assert_called_once()
     assert stop.call_args.args[0].account_id == ACCOUNT_A and stop.call_args.args[1] == "to-stop"
@@ -33,7 +33,7 @@ def test_stopping_a_finished_job_shows_the_apis_error_and_changes_nothing(accoun
         training_job_status="Completed", secondary_status="Completed"
     )
 
-    response = account_a.post(f"/console/training-jobs/{job.pk}/stop", follow=True)
+    response = account_a.post(f"/console/training-jobs/{job.training_job_name}/stop", follow=True)
 
     assert "ValidationException: The training job done is in status Completed" in response.content.decode()
     assert TrainingJob.objects.get(pk=job.pk).training_job_status == "Completed"
@@ -48,7 +48,7 @@ def test_new_weights_go_through_the_hosting_service(account_a):
         wraps=hosting_services.update_weights_and_capacities,
     ) as update:
         account_a.post(
-            f"/console/endpoints/{endpoint.pk}/weights",
+            f"/console/endpoints/{endpoint.endpoint_name}/weights",
             {"variant": "AllTraffic", "weight-AllTraffic": "0.25", "count-AllTraffic": "1"},
         )
 
@@ -62,7 +62,7 @@ def test_a_weight_that_is_not_a_number_gets_the_apis_validation_error(account_a)
     deployment = in_service_endpoint(ACCOUNT_A)
 
     response = account_a.post(
-        f"/console/endpoints/{deployment.endpoint.pk}/weights",
+        f"/console/endpoints/{deployment.endpoint.endpoint_name}/weights",
         {"variant": "AllTraffic", "weight-AllTraffic": "heavy", "count-AllTraffic": "1"},
         follow=True,
     )
@@ -78,7 +78,7 @@ def test_delete_goes_through_the_hosting_service(account_a):
     with mock.patch.object(
         hosting_services, "delete_endpoint", wraps=hosting_services.delete_endpoint
     ) as delete:
-        account_a.post(f"/console/endpoints/{endpoint.pk}/delete")
+        account_a.post(f"/console/endpoints/{endpoint.endpoint_name}/delete")
 
     delete.assert_called_once()
     assert Endpoint.objects.get(pk=endpoint.pk).endpoint_status == "Deleting"
@@ -92,20 +92,20 @@ def own_bucket(db):
 
 def test_clone_creates_the_job_through_the_training_service(account_a, own_bucket):
     job = make_job(ACCOUNT_A, "original")
-    form = account_a.get(f"/console/training-jobs/{job.pk}/clone").content.decode()
+    form = account_a.get("/console/training-jobs/original/clone").content.decode()
     assert "original-clone" in form and "img:latest" in form  # prefilled
 
     with mock.patch.object(
         training_services, "create_training_job", wraps=training_services.create_training_job
     ) as create:
         response = account_a.post(
-            f"/console/training-jobs/{job.pk}/clone",
+            "/console/training-jobs/original/clone",
             {"name": "the-copy", "request": _request_json(job)},
         )
 
     create.assert_called_once()
     copy = TrainingJob.objects.get(training_job_name="the-copy")
-    assert response["Location"] == f"/console/training-jobs/{copy.pk}/"
+    assert response["Location"] == f"/console/training-jobs/{copy.training_job_name}/"
     assert (copy.account_id, copy.request["AlgorithmSpecification"]) == (
         ACCOUNT_A,
         job.request["AlgorithmSpecification"],
@@ -115,9 +115,9 @@ def test_clone_creates_the_job_through_the_training_service(account_a, own_bucke
 def test_a_clone_the_api_would_refuse_is_refused_with_its_message(account_a, own_bucket):
     job = make_job(ACCOUNT_A, "original")
 
-    bad_json = account_a.post(f"/console/training-jobs/{job.pk}/clone", {"name": "x", "request": "{"})
+    bad_json = account_a.post("/console/training-jobs/original/clone", {"name": "x", "request": "{"})
     taken = account_a.post(
-        f"/console/training-jobs/{job.pk}/clone", {"name": "original", "request": _request_json(job)}
+        "/console/training-jobs/original/clone", {"name": "original", "request": _request_json(job)}
     )
 
     assert bad_json.status_code == 400 and "not valid JSON" in bad_json.content.decode()

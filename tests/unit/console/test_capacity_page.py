@@ -14,4 +14,6 @@ def test_the_capacity_page_names_a_transform_instance_and_its_gpu(db):
 
     page = operator().get("/console/capacity/").content.decode()
 
-    assert f'href="/console/transform-jobs/{job.pk}/">{job.transform_job_name} (algo-1)' in page
+    scope = f"/console/accounts/{job.account_id}/{job.region}"  # an operator's links name the account
+    name = job.transform_job_name
+    assert f'href="{scope}/transform-jobs/{name}/">{name} (algo-1)' in page

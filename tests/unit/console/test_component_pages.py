@@ -18,7 +18,7 @@ def test_the_list_and_the_page_show_the_component_and_its_copies(account_a, pare
     copy = runner_deployment.containers.get()
 
     listing = account_a.get("/console/inference-components/").content.decode()
-    page = account_a.get(f"/console/inference-components/{item.pk}/").content.decode()
+    page = account_a.get(f"/console/inference-components/{item.inference_component_name}/").content.decode()
     endpoints = account_a.get("/console/endpoints/").content.decode()
 
     assert item.inference_component_name in listing and "parent" in listing
@@ -30,4 +30,4 @@ def test_another_accounts_component_is_not_found(account_a, parent):  # noqa: F8
     component(parent, accelerators=0)  # the parent's account, not A's
     item = InferenceComponent.objects.get()
 
-    assert account_a.get(f"/console/inference-components/{item.pk}/").status_code == 404
+    assert account_a.get(f"/console/inference-components/{item.inference_component_name}/").status_code == 404

@@ -88,7 +88,7 @@ def test_a_model_is_created_through_create_model_as_the_signed_in_account(accoun
         response = account_a.post("/console/models/create", MODEL_FORM)
 
     model = SageMakerModel.objects.get()
-    assert response.status_code == 302 and response.url == f"/console/models/{model.pk}/"
+    assert response.status_code == 302 and response.url == f"/console/models/{model.model_name}/"
     assert create.call_args.args[0].account_id == ACCOUNT_A
     assert (model.account_id, model.model_name) == (ACCOUNT_A, "demo")
     assert model.request["PrimaryContainer"] == {
@@ -158,7 +158,7 @@ def test_a_models_page_leads_to_a_config_form_with_the_model_chosen(account_a):
     model = make_model(ACCOUNT_A, "mine")
     make_model(ACCOUNT_A, "another")
 
-    page = account_a.get(f"/console/models/{model.pk}/").content.decode()
+    page = account_a.get(f"/console/models/{model.model_name}/").content.decode()
     form = account_a.get("/console/endpoint-configs/create?model=mine").content.decode()
 
     assert 'href="/console/endpoint-configs/create?model=mine"' in page
@@ -173,7 +173,8 @@ def test_an_endpoint_config_is_created_with_one_variant(account_a):
     response = account_a.post("/console/endpoint-configs/create", form)
 
     config = EndpointConfig.objects.get(account_id=ACCOUNT_A)
-    assert response.status_code == 302 and response.url == f"/console/endpoint-configs/{config.pk}/"
+    assert response.status_code == 302
+    assert response.url == f"/console/endpoint-configs/{config.endpoint_config_name}/"
     [variant] = config.request["ProductionVariants"]
     assert (variant["VariantName"], variant["ModelName"]) == ("AllTraffic", "mine")
     assert variant["InitialInstanceCount"] == 2
@@ -210,7 +211,7 @@ def test_an_endpoint_offers_only_the_accounts_own_configs_and_is_created_from_on
     response = account_a.post("/console/endpoints/create", {"name": "ep", "config": "cfg-a"})
 
     endpoint = Endpoint.objects.get(account_id=ACCOUNT_A)
-    assert response.url == f"/console/endpoints/{endpoint.pk}/"
+    assert response.url == f"/console/endpoints/{endpoint.endpoint_name}/"
     assert (endpoint.endpoint_name, endpoint.endpoint_config_name) == ("ep", "cfg-a")
     assert endpoint.endpoint_status == "Creating"
 
@@ -240,7 +241,7 @@ def test_a_training_job_is_created_through_create_training_job(account_a):
     response = account_a.post("/console/training-jobs/create", TRAINING_FORM)
 
     job = TrainingJob.objects.get(account_id=ACCOUNT_A)
-    assert response.url == f"/console/training-jobs/{job.pk}/"
+    assert response.url == f"/console/training-jobs/{job.training_job_name}/"
     assert job.request["HyperParameters"] == {"epochs": "3"}
     assert job.request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] == "s3://bucket-a/data/"
     assert job.request["StoppingCondition"]["MaxRuntimeInSeconds"] == 600
@@ -279,7 +280,8 @@ def test_a_clone_goes_through_the_tenancy_rule_as_the_api_does(account_a):
                                           "ResourceConfig", "StoppingCondition")}
 
     response = account_a.post(
-        f"/console/training-jobs/{job.pk}/clone", {"name": "copy", "request": json.dumps(request)}
+        f"/console/training-jobs/{job.training_job_name}/clone",
+        {"name": "copy", "request": json.dumps(request)},
     )
 
     assert "Could not access the S3 location" in response.content.decode()

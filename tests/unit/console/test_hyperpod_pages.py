@@ -16,14 +16,14 @@ def test_the_hyperpod_pages_show_clusters_and_elastic_jobs_to_their_account(acco
 
     listing = account_a.get("/console/hyperpod/").content.decode()
     assert "trainers" in listing and f">{job.namespace}/llama</a>" in listing
-    page = account_a.get(f"/console/hyperpod/clusters/{cluster.pk}/").content.decode()
+    page = account_a.get(f"/console/hyperpod/clusters/{cluster.cluster_name}/").content.decode()
     for shown in ("workers", "ml.g5.12xlarge", "Enabled · 30% of each node", "0 / 2"):
         assert shown in page, shown
-    job_page = account_a.get(f"/console/hyperpod/jobs/{job.pk}/").content.decode()
+    job_page = account_a.get(f"/console/hyperpod/jobs/{job.namespace}/{job.name}/").content.decode()
     assert 'data-testid="status">Pending<' in job_page
     assert 'data-testid="world">0 of 0 wanted<' in job_page  # the operator has not sized it yet
 
     other = account_b.get("/console/hyperpod/").content.decode()
     assert "trainers" not in other and "llama" not in other
-    assert account_b.get(f"/console/hyperpod/clusters/{cluster.pk}/").status_code == 404
-    assert account_b.get(f"/console/hyperpod/jobs/{job.pk}/").status_code == 404
+    assert account_b.get(f"/console/hyperpod/clusters/{cluster.cluster_name}/").status_code == 404
+    assert account_b.get(f"/console/hyperpod/jobs/{job.namespace}/{job.name}/").status_code == 404

@@ -87,8 +87,8 @@ def test_without_a_metrics_store_every_chart_is_empty(db, monkeypatch):
 def test_the_page_offers_the_charts_and_says_when_none_has_points(account_a):
     endpoint = in_service_endpoint(ACCOUNT_A).endpoint
 
-    page = account_a.get(f"/console/endpoints/{endpoint.pk}/").content.decode()
-    data = account_a.get(f"/console/endpoints/{endpoint.pk}/metrics").json()
+    page = account_a.get(f"/console/endpoints/{endpoint.endpoint_name}/").content.decode()
+    data = account_a.get(f"/console/endpoints/{endpoint.endpoint_name}/metrics").json()
 
     assert all(f'data-chart="{title}"' in page for title in invocation_charts.TITLES)
     assert "No invocation metrics recorded" in page

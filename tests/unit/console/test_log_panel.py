@@ -18,7 +18,7 @@ def job_logs(db):
     lines = [(1_700_000_000_000 + index, f"line {index}" + (" Error: boom" if index == 7 else ""))
              for index in range(LINES)]
     store.append(stream, lines, cursor="end")
-    return f"/console/training-jobs/{job.pk}/logs?stream=long/algo-1-1"
+    return f"/console/training-jobs/{job.training_job_name}/logs?stream=long/algo-1-1"
 
 
 def _messages(answer) -> list[str]:

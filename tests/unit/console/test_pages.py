@@ -53,10 +53,10 @@ def test_every_page_of_an_account_renders(account_a):
     Endpoint.objects.filter(pk=endpoint.pk).update(last_deployment_config=policy)
 
     pages = {
-        f"/console/training-jobs/{job.pk}/": "team=vision",
-        f"/console/endpoints/{endpoint.pk}/": "BlueGreenUpdatePolicy",
-        f"/console/models/{model.pk}/": "serve:latest",
-        f"/console/endpoint-configs/{config.pk}/": "m1",
+        f"/console/training-jobs/{job.training_job_name}/": "team=vision",
+        f"/console/endpoints/{endpoint.endpoint_name}/": "BlueGreenUpdatePolicy",
+        f"/console/models/{model.model_name}/": "serve:latest",
+        f"/console/endpoint-configs/{config.endpoint_config_name}/": "m1",
         "/console/models/": "m1",
         "/console/endpoint-configs/": "c1",
         "/console/endpoints/": endpoint.endpoint_name,
@@ -84,8 +84,8 @@ def test_the_endpoint_page_shows_its_deployment_history_newest_first(account_a):
     rolled_back = "The update to endpoint configuration config-2 was rolled back: <exit 3>"
     history.record(endpoint, DeploymentEventKind.ROLLED_BACK, "config-2", rolled_back)
 
-    page = account_a.get(f"/console/endpoints/{endpoint.pk}/").content.decode()
-    live = account_a.get(f"/console/endpoints/{endpoint.pk}/live").json()["history_html"]
+    page = account_a.get(f"/console/endpoints/{endpoint.endpoint_name}/").content.decode()
+    live = account_a.get(f"/console/endpoints/{endpoint.endpoint_name}/live").json()["history_html"]
 
     for shown in (page, live):
         assert shown.index('data-kind="RolledBack"') < shown.index('data-kind="FleetCreated"')
@@ -109,10 +109,10 @@ def test_transform_job_pages_render_for_their_account_only(account_a):
         },
     )
     assert "batch-1" in account_a.get("/console/transform-jobs/").content.decode()
-    page = account_a.get(f"/console/transform-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/transform-jobs/{job.transform_job_name}/").content.decode()
     assert "s3://b/out/" in page and "InProgress" in page
-    assert signed_in(ACCOUNT_B).get(f"/console/transform-jobs/{job.pk}/").status_code == 404
-    account_a.post(f"/console/transform-jobs/{job.pk}/stop")
+    assert signed_in(ACCOUNT_B).get(f"/console/transform-jobs/{job.transform_job_name}/").status_code == 404
+    account_a.post(f"/console/transform-jobs/{job.transform_job_name}/stop")
     job.refresh_from_db()
     assert job.transform_job_status == "Stopping"
 
@@ -134,7 +134,7 @@ def test_the_endpoint_page_shows_its_async_config_and_backlog(account_a):
         {"InferenceId": "r1", "InputLocation": "s3://b/in", "Headers": {}},
     )
 
-    page = account_a.get(f"/console/endpoints/{deployment.endpoint.pk}/").content.decode()
+    page = account_a.get(f"/console/endpoints/{deployment.endpoint.endpoint_name}/").content.decode()
 
     assert "<code>s3://b/out</code>" in page
     assert "1 request waiting or running" in page
@@ -146,7 +146,7 @@ def test_the_endpoint_page_shows_a_serverless_config_and_its_containers_now(acco
     desired = {"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 2, "ServerlessConfig": config}}
     EndpointDeployment.objects.filter(pk=deployment.pk).update(desired=desired)
 
-    page = account_a.get(f"/console/endpoints/{deployment.endpoint.pk}/").content.decode()
+    page = account_a.get(f"/console/endpoints/{deployment.endpoint.endpoint_name}/").content.decode()
 
     assert "<dd>2048 MB</dd>" in page and "<dd>4</dd>" in page
     assert '<dd data-testid="serverless-containers">0 / 2</dd>' in page
@@ -159,8 +159,8 @@ def test_a_stopping_jobs_page_counts_down_to_sigkill_then_says_it_was_killed(acc
     TrainingJob.objects.filter(pk=job.pk).update(training_job_status="Stopping", stop_signalled_at=signalled)
 
     pages = {
-        "page": account_a.get(f"/console/training-jobs/{job.pk}/").content.decode(),
-        "live": account_a.get(f"/console/training-jobs/{job.pk}/live").json()["status_html"],
+        "page": account_a.get(f"/console/training-jobs/{job.training_job_name}/").content.decode(),
+        "live": account_a.get(f"/console/training-jobs/{job.training_job_name}/live").json()["status_html"],
     }
     for which, page in pages.items():
         assert re.search(r'SIGKILL: <strong data-testid="kill-countdown">in 11[01] s', page), which
@@ -168,7 +168,7 @@ def test_a_stopping_jobs_page_counts_down_to_sigkill_then_says_it_was_killed(acc
     TrainingJob.objects.filter(pk=job.pk).update(
         training_job_status="Stopped", stop_killed_at=signalled + timedelta(seconds=120)
     )
-    page = account_a.get(f"/console/training-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/training-jobs/{job.training_job_name}/").content.decode()
     assert "did not exit within 120 s of SIGTERM" in page and "killed with SIGKILL at" in page
 
 
@@ -186,16 +186,16 @@ def test_a_models_page_shows_its_container_and_configs_and_deletes_it(account_a,
         ],
     })
     model = SageMakerModel.objects.get(model_name="m2")
-    page = account_a.get(f"/console/models/{model.pk}/").content.decode()
-    shown_links = ('href="/console/s3/models/m2/model.tar.gz"', f"/console/endpoint-configs/{config.pk}/")
+    page = account_a.get(f"/console/models/{model.model_name}/").content.decode()
+    shown_links = ('href="/console/s3/models/m2/model.tar.gz"', "/console/endpoint-configs/uses-m2/")
     for shown in ("serve:2", "WORKERS", *shown_links):
         assert shown in page, shown
 
-    assert account_b.post(f"/console/models/{model.pk}/delete").status_code == 404
-    assert account_a.post(f"/console/endpoint-configs/{config.pk}/delete").status_code == 302
-    assert account_a.post(f"/console/models/{model.pk}/delete").status_code == 302
+    assert account_b.post(f"/console/models/{model.model_name}/delete").status_code == 404
+    assert account_a.post("/console/endpoint-configs/uses-m2/delete").status_code == 302
+    assert account_a.post(f"/console/models/{model.model_name}/delete").status_code == 302
     assert not SageMakerModel.objects.exists() and not EndpointConfig.objects.filter(pk=config.pk).exists()
-    again = account_a.post(f"/console/models/{model.pk}/delete")
+    again = account_a.post(f"/console/models/{model.model_name}/delete")
     assert again.status_code == 404  # gone: the console's own not-found page
 
 
@@ -205,6 +205,6 @@ def test_the_endpoint_page_links_its_config_and_names_the_nodes_of_its_container
     container(deployment, "AllTraffic", "c1", node="gpu-host-2")
     container(deployment, "AllTraffic", "c2", node="gpu-host-1")
 
-    page = account_a.get(f"/console/endpoints/{endpoint.pk}/").content.decode()
+    page = account_a.get(f"/console/endpoints/{endpoint.endpoint_name}/").content.decode()
     assert 'data-testid="nodes">gpu-host-1, gpu-host-2<' in page
     assert f"{endpoint.endpoint_config_name} <small>(deleted)</small>" in page  # never created here

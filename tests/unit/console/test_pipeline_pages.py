@@ -41,15 +41,16 @@ def test_pipeline_pages_render_for_their_account_only(account_a, monkeypatch):
     )
 
     assert "flow" in account_a.get("/console/pipelines/").content.decode()
-    page = account_a.get(f"/console/pipelines/{pipeline.pk}/").content.decode()
-    assert f'href="/console/pipeline-executions/{execution.pk}/"' in page and "Second" in page
-    page = account_a.get(f"/console/pipeline-executions/{execution.pk}/").content.decode()
+    page = account_a.get(f"/console/pipelines/{pipeline.name}/").content.decode()
+    execution_page = f"/console/pipelines/{pipeline.name}/executions/{execution.execution_id}/"
+    assert f'href="{execution_page}"' in page and "Second" in page
+    page = account_a.get(execution_page).content.decode()
     assert "Executing" in page and "Waiting" in page
     assert 'class="dag-node dag-run"' in page and 'class="dag-node dag-idle"' in page  # the graph
     assert 'href="#step-Second"' in page and 'id="step-Second"' in page
     assert "<td>2</td>" in page and f"Cache hit: the job of <span class=\"arn\">{EARLIER}</span>" in page
-    assert signed_in(ACCOUNT_B).get(f"/console/pipeline-executions/{execution.pk}/").status_code == 404
-    assert signed_in(ACCOUNT_B).get(f"/console/pipelines/{pipeline.pk}/").status_code == 404
-    account_a.post(f"/console/pipeline-executions/{execution.pk}/stop")
+    assert signed_in(ACCOUNT_B).get(execution_page).status_code == 404
+    assert signed_in(ACCOUNT_B).get(f"/console/pipelines/{pipeline.name}/").status_code == 404
+    account_a.post(f"{execution_page}stop")
     execution.refresh_from_db()
     assert execution.status == "Stopping"

@@ -44,13 +44,13 @@ def test_the_list_and_the_page_of_a_processing_job_render_for_its_owner(account_
     )
 
     listed = account_a.get("/console/processing-jobs/").content.decode()
-    page = account_a.get(f"/console/processing-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/processing-jobs/{job.processing_job_name}/").content.decode()
 
     assert "prep" in listed and "ml.m5.large × 2" in listed
     for shown in ("prep:latest", "--split 0.2", "s3://bucket/raw", "/opt/ml/processing/clean", "Continuous",
                   "team=data", "bad row 17", "AlgorithmError: See job logs for more information"):
         assert shown in page, shown
-    assert account_b.get(f"/console/processing-jobs/{job.pk}/").status_code == 404
+    assert account_b.get(f"/console/processing-jobs/{job.processing_job_name}/").status_code == 404
     assert "prep" not in account_b.get("/console/processing-jobs/").content.decode()
 
 
@@ -69,9 +69,10 @@ def test_the_capacity_page_names_the_processing_and_training_instances_and_their
 
     page = operator().get("/console/capacity/").content.decode()
 
-    assert f'href="/console/processing-jobs/{processing.pk}/">prep-gpu (algo-1)' in page
-    assert f'href="/console/training-jobs/{training.pk}/">train-gpu (algo-1)' in page
-    assert f'<a href="/console/processing-jobs/{processing.pk}/">prep-gpu</a> algo-1' in page
+    scope = f"/console/accounts/{ACCOUNT_A}/us-east-1"  # an operator's links name the account
+    assert f'href="{scope}/processing-jobs/prep-gpu/">prep-gpu (algo-1)' in page
+    assert f'href="{scope}/training-jobs/train-gpu/">train-gpu (algo-1)' in page
+    assert f'<a href="{scope}/processing-jobs/prep-gpu/">prep-gpu</a> algo-1' in page
 
 
 def test_a_processing_jobs_page_says_its_containers_were_killed(account_a, settings):
@@ -82,5 +83,5 @@ def test_a_processing_jobs_page_says_its_containers_were_killed(account_a, setti
         processing_job_status="Stopped", phase="Ended", stop_signalled_at=signalled,
         stop_killed_at=signalled + timedelta(seconds=120),
     )
-    page = account_a.get(f"/console/processing-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/processing-jobs/{job.processing_job_name}/").content.decode()
     assert "did not exit within 120 s of SIGTERM" in page

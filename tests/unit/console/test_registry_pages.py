@@ -20,9 +20,9 @@ def test_registry_pages_render_for_their_account(account_a):
     group, package = _registered()
     pages = {
         "/console/model-package-groups/": "churn",
-        f"/console/model-package-groups/{group.pk}/": "serve:registered",
+        f"/console/model-package-groups/{group.model_package_group_name}/": "serve:registered",
         "/console/model-packages/": "PendingManualApproval",
-        f"/console/model-packages/{package.pk}/": package.model_package_arn,
+        "/console/model-packages/churn/1/": package.model_package_arn,
     }
     for url, shown in pages.items():
         response = account_a.get(url)
@@ -32,7 +32,7 @@ def test_registry_pages_render_for_their_account(account_a):
 
 def test_registry_pages_are_absent_for_another_account(account_b):
     group, package = _registered()
-    for url in (f"/console/model-package-groups/{group.pk}/", f"/console/model-packages/{package.pk}/"):
+    for url in ("/console/model-package-groups/churn/", "/console/model-packages/churn/1/"):
         assert account_b.get(url).status_code == 404
     assert "churn" not in account_b.get("/console/model-package-groups/").content.decode()
 
@@ -40,10 +40,10 @@ def test_registry_pages_are_absent_for_another_account(account_b):
 def test_approve_is_update_model_package(account_a):
     _, package = _registered()
 
-    response = account_a.post(f"/console/model-packages/{package.pk}/approval", {"status": "Approved"})
+    response = account_a.post("/console/model-packages/churn/1/approval", {"status": "Approved"})
 
     assert response.status_code == 302
     assert ModelPackage.objects.get(pk=package.pk).model_approval_status == "Approved"
-    url = f"/console/model-packages/{package.pk}/approval"
+    url = "/console/model-packages/churn/1/approval"
     refused = account_a.post(url, {"status": "Maybe"}, follow=True)
     assert "ValidationException" in refused.content.decode()

@@ -57,11 +57,11 @@ def test_a_training_job_links_its_model_only_once_it_was_written(account_a, buck
     job.save()
     artifacts = f"/console/s3/{bucket}/out/linked/output/model.tar.gz"
 
-    page = account_a.get(f"/console/training-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/training-jobs/{job.training_job_name}/").content.decode()
     assert "not written: the job ended before it saved a model" in page and artifacts not in page
     assert "No output: the job ended before its containers wrote any." in page
     assert f'href="/console/s3/{bucket}/out/linked/output/"' in page
 
     put_bytes(bucket, "out/linked/output/model.tar.gz", b"model")
-    page = account_a.get(f"/console/training-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/training-jobs/{job.training_job_name}/").content.decode()
     assert f'href="{artifacts}"' in page

@@ -26,7 +26,7 @@ def test_the_job_list_shows_only_the_accounts_own_jobs(account_a):
 def test_another_accounts_job_is_not_found_by_direct_url(account_a, suffix):
     theirs = make_job(ACCOUNT_B, "theirs")
 
-    response = account_a.get(f"/console/training-jobs/{theirs.pk}/{suffix.lstrip('/')}")
+    response = account_a.get(f"/console/training-jobs/{theirs.training_job_name}/{suffix.lstrip('/')}")
 
     assert response.status_code == 404
 
@@ -34,7 +34,7 @@ def test_another_accounts_job_is_not_found_by_direct_url(account_a, suffix):
 def test_another_account_cannot_stop_a_job(account_a):
     theirs = make_job(ACCOUNT_B, "theirs")
 
-    response = account_a.post(f"/console/training-jobs/{theirs.pk}/stop")
+    response = account_a.post(f"/console/training-jobs/{theirs.training_job_name}/stop")
 
     assert response.status_code == 404
     assert TrainingJob.objects.get(pk=theirs.pk).training_job_status == "InProgress"
@@ -44,10 +44,10 @@ def test_another_accounts_endpoint_is_not_found_and_keeps_its_weights(account_b)
     deployment = in_service_endpoint(ACCOUNT_A)
     endpoint = deployment.endpoint
 
-    assert account_b.get(f"/console/endpoints/{endpoint.pk}/").status_code == 404
+    assert account_b.get(f"/console/endpoints/{endpoint.endpoint_name}/").status_code == 404
     assert endpoint.endpoint_name not in account_b.get("/console/endpoints/").content.decode()
     response = account_b.post(
-        f"/console/endpoints/{endpoint.pk}/weights",
+        f"/console/endpoints/{endpoint.endpoint_name}/weights",
         {"variant": "AllTraffic", "weight-AllTraffic": "5", "count-AllTraffic": "1"},
     )
     assert response.status_code == 404
@@ -74,7 +74,7 @@ def test_an_account_has_no_capacity_page(account_a):
 def test_a_visitor_who_is_not_signed_in_is_sent_to_the_sign_in_page(db):
     job = make_job(ACCOUNT_A, "mine")
 
-    response = Client().get(f"/console/training-jobs/{job.pk}/")
+    response = Client().get(f"/console/training-jobs/{job.training_job_name}/")
 
     assert response.status_code == 302
     assert response["Location"].startswith("/console/login?next=")

@@ -62,7 +62,7 @@ def test_a_form_posted_without_its_csrf_token_is_refused(db):
     _sign_in(client, key.access_key_id, key.secret_access_key, csrfmiddlewaretoken=token)
     job = make_job(ACCOUNT_A, "mine")
 
-    response = client.post(f"/console/training-jobs/{job.pk}/stop")
+    response = client.post(f"/console/training-jobs/{job.training_job_name}/stop")
 
     assert response.status_code == 403
     job.refresh_from_db()

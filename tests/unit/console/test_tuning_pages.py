@@ -34,11 +34,11 @@ def test_tuning_job_pages_render_for_their_account_only(account_a):
     )
 
     assert "search-1" in account_a.get("/console/tuning-jobs/").content.decode()
-    page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
-    assert f'href="/console/training-jobs/{training.pk}/">search-1-001-0a1b2c3d' in page
+    page = account_a.get(f"/console/tuning-jobs/{job.name}/").content.decode()
+    assert f'href="/console/training-jobs/{training.training_job_name}/">search-1-001-0a1b2c3d' in page
     assert "depth=3" in page and "InProgress" in page
-    assert signed_in(ACCOUNT_B).get(f"/console/tuning-jobs/{job.pk}/").status_code == 404
-    account_a.post(f"/console/tuning-jobs/{job.pk}/stop")
+    assert signed_in(ACCOUNT_B).get(f"/console/tuning-jobs/{job.name}/").status_code == 404
+    account_a.post(f"/console/tuning-jobs/{job.name}/stop")
     job.refresh_from_db()
     assert job.status == "Stopping"
 
@@ -53,7 +53,7 @@ def test_a_warm_start_tuning_job_page_names_its_parents(account_a):
         "WarmStartType": "TransferLearning",
     }
     child = tuning_services.create_tuning_job(ctx(ACCOUNT_A), child_request)
-    page = account_a.get(f"/console/tuning-jobs/{child.pk}/").content.decode()
+    page = account_a.get(f"/console/tuning-jobs/{child.name}/").content.decode()
     assert "Warm start (TransferLearning) from: parent-1" in page
 
 
@@ -68,7 +68,7 @@ def test_a_tuning_job_of_several_definitions_shows_each_training_jobs_definition
         tuning_job=job, number=1, training_job_name="multi-1-001-0a1b2c3d", definition_name="second",
         tuned_hyperparameters={"depth": "2"},
     )
-    page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/tuning-jobs/{job.name}/").content.decode()
     assert "multi-1-001-0a1b2c3d <small>(second)</small>" in page
     assert "Minimize <strong>loss</strong>" in page
 
@@ -89,8 +89,8 @@ def test_a_retry_names_and_links_the_failed_attempt_it_retries(account_a):
     reason = "InternalServerError: the container of algo-1 disappeared from the Docker engine."
     type(failed).objects.filter(pk=failed.pk).update(training_job_status="Failed", failure_reason=reason)
 
-    page = account_a.get(f"/console/tuning-jobs/{job.pk}/").content.decode()
+    page = account_a.get(f"/console/tuning-jobs/{job.name}/").content.decode()
 
-    assert f'retry 1 of <a href="/console/training-jobs/{failed.pk}/">{names[0]}</a>' in page
+    assert f'retry 1 of <a href="/console/training-jobs/{names[0]}/">{names[0]}</a>' in page
     assert f"Failed <small>{reason}</small>" in page
     assert page.count("retry 1 of") == 1  # the first attempt retries nothing
