@@ -371,9 +371,18 @@ def _regroup(job: HyperPodJob, spec: JobSpec) -> float:
             _release(job, spec, keep=size)
             if planner.allocate(job, spec, size):
                 return _restart(job, spec, size)
-    wanted = job.target_replicas
-    status.say(job, spec, f"Waiting for capacity to replace a faulty replica ({wanted} wanted).")
+    status.say(job, spec, _waiting_for_capacity(job))
     return _poll()
+
+
+def _waiting_for_capacity(job: HyperPodJob) -> str:
+    """What a world short of replicas waits for. After a fault it names the faulty pods and their
+    nodes: it replaces the message of the `Restarting` condition, which named them."""
+    fault = job.status.get("latestFaultyPodInstanceList") or {}
+    if job.stop_reason != StopReason.FAULT or not fault.get("faultyPodList"):
+        return f"Waiting for capacity for {job.target_replicas} replicas."
+    pods, nodes = ", ".join(fault["faultyPodList"]), ", ".join(fault.get("faultyInstanceIdList", []))
+    return f"Waiting for capacity to replace {pods}, faulty on {nodes} ({job.target_replicas} wanted)."
 
 
 def _restart(job: HyperPodJob, spec: JobSpec, size: int) -> float:

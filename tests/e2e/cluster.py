@@ -13,7 +13,10 @@
   host with DOCKER_HOST at its engine's socket, so its containers run only there; its address is
   its engine's on the private network (the API host reaches published ports there). Each node
   declares one GPU, so a job of one-GPU instances spreads one instance per node, with
-  SAGEPORT_MULTI_NODE_NETWORK=overlay.
+  SAGEPORT_MULTI_NODE_NETWORK=overlay. Every node's `<data>/volumes` (where a HyperPodPyTorchJob's
+  persistentVolumeClaims live, elastic/replicas.py) is one shared directory (`Cluster.claims`),
+  as every HyperPod node mounts one FSx file system: a DCP checkpoint the ranks of several nodes
+  write together is whole for the next world, wherever its ranks run.
 - What the engine's containers reach: the services network's gateway 169.254.170.2 is an
   address inside the engine's namespace, where a real node's worker runs its forwarder. Here the
   worker runs on the host, so a forwarder per node runs with its listening sockets inside the
@@ -118,6 +121,11 @@ class Cluster:
         names = [name for name in self.started if name not in lost]
         with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
             list(pool.map(self.supervisor.stop, names))
+
+    @property
+    def claims(self) -> Path:
+        """The file system every node mounts at `<data>/volumes` (`_start_node`)."""
+        return self.stack.data_dir / "claims"
 
     def node(self, name: str) -> ClusterNode:
         return next(node for node in self.nodes if node.name == name)
@@ -450,6 +458,8 @@ def _start_node(cluster: Cluster, name: str, engine: engines.Engine) -> ClusterN
     namespace."""
     data_dir = cluster.stack.data_dir / "nodes" / name
     data_dir.mkdir(parents=True)
+    cluster.claims.mkdir(exist_ok=True)
+    (data_dir / "volumes").symlink_to(cluster.claims, target_is_directory=True)
     env = {
         **cluster.env,
         **_django_env(data_dir),

@@ -11,6 +11,7 @@ the job restarts on healthy nodes, replacing the faulty node's pods (HyperPod de
 continues at the largest allowed size after `faultyScaleDownTimeoutInSeconds` and scales up when
 capacity returns (the elasticPolicy fields of the HyperPodPyTorchJob CRD)."""
 import itertools
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -243,6 +244,56 @@ def test_without_room_for_the_lost_replica_an_elastic_job_continues_smaller_then
     assert set(placed(job).values()) == {"node-a", "node-b"}
     (pod,) = cluster.engines["node-b"].find(replicas.job_labels(job))  # the old one removed
     assert starts(cluster, agents, job)[1]["rank"] == 1 and pod.running
+
+
+ELASTIC_2_TO_3 = {"minReplicas": 2, "maxReplicas": 3, "scalingTimeoutInSeconds": 60,
+                  "gracefulShutdownTimeoutInSeconds": 30, "faultyScaleDownTimeoutInSeconds": 600}
+
+
+@pytest.mark.parametrize("lost", ["node-a", "node-c"])  # the owner (rank 0's node); another node
+def test_a_node_lost_with_none_spare_the_world_goes_on_smaller_on_the_others_and_grows_back_later(
+    cluster, agents, settings, lost
+):
+    # The lost node comes back with its old pod still running under the name its slot gets again
+    # (disowned: started before the node fell silent, which here is a moment ago).
+    settings.SAGEPORT_NODE_LOST_AFTER_SECONDS = settings.SAGEPORT_NODE_HEARTBEAT_SECONDS
+    group = {"name": "pods", "replicas": 3, "max_replicas": 3}
+    job = settle(cluster, submit(manifest(groups=[group], elastic=ELASTIC_2_TO_3,
+                                          run_policy={"jobMaxRetryCount": 3})))
+    assert (job.world_size, sorted(placed(job).values())) == (3, list(NAMES))
+    Node.objects.filter(name=lost).update(lost_at=timezone.now())
+
+    # No spare node: the job waits faultyScaleDownTimeoutInSeconds, saying for what, then goes on
+    # at 2 on the two others, never waiting for a node it cannot get.
+    job = settle(cluster, job, looks=3)
+    pod = {"node-a": f"{job.name}-pods-0", "node-c": f"{job.name}-pods-2"}[lost]
+    assert (job.phase, job.world_size) == (JobPhase.STOPPING, 3)
+    restarting = job.status["conditions"][-1]
+    assert (restarting["type"], restarting["reason"]) == ("Restarting", "Fault")
+    assert restarting["message"] == f"Waiting for capacity to replace {pod}, faulty on {lost} (3 wanted)."
+    HyperPodJob.objects.filter(pk=job.pk).update(short_since=job.short_since - timedelta(seconds=601))
+    job = settle(cluster, job)
+    survivors = sorted(set(NAMES) - {lost})
+    assert (job.phase, job.world_size, job.target_replicas) == (JobPhase.RUNNING, 2, 2)
+    assert sorted(placed(job)) == [f"{job.name}-pods-0", f"{job.name}-pods-1"]
+    assert sorted(placed(job).values()) == survivors and job.node.name in survivors
+    conditions = {c["type"]: c for c in job.status["conditions"]}
+    assert conditions["Running"]["reason"] == "Resized"
+    assert job.status["elasticScalingStatus"]["targetReplicas"] == {"pods": 2}
+    assert job.status["latestFaultyPodInstanceList"]["faultyInstanceIdList"] == [lost]
+    assert [(body["rank"], body["nnodes"]) for body in starts(cluster, agents, job)] == [(0, 2), (1, 2)]
+
+    # Back within scalingTimeoutInSeconds of that resize: the job stays at 2 until it has passed.
+    Node.objects.filter(name=lost).update(lost_at=None, heartbeat_at=timezone.now())
+    job = settle(cluster, job, looks=3)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 2)
+    HyperPodJob.objects.filter(pk=job.pk).update(last_scaling_at=job.last_scaling_at - timedelta(seconds=61))
+    job = settle(cluster, job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 3)
+    assert sorted(placed(job).values()) == list(NAMES)  # one replica per node again
+    assert job.status["conditions"][-1]["reason"] == "Resized"
+    assert [(body["rank"], body["nnodes"]) for body in starts(cluster, agents, job)] == [(0, 3), (1, 3),
+                                                                                       (2, 3)]
 
 
 def test_every_node_of_the_job_lost_moves_the_whole_job(cluster, agents):
