@@ -3,9 +3,10 @@
 The linear-regression example server (`sageport-examples/python-serve:latest`) is the model.
 
 - Direct: measured before and after the job (their mean), so that a change in the machine's load
-  during the run weighs on both sides. The bench runs that image itself (`docker run IMAGE serve`, the model at /opt/ml/model,
-  port 8080 on 127.0.0.1) and POSTs the --records CSV lines to /invocations, one line a request
-  (what BatchStrategy SingleRecord sends), from --concurrency threads over keep-alive connections.
+  during the run weighs on both sides. The bench runs that image itself (`docker run IMAGE
+  serve`, the model at /opt/ml/model, port 8080 on 127.0.0.1) and POSTs the --records CSV lines
+  to /invocations, one line a request (what BatchStrategy SingleRecord sends), from
+  --concurrency threads over keep-alive connections.
 - Transform job: the same lines as one S3 object, CreateTransformJob with SplitType Line,
   BatchStrategy SingleRecord, MaxConcurrentTransforms --concurrency, AssembleWith Line. Its rate
   is records / (TransformEndTime - the data log's first line): the data path from the moment the
