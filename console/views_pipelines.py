@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from console import pipeline_graph
+from console import arn_links, pipeline_graph
 from console.actions import perform
 from console.addresses import address, resource_view
 from console.viewer import Viewer, console_view
@@ -56,7 +56,8 @@ def execution_detail(request: HttpRequest, viewer: Viewer, execution: PipelineEx
     steps = _steps_of(execution.definition)
     planned = graph.plan_of(definition.parse(execution.definition), rows) if steps else {}
     items = [
-        {"step": step, "row": rows.get(step.name), "state": NOT_STARTED.get(planned.get(step.name), "")}
+        {"step": step, "row": rows.get(step.name), "state": NOT_STARTED.get(planned.get(step.name), ""),
+         "made": _made(viewer, rows.get(step.name))}
         for step in steps
     ]
     statuses = {item["step"].name: item["row"].status if item["row"] else item["state"] for item in items}
@@ -70,6 +71,24 @@ def execution_detail(request: HttpRequest, viewer: Viewer, execution: PipelineEx
         "parameters": execution.parameters,
     }
     return render(request, "console/pipeline_execution.html", context)
+
+
+def _made(viewer: Viewer, row) -> list[dict]:
+    """What a step's metadata names (a job, a model, ...), each with its console page when the
+    viewer may see it; and the execution a cache hit reused."""
+    if row is None:
+        return []
+    made = [
+        _named(viewer, f"{kind}:", value.get("Arn", ""), value.get("Outcome") or value.get("ErrorMessage"))
+        for kind, value in row.metadata.items() if isinstance(value, dict)
+    ]
+    if row.cache_source_execution_arn:
+        made.append(_named(viewer, "Cache hit: the job of", row.cache_source_execution_arn))
+    return made
+
+
+def _named(viewer: Viewer, kind: str, arn: str, text: str | None = None) -> dict:
+    return {"kind": kind, "arn": arn, "page": arn and arn_links.page_of(viewer, arn), "text": text or ""}
 
 
 @resource_view(PipelineExecution)
