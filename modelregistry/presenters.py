@@ -1,7 +1,7 @@
 """Response bodies of the registry, built explicitly from the rows (no reflection)."""
 
 from modelregistry.models import ModelPackage, ModelPackageGroup
-from protocol.shapes import service_model
+from protocol.search import in_shape
 
 # SageMaker runs no validation or image scan here, so there is none to report (the member is
 # required; a registered model version on SageMaker without ValidationSpecification answers the
@@ -65,13 +65,9 @@ def package_summary(package: ModelPackage) -> dict:
 
 def package_record(package: ModelPackage, tags: list[dict]) -> dict:
     """Search's `ModelPackage` record: what Describe answers, with the tags, in its shape."""
-    return _in_shape("ModelPackage", {**describe_package(package), "Tags": tags})
+    return in_shape("ModelPackage", {**describe_package(package), "Tags": tags})
 
 
 def group_record(group: ModelPackageGroup) -> dict:
-    return _in_shape("ModelPackageGroup", {**describe_group(group), "Tags": group.tags})
+    return in_shape("ModelPackageGroup", {**describe_group(group), "Tags": group.tags})
 
-
-def _in_shape(shape: str, body: dict) -> dict:
-    members = service_model("sagemaker").shape_for(shape).members
-    return {member: value for member, value in body.items() if member in members}

@@ -16,6 +16,7 @@ from protocol.context import RequestContext
 from protocol.errors import NotImplementedOperation, ValidationException
 from protocol.pagination import paginate
 from protocol.registry import operation
+from protocol.shapes import service_model
 
 Documents = Callable[[RequestContext], list[dict]]
 _searchable: dict[str, Documents] = {}
@@ -29,6 +30,13 @@ _TEXT_ONLY = {"In", "Contains"}
 
 def register_searchable(resource: str, documents: Documents) -> None:
     _searchable[resource] = documents
+
+
+def in_shape(shape: str, body: dict) -> dict:
+    """A record of `body`'s members that the SearchRecord member `shape` has (what Describe answers
+    holds more: its own response's members)."""
+    members = service_model("sagemaker").shape_for(shape).members
+    return {member: value for member, value in body.items() if member in members}
 
 
 @operation("Search")
