@@ -55,7 +55,10 @@ urlpatterns = [
         ("stop", views_tuning.job_stop, "tuning-job-stop"),
     ]),
     path("pipelines/", views_pipelines.pipeline_list, name="pipelines"),
-    *named_paths("pipelines/<sm-name:name>/", [("", views_pipelines.pipeline_detail, "pipeline")]),
+    *named_paths("pipelines/<sm-name:name>/", [
+        ("", views_pipelines.pipeline_detail, "pipeline"),
+        ("delete", views_pipelines.pipeline_delete, "pipeline-delete"),
+    ]),
     # An execution as its ARN names it: pipeline/<name>/execution/<id>.
     *named_paths("pipelines/<sm-name:name>/executions/<sm-name:execution>/", [
         ("", views_pipelines.execution_detail, "pipeline-execution"),
@@ -77,6 +80,7 @@ urlpatterns = [
     path("inference-components/", views_components.component_list, name="inference-components"),
     *named_paths("inference-components/<sm-name:name>/", [
         ("", views_components.component_detail, "inference-component"),
+        ("delete", views_components.component_delete, "inference-component-delete"),
     ]),
     path("endpoint-configs/", views_hosting.config_list, name="endpoint-configs"),
     path("endpoint-configs/create", views_create.config_create, name="endpoint-config-create"),
@@ -85,7 +89,10 @@ urlpatterns = [
         ("delete", views_hosting.config_delete, "endpoint-config-delete"),
     ]),
     path("hyperpod/", views_hyperpod.cluster_list, name="hyperpod"),
-    *named_paths("hyperpod/clusters/<sm-name:name>/", [("", views_hyperpod.cluster_detail, "cluster")]),
+    *named_paths("hyperpod/clusters/<sm-name:name>/", [
+        ("", views_hyperpod.cluster_detail, "cluster"),
+        ("delete", views_hyperpod.cluster_delete, "cluster-delete"),
+    ]),
     # A Kubernetes object's identity: namespace and name.
     *named_paths("hyperpod/jobs/<sm-name:namespace>/<sm-name:name>/", [
         ("", views_hyperpod.job_detail, "hyperpod-job"),
@@ -100,16 +107,19 @@ urlpatterns = [
     path("model-package-groups/", views_registry.group_list, name="model-package-groups"),
     *named_paths("model-package-groups/<sm-name:name>/", [
         ("", views_registry.group_detail, "model-package-group"),
+        ("delete", views_registry.group_delete, "model-package-group-delete"),
     ]),
     path("model-packages/", views_registry.package_list, name="model-packages"),
     # As the ARN names a package: model-package/<group>/<version>, or model-package/<name> unversioned.
     *named_paths("model-packages/<sm-name:name>/<version:version>/", [
         ("", views_registry.package_detail, "model-package"),
         ("approval", views_registry.package_approval, "model-package-approval"),
+        ("delete", views_registry.package_delete, "model-package-delete"),
     ]),
     *named_paths("model-packages/<sm-name:name>/", [
         ("", views_registry.package_detail, "model-package"),
         ("approval", views_registry.package_approval, "model-package-approval"),
+        ("delete", views_registry.package_delete, "model-package-delete"),
     ]),
     path("capacity/", views_capacity.capacity, name="capacity"),
     path("s3/<str:bucket>/", views_s3.bucket_root, name="s3-bucket"),

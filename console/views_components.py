@@ -3,9 +3,11 @@ copies with their instance, node and GPUs, and its deployment history)."""
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_POST
 
 from capacity.gpus import gpu_ids
 from console.addresses import resource_view
+from console.deletion import delete
 from console.viewer import Viewer, console_view
 from console.views_hosting import listing_page
 from hosting import component_operations, presenters
@@ -41,3 +43,14 @@ def component_detail(request: HttpRequest, viewer: Viewer, component: InferenceC
         "history": presenters.deployment_history(component.runner, HISTORY_SHOWN),
     }
     return render(request, "console/inference_component.html", context)
+
+
+@resource_view(InferenceComponent)
+@require_POST
+def component_delete(request: HttpRequest, viewer: Viewer, component: InferenceComponent) -> HttpResponse:
+    name = component.inference_component_name
+    return delete(
+        request, viewer, component, ("DeleteInferenceComponent", {"InferenceComponentName": name}),
+        ("console:inference-component", "console:inference-components"),
+        f"Deleting {name}: its copies are drained, then stopped (the endpoint keeps serving the others).",
+    )

@@ -14,6 +14,7 @@ from capacity.gpus import gpu_ids
 from console import invocation_charts, live, s3_links, sorting
 from console.actions import perform
 from console.addresses import address, resource_view
+from console.deletion import delete
 from console.viewer import Viewer, console_view
 from hosting import async_queue, presenters, serverless
 from hosting.models import Endpoint, EndpointConfig, EndpointStatus, SageMakerModel, ServingContainer
@@ -216,9 +217,9 @@ def endpoint_update(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) ->
 @resource_view(Endpoint)
 @require_POST
 def endpoint_delete(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) -> HttpResponse:
-    return _delete(
-        request, viewer.context_for(endpoint), "DeleteEndpoint", {"EndpointName": endpoint.endpoint_name},
-        (address(viewer, endpoint, "console:endpoint"), "console:endpoints"),
+    return delete(
+        request, viewer, endpoint, ("DeleteEndpoint", {"EndpointName": endpoint.endpoint_name}),
+        ("console:endpoint", "console:endpoints"),
         f"Deleting {endpoint.endpoint_name}: its containers are drained, then stopped.",
     )
 
@@ -226,9 +227,9 @@ def endpoint_delete(request: HttpRequest, viewer: Viewer, endpoint: Endpoint) ->
 @resource_view(SageMakerModel)
 @require_POST
 def model_delete(request: HttpRequest, viewer: Viewer, model: SageMakerModel) -> HttpResponse:
-    return _delete(
-        request, viewer.context_for(model), "DeleteModel", {"ModelName": model.model_name},
-        (address(viewer, model, "console:model"), "console:models"),
+    return delete(
+        request, viewer, model, ("DeleteModel", {"ModelName": model.model_name}),
+        ("console:model", "console:models"),
         f"Deleted {model.model_name} (endpoints already running it keep their containers).",
     )
 
@@ -236,26 +237,12 @@ def model_delete(request: HttpRequest, viewer: Viewer, model: SageMakerModel) ->
 @resource_view(EndpointConfig)
 @require_POST
 def config_delete(request: HttpRequest, viewer: Viewer, config: EndpointConfig) -> HttpResponse:
-    return _delete(
-        request, viewer.context_for(config), "DeleteEndpointConfig",
-        {"EndpointConfigName": config.endpoint_config_name},
-        (address(viewer, config, "console:endpoint-config"), "console:endpoint-configs"),
+    return delete(
+        request, viewer, config,
+        ("DeleteEndpointConfig", {"EndpointConfigName": config.endpoint_config_name}),
+        ("console:endpoint-config", "console:endpoint-configs"),
         f"Deleted {config.endpoint_config_name} (endpoints deployed from it keep running).",
     )
-
-
-def _delete(
-    request: HttpRequest, ctx, operation: str, params: dict, pages: tuple[str, str], done: str
-) -> HttpResponse:
-    """The API's Delete operation; back to the resource's page with the API's error if it refused,
-    to the list with `done` if not. `pages`: (the resource page's address, the list's URL name)."""
-    page, listing = pages
-    outcome = perform(ctx, operation, params)
-    if not outcome.ok:
-        messages.error(request, outcome.error)
-        return redirect(page)
-    messages.success(request, done)
-    return redirect(listing)
 
 
 @console_view

@@ -5,10 +5,12 @@ presenters the API answers with."""
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_POST
 
 from clusters import presenters as cluster_presenters
 from clusters.models import Cluster, ClusterMember
 from console.addresses import resource_view
+from console.deletion import delete
 from console.viewer import Viewer, console_view
 from elastic.models import HyperPodJob
 
@@ -50,3 +52,13 @@ def job_detail(request: HttpRequest, viewer: Viewer, job: HyperPodJob) -> HttpRe
         "status": status,
     }
     return render(request, "console/hyperpod_job.html", context)
+
+
+@resource_view(Cluster)
+@require_POST
+def cluster_delete(request: HttpRequest, viewer: Viewer, cluster: Cluster) -> HttpResponse:
+    return delete(
+        request, viewer, cluster, ("DeleteCluster", {"ClusterName": cluster.cluster_name}),
+        ("console:cluster", "console:hyperpod"),
+        f"Deleting the cluster {cluster.cluster_name}: its nodes are released.",
+    )

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from console import arn_links, pipeline_graph
 from console.actions import perform
 from console.addresses import address, resource_view
+from console.deletion import delete
 from console.viewer import Viewer, console_view
 from pipelines import definition, graph, presenters
 from pipelines.models import Pipeline, PipelineExecution
@@ -104,3 +105,12 @@ def execution_stop(request: HttpRequest, viewer: Viewer, execution: PipelineExec
     return redirect(address(viewer, execution, "console:pipeline-execution"))
 
 
+@resource_view(Pipeline)
+@require_POST
+def pipeline_delete(request: HttpRequest, viewer: Viewer, pipeline: Pipeline) -> HttpResponse:
+    # The operation's idempotency token (32 characters or more): one per pipeline row.
+    params = {"PipelineName": pipeline.name, "ClientRequestToken": f"console-delete-{pipeline.pk:026d}"}
+    return delete(
+        request, viewer, pipeline, ("DeletePipeline", params), ("console:pipeline", "console:pipelines"),
+        f"Deleted the pipeline {pipeline.name} (the jobs its executions ran are kept).",
+    )

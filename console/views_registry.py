@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from console.actions import perform
 from console.addresses import address, resource_view
+from console.deletion import delete
 from console.viewer import Viewer, console_view
 from modelregistry import presenters
 from modelregistry.models import ModelApprovalStatus, ModelPackage, ModelPackageGroup
@@ -97,3 +98,24 @@ def package_approval(request: HttpRequest, viewer: Viewer, package: ModelPackage
     else:
         messages.error(request, outcome.error)
     return redirect(address(viewer, package, "console:model-package"))
+
+
+@resource_view(ModelPackage)
+@require_POST
+def package_delete(request: HttpRequest, viewer: Viewer, package: ModelPackage) -> HttpResponse:
+    return delete(
+        request, viewer, package, ("DeleteModelPackage", {"ModelPackageName": package.model_package_arn}),
+        ("console:model-package", "console:model-packages"),
+        f"Deleted {package.model_package_arn} (models created from it keep running).",
+    )
+
+
+@resource_view(ModelPackageGroup)
+@require_POST
+def group_delete(request: HttpRequest, viewer: Viewer, group: ModelPackageGroup) -> HttpResponse:
+    params = {"ModelPackageGroupName": group.model_package_group_name}
+    return delete(
+        request, viewer, group, ("DeleteModelPackageGroup", params),
+        ("console:model-package-group", "console:model-package-groups"),
+        f"Deleted the model package group {group.model_package_group_name}.",
+    )
