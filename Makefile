@@ -64,10 +64,10 @@ lint: bootstrap
 docs: bootstrap
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-## bench-invoke, bench-stream, bench-multi-model, bench-serverless, bench-api, bench-job-lifecycle, bench-staging, bench-tier, bench-elastic, bench-transform: one benchmark
+## bench-invoke, bench-stream, bench-multi-model, bench-serverless, bench-api, bench-job-lifecycle, bench-staging, bench-tier, bench-elastic, bench-transform, bench-pipeline: one benchmark
 ## (bench/<name>.py) against the stack of `make up`, started first when it is not running and left
 ## running (`make down` stops it); ARGS='--requests 500' passes options (docs/performance.md)
-BENCHES := bench-invoke bench-stream bench-multi-model bench-serverless bench-api bench-job-lifecycle bench-staging bench-tier bench-elastic bench-transform
+BENCHES := bench-invoke bench-stream bench-multi-model bench-serverless bench-api bench-job-lifecycle bench-staging bench-tier bench-elastic bench-transform bench-pipeline
 .PHONY: $(BENCHES)
 $(BENCHES): bench-%: images-all up
 	. "$${SAGEPORT_DATA_DIR:-.sageport}/env" && $(VENV)/bin/python -m bench.$(subst -,_,$*) $(ARGS)

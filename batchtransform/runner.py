@@ -27,7 +27,7 @@ from batchtransform.models import TransformJob, TransformJobStatus
 from batchtransform.objects import Plan, Sender, Stopped, transform
 from capacity import nodes, single_node
 from jobs import cleanup, instance_metrics, outputs, staging
-from reconcile import leases
+from reconcile import endings, leases
 from reconcile.loop import reconcile_once
 from runtime.docker import get_runtime
 from transform.batching import DEFAULT_MAX_PAYLOAD_IN_MB
@@ -69,12 +69,13 @@ def _end(job: TransformJob, outcome: str, reason: str = "") -> None:
     now = timezone.now()
     if outcome == TransformJobStatus.COMPLETED and _status(job) == TransformJobStatus.STOPPING:
         outcome = TransformJobStatus.STOPPED
-    TransformJob.objects.filter(pk=job.pk, transform_job_status__in=_RUNNING).update(
+    if TransformJob.objects.filter(pk=job.pk, transform_job_status__in=_RUNNING).update(
         transform_job_status=outcome,
         failure_reason=reason[:1024],
         transform_end_time=now,
         last_modified_time=now,
-    )
+    ):
+        endings.ended(job.transform_job_name)
     cleanup.remove_surroundings(get_runtime(), identity(job))
     return None
 

@@ -12,7 +12,9 @@ class PipelinesConfig(AppConfig):
         from accounts.tagging import register_taggable
         from pipelines import operations, tasks  # noqa: F401
         from pipelines.models import Pipeline
-        from reconcile import sweeper
+        from reconcile import endings, sweeper
 
         register_taggable("pipeline", Pipeline, "arn")
         sweeper.register(tasks.sweep_pipeline_executions)
+        # A step's job that ends wakes its execution (instead of its next poll finding it).
+        endings.register(tasks.nudge_for_resource)

@@ -20,6 +20,17 @@ def reconcile_pipeline_execution(execution_id: int) -> None:
         reconcile_pipeline_execution.apply_async((execution_id,), countdown=delay)
 
 
+def nudge_for_resource(name: str) -> None:
+    """A job ended (reconcile/endings.py): the running executions one of whose steps it is look at
+    it now instead of at their next poll. Their resources are all named `pipelines-...`."""
+    if not name.startswith("pipelines-"):
+        return
+    running = PipelineExecution.objects.exclude(status__in=TERMINAL_STATUSES)
+    waiting = running.filter(steps__resource_name=name)
+    for execution_id in leases.due_now(waiting):
+        reconcile_pipeline_execution.delay(execution_id)
+
+
 def sweep_pipeline_executions() -> None:
     """The sweeper's share: re-enqueue every execution whose next look is overdue and that nobody
     holds (a lost message, a killed worker)."""

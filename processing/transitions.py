@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from processing.models import Phase, ProcessingJob
 from processing.models import ProcessingJobStatus as Status
+from reconcile import endings
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ def transition(job: ProcessingJob, target: tuple[str, str], message: str = "", *
     for name, value in changes.items():
         setattr(job, name, value)
     log.info("processing job %s: %s/%s -> %s/%s", job.processing_job_name, *source, status, phase)
+    if target in TERMINAL:
+        endings.ended(job.processing_job_name)
     return True
 
 

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from protocol.prepared import PreparedQuery
+from reconcile import endings
 from training.models import SecondaryStatus, SecondaryStatusTransition, TrainingJob
 from training.models import TrainingJobStatus as Status
 
@@ -103,6 +104,8 @@ def transition(job: TrainingJob, target: tuple[str, str], message: str | None = 
     job.training_job_status, job.secondary_status, job.last_modified_time = status, secondary, now
     # One line per change, naming the job (the log's resource is the job being reconciled).
     log.info("training job %s: %s/%s -> %s/%s", job.training_job_name, *source, status, secondary)
+    if target in TERMINAL_TARGETS:
+        endings.ended(job.training_job_name)
     for name, value in fields.items():
         setattr(job, name, value)
     return True

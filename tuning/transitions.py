@@ -5,6 +5,7 @@ import logging
 
 from django.utils import timezone
 
+from reconcile import endings
 from tuning.models import HyperParameterTuningJob
 from tuning.models import TuningJobStatus as Status
 
@@ -36,4 +37,6 @@ def transition(job: HyperParameterTuningJob, target: str, **fields) -> bool:
     for name, value in changes.items():
         setattr(job, name, value)
     log.info("tuning job %s: %s -> %s", job.name, source, target)
+    if target in ENDS:
+        endings.ended(job.name)
     return True
