@@ -22,10 +22,11 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import tempfile
 import time
 import traceback
+
+from devstack.stack import lasting_port
 
 SCENARIO_TIMEOUT = 120.0  # includes a new world starting its ranks on a busy 2-core machine
 CLOSE_TIMEOUT = 5.0  # for the ranks of a world told to stop, before they are killed
@@ -34,9 +35,9 @@ LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER
 
 
 def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """The rendezvous port, bound by rank 0 later: below the ephemeral range, where no outgoing
+    connection can take it meanwhile (devstack.stack.lasting_port)."""
+    return lasting_port()
 
 
 def _is_torch(scenarios_module):

@@ -2,13 +2,13 @@
 identity table instead of the Docker engine."""
 
 import json
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from devstack.stack import lasting_port
 from tier.node import NodeSettings, TierNode
 
 ACCOUNT = "123456789012"
@@ -27,9 +27,11 @@ def wait_for(condition, seconds: float = 20.0) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A node's port, chosen before the node starts (the peers' config names it, and a restarted
+    node binds it again): below the kernel's ephemeral range, where another test's outgoing
+    connection cannot take it meanwhile (a port from bind-to-0 was found taken: "Address already
+    in use" in a CI-like run)."""
+    return lasting_port()
 
 
 @dataclass
