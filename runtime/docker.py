@@ -4,6 +4,8 @@ Every call goes through `_engine_errors()`, which turns "cannot reach the engine
 `RuntimeUnavailable` (transient); the operations translate the engine's refusals into the
 permanent errors of base.py with the engine's own reason, so they can become a FailureReason."""
 import ipaddress
+import itertools
+import logging
 import os
 import re
 import threading
@@ -21,7 +23,7 @@ from docker.types import DeviceRequest, IPAMConfig, IPAMPool
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
-from runtime import cpusets
+from runtime import cpusets, network_locks
 from runtime import labels as keys
 from runtime.base import (
     ContainerEvent,
@@ -38,6 +40,8 @@ from runtime.base import (
     SwarmMembership,
 )
 from runtime.pull_progress import PullProgress, PullReport
+
+log = logging.getLogger(__name__)
 
 _NEVER = "0001-01-01T00:00:00Z"  # the engine's zero time: "not started / not finished yet"
 _HTTP_CONFLICT = 409
@@ -73,6 +77,7 @@ class DockerRuntime:
     def __init__(self, client: docker.DockerClient | None = None, pull_timeout_seconds: float | None = None):
         self._client = client
         self._client_lock = threading.Lock()
+        self._engine_id_seen: str | None = None
         self._pull_timeout_seconds = pull_timeout_seconds or settings.SAGEPORT_IMAGE_PULL_TIMEOUT_SECONDS
 
     @property
@@ -147,20 +152,36 @@ class DockerRuntime:
                 # A worker engine cannot create it; its containers join the one a manager made
                 # (by name, through the swarm), on the subnet that manager's node recorded.
                 return subnets[0] if subnets else ""
-            driver = _overlay_driver() if overlay else {"driver": "bridge"}
-            for subnet in subnets or (None,):
-                try:
-                    created = self.client.networks.create(
-                        name, internal=internal, labels={**labels, **keys.own()}, ipam=_ipam(subnet, overlay),
-                        **driver,
-                    )
-                    return _subnet_of(self.client.networks.get(created.id))
-                except APIError as error:
-                    if error.status_code == _HTTP_CONFLICT:  # a concurrent creator won the race: fine
-                        return _subnet_of(self._network(name))
-                    if subnet is None or "overlap" not in _reason(error).lower():
-                        raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
-            raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
+            with network_locks.creating(self._engine_id, name):
+                existing = self._network(name)  # made by the caller that held the lock before
+                if existing is not None:
+                    return _subnet_of(existing)
+                return self._create_network(name, labels, internal, subnets, overlay)
+
+    def _create_network(
+        self, name: str, labels: dict[str, str], internal: bool, subnets: Sequence[str], overlay: bool,
+    ) -> str:
+        driver = _overlay_driver() if overlay else {"driver": "bridge"}
+        for subnet in subnets or (None,):
+            try:
+                created = self.client.networks.create(
+                    name, internal=internal, labels={**labels, **keys.own()}, ipam=_ipam(subnet, overlay),
+                    **driver,
+                )
+                return _subnet_of(self.client.networks.get(created.id))
+            except APIError as error:
+                if error.status_code == _HTTP_CONFLICT:  # another host's manager made the overlay
+                    return _subnet_of(self._network(name))
+                if subnet is None or "overlap" not in _reason(error).lower():
+                    raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
+        raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
+
+    @property
+    def _engine_id(self) -> str:
+        """The engine's own id: what a network lock is held on (network_locks.py)."""
+        if self._engine_id_seen is None:
+            self._engine_id_seen = self.client.info().get("ID", "")
+        return self._engine_id_seen
 
     def _swarm_manager(self, name: str) -> bool:
         """Whether this engine can create swarm networks (a manager); raises when it is in no swarm."""
@@ -188,23 +209,27 @@ class DockerRuntime:
             existing = self._network(name)
             if existing is not None:
                 return existing
-            try:
-                created = self.client.networks.create(
-                    name,
-                    driver="bridge",
-                    # Internal: no route to anywhere through it, only the gateway's own address.
-                    internal=True,
-                    ipam=ipam,
-                    # Containers of different tenants share it: the bridge forwards nothing
-                    # between them (Docker drops bridge-to-bridge traffic in iptables' FORWARD).
-                    options={"com.docker.network.bridge.enable_icc": "false"},
-                    labels=labels,
-                )
-                return self.client.networks.get(created.id)
-            except APIError as error:
-                if error.status_code != _HTTP_CONFLICT:
-                    raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
-                return self._network(name)  # a concurrent creator won the race: fine
+            with network_locks.creating(self._engine_id, name):
+                return self._network(name) or self._create_internal_bridge(name, labels, ipam)
+
+    def _create_internal_bridge(self, name: str, labels: dict[str, str], ipam: IPAMConfig | None):
+        try:
+            created = self.client.networks.create(
+                name,
+                driver="bridge",
+                # Internal: no route to anywhere through it, only the gateway's own address.
+                internal=True,
+                ipam=ipam,
+                # Containers of different tenants share it: the bridge forwards nothing
+                # between them (Docker drops bridge-to-bridge traffic in iptables' FORWARD).
+                options={"com.docker.network.bridge.enable_icc": "false"},
+                labels=labels,
+            )
+            return self.client.networks.get(created.id)
+        except APIError as error:
+            if error.status_code == _HTTP_CONFLICT:  # made meanwhile by a process of another host
+                return self._network(name)
+            raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
 
     def remove_network(self, name: str) -> None:
         with _engine_errors():
@@ -269,9 +294,25 @@ class DockerRuntime:
             return sorted(network.name for network in networks)
 
     def _network(self, name: str):
-        # The engine's name filter matches substrings; keep the exact name only.
+        """The network of that exact name (the engine's filter matches substrings). The engine
+        lets two concurrent creates of one local name both succeed (its duplicate check is not
+        atomic with the create), and then starts no container on that name: it finds it
+        ambiguous, asks the swarm and gets `network <name> not found`, on every attempt. Of
+        several, the oldest is kept and the others removed: every concurrent caller makes the
+        same choice."""
         matches = [n for n in self.client.networks.list(names=[name]) if n.name == name]
-        return matches[0] if matches else None
+        if len(matches) <= 1:
+            return matches[0] if matches else None
+        kept, *others = sorted(matches, key=_created_order)
+        for other in others:
+            try:
+                other.remove()
+            except NotFound:
+                pass  # removed by a concurrent caller
+            except APIError as error:  # a container started on it: it stays, ambiguous
+                log.warning('network "%s" %s stays beside %s: %s', name, other.id[:12], kept.id[:12],
+                            _reason(error))
+        return kept
 
     # --- containers -----------------------------------------------------------------------
 
@@ -547,6 +588,15 @@ def _ipam(subnet: str | None, overlay: bool = False) -> IPAMConfig | None:
     # takes the fixed address of an instance (those are at the start of the subnet).
     dynamic = str(list(network.subnets(prefixlen_diff=1))[1]) if overlay else None
     return IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway, iprange=dynamic)])
+
+
+def _created_order(network) -> tuple[str, int, str]:
+    """Oldest first, to the nanosecond (RFC 3339 with its fraction's trailing zeros dropped, so
+    not comparable as text); the id breaks ties."""
+    created = network.attrs.get("Created", "")
+    fraction = created[20:] if created[19:20] == "." else ""
+    digits = "".join(itertools.takewhile(str.isdigit, fraction))
+    return created[:19], int(digits.ljust(9, "0")), network.id
 
 
 def _subnet_of(network) -> str:

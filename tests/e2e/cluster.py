@@ -279,7 +279,8 @@ def _start_cluster(stack: ExitStack, session, store_url: str, redis_url: str) ->
         env = pool.submit(timer.timed, "database", _database, database, data_dir, redis_url)
         with timer.phase("engines"):
             network = stack.enter_context(engines.wire(CLUSTER_SIZE))
-            members = stack.enter_context(engines.engines_on(network))
+            (data_dir / "logs").mkdir(exist_ok=True)  # the engines' logs kept with the servers'
+            members = stack.enter_context(engines.engines_on(network, log_dir=data_dir / "logs"))
             stack.callback(stopping.reached, "the engines and their wire")
             engines.swarm(members, managers=len(members))
         env = env.result()

@@ -53,14 +53,18 @@ class Engine:
     the cgroup mounts from it), with its own data root, exec root and socket. Started at once;
     `wait_ready` waits (bounded) until it answers, so that several start together."""
 
-    def __init__(self, namespace: str, address: str, root: Path, data_root: Path):
+    def __init__(
+        self, namespace: str, address: str, root: Path, data_root: Path, log_dir: Path | None = None,
+    ):
         self.namespace, self.address, self.root, self.data_root = namespace, address, root, data_root
         self.socket = f"unix://{root}/d.sock"
+        # Where the caller keeps logs past the engine's own root (removed as it stops).
+        self.log_path = (log_dir or root) / f"dockerd-{namespace}.log"
         self._launch()
 
     def _launch(self) -> None:
         forget_state(self.data_root)  # what a session that died left, or this engine's last run
-        self.log = (self.root / "dockerd.log").open("ab")
+        self.log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             ["nsenter", f"--net={self.netns_path}", "dockerd", "--data-root", str(self.data_root),
              "--exec-root", str(self.root / "exec"), "-H", self.socket,
@@ -86,7 +90,7 @@ class Engine:
         return f"/run/netns/{self.namespace}"
 
     def _answers(self) -> bool:
-        assert self.process.poll() is None, (self.root / "dockerd.log").read_text()[-2000:]
+        assert self.process.poll() is None, self.log_path.read_text()[-2000:]
         try:
             return self.client.ping()
         except Exception:  # not listening yet
@@ -206,15 +210,18 @@ def _plug(hub: str, port: str, link: str, namespace: str | None, address: str) -
 
 
 @contextmanager
-def engines_on(network: Wire, images: tuple[str, ...] = ()) -> Iterator[list[Engine]]:
+def engines_on(
+    network: Wire, images: tuple[str, ...] = (), log_dir: Path | None = None,
+) -> Iterator[list[Engine]]:
     """An engine in each of the wire's namespaces, each on a cached data root, holding `images`;
-    cleared and stopped afterwards."""
+    cleared and stopped afterwards. Their dockerd logs go to `log_dir` when given (kept then)."""
     with ExitStack() as stack:
         places = []
         for index, namespace in enumerate(network.namespaces):
             root = Path(tempfile.mkdtemp(prefix="sge"))  # short: the socket's path
             stack.callback(shutil.rmtree, root, ignore_errors=True)
-            places.append((namespace, network.address(index), root, stack.enter_context(_cached_slot())))
+            slot = stack.enter_context(_cached_slot())
+            places.append((namespace, network.address(index), root, slot, log_dir))
         engines: list[Engine] = []
         stack.callback(_stop_together, engines)  # before their roots and slots are let go
         engines.extend(Engine(*place) for place in places)

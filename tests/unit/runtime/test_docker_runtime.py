@@ -107,6 +107,47 @@ def test_a_container_whose_network_went_before_its_start_is_created_again_by_the
     assert runtime.run(container).running
 
 
+def networks_named(runtime, name) -> list:
+    return [network for network in runtime.client.networks.list(names=[name]) if network.name == name]
+
+
+def test_concurrent_creates_of_one_network_make_one_that_a_container_starts_on(runtime, busybox_image):
+    # Two workers' processes starting containers of one job at once: each ensures the network.
+    network = f"sageport-test-{uuid.uuid4().hex[:8]}"
+    together = threading.Barrier(2)
+    subnets = []
+
+    def ensure() -> None:
+        own = DockerRuntime()  # as a process of its own would
+        together.wait()
+        subnets.append(own.ensure_network(network, TEST_LABELS))
+
+    threads = [threading.Thread(target=ensure) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    (made,) = networks_named(runtime, network)
+    assert subnets == [made.attrs["IPAM"]["Config"][0]["Subnet"]] * 2
+    assert runtime.run(spec(busybox_image, "sleep", "30", network=network)).running
+
+
+def test_a_name_that_two_networks_share_is_left_to_the_oldest_and_containers_start_on_it(
+    runtime, busybox_image
+):
+    # What an older Sageport (or any other client) left: the engine attaches nothing to the name.
+    network = f"sageport-test-{uuid.uuid4().hex[:8]}"
+    oldest = runtime.client.networks.create(network, driver="bridge", labels=TEST_LABELS)
+    runtime.client.networks.create(network, driver="bridge", labels=TEST_LABELS)
+    assert len(networks_named(runtime, network)) == 2
+
+    runtime.ensure_network(network, TEST_LABELS)
+
+    assert [kept.id for kept in networks_named(runtime, network)] == [oldest.id]
+    assert runtime.run(spec(busybox_image, "sleep", "30", network=network)).running
+
+
 def test_command_is_appended_to_the_image_entrypoint(runtime, entrypoint_image):
     container = spec(entrypoint_image, "train")
     runtime.run(container)
