@@ -25,6 +25,10 @@ declared lost, the faulty scale-down timeout, then the two pods created again an
 starting) and from the host's return to the job Running at three again (the node's worker booted
 and registered, its engine back in the swarm, then the resize).
 
+A job whose every node is lost (one replica, on one node) keeps no world to go on with: it is
+placed again, whole, on a live node (`restartCount` 1, the same `Fault` status naming the node),
+and trains on there; the time from the loss to Running elsewhere is printed.
+
 Every node mounts one shared directory at `<data>/volumes` (tests/e2e/cluster.py), as HyperPod's
 nodes mount FSx: the job's persistentVolumeClaim holds every rank's records and the checkpoint of
 the resize, which a world whose ranks run on other nodes loads."""
@@ -158,3 +162,40 @@ def test_an_elastic_job_spanning_nodes_goes_on_smaller_when_a_node_is_lost_and_g
     assert world_sizes(entries)[:3] == [3, 2, 3]
     regrown = [e for e in entries if e.get("event") == "started" and e["world_size"] == 3 and e["checkpoint"]]
     assert {e["rank"] for e in regrown} == {0, 1, 2}  # every rank loaded the resize's checkpoint
+
+
+def test_a_job_whose_every_node_is_lost_moves_whole_to_another_node_and_goes_on(
+    cluster, kube_jobs, pytorch_elastic_image
+):
+    # One replica: its node is all the job has. HyperPod's auto-resume runs such a job again on a
+    # healthy node; with no survivor to keep its world, Sageport places it again like a new job.
+    claim = f"claim-{uuid.uuid4().hex[:8]}"
+    claim_dir = claim_directory(cluster, claim)
+    job = manifest(unique_name("move"), claim, 1, "low", image=pytorch_elastic_image, retries=2,
+                   CHECKPOINT_EVERY="1000000")
+    name = job["metadata"]["name"]
+    pod = f"{name}-pods-0"
+    kube_jobs.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, job)
+    uid = kube_jobs.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)["metadata"]["uid"]
+    arn = f"arn:aws:sagemaker:{cluster.stack.region}:{cluster.stack.account_id}:hyperpod-pytorch-job/{uid}"
+    wait_until(running_at(kube_jobs, name, 1, 0), timeout=PHASE_TIMEOUT, what=f"{name} Running")
+    (lost,) = pod_nodes(cluster, arn).values()
+    wait_trained(claim_dir, 1, "a step trained on the job's first node")
+
+    lost_at = time.monotonic()
+    cluster.lose(lost)
+    moved = wait_until(running_at(kube_jobs, name, 1, 1), timeout=PHASE_TIMEOUT,
+                       what=f"{name} Running elsewhere")
+    to_moved = time.monotonic() - lost_at
+    (now_on,) = pod_nodes(cluster, arn, lost=lost).values()
+    assert now_on != lost
+    assert moved["restartCount"] == 1
+    assert moved["latestFaultyPodInstanceList"] == {"restartType": "JLR", "faultyPodList": [pod],
+                                                    "faultyRankList": ["0"], "faultyInstanceIdList": [lost]}
+    conditions = {c["type"]: c for c in moved["conditions"]}
+    assert conditions["Restarting"]["reason"] == "Fault" and lost in conditions["Restarting"]["message"]
+    print(f"\nnode {lost} lost with all of {name} → Running on {now_on}: {to_moved:.1f} s")
+    wait_trained(claim_dir, 1, "a step trained on the node the job moved to")
+
+    kube_jobs.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
+    wait_until(lambda: not pod_nodes(cluster, arn, lost=lost), timeout=60, what=f"{name}'s pod removed")
