@@ -1,23 +1,24 @@
 """Checkpoint write, read and resume: the RAM tier against S3 and local disk, in one run.
 
-Each step is what PyTorch DCP does through AWS's `amzn-sagemaker-checkpointing`: one blob per rank
-(--ranks blobs of --shard-mib random bytes, the ranks at once, a thread each: on HyperPod each
-rank is a process, so here the clients' Python work shares one GIL), then, once every rank
-succeeded, a small metadata shard. The same bytes go to, and are read back from:
+Each step is what PyTorch DCP does through AWS's `amzn-sagemaker-checkpointing`, with a process per
+rank as HyperPod runs it (spawned, each with its own clients, the same processes for every path):
+every rank writes its blob (--shard-mib random bytes) at once, then, once every rank succeeded,
+rank 0 writes a small metadata shard; a read is rank 0 reading the metadata, then every rank its
+blob. Each rank checks what it read against what it wrote, outside the timings. The same bytes go
+to, and are read back from:
 (a) the RAM tier: Sageport's tier service (`tier/`), one node started in a child process on
     127.0.0.1, its shards in a fresh directory under /dev/shm, driven by AWS's own
     `InMemoryCheckpointClient` (one per rank, as the DCP writer and reader use it); one node, so
     no replica is copied to a neighbour;
 (b) S3: boto3 `put_object` / `get_object`, one request per shard (no multipart), in a bucket of
-    the bench's own;
+    the bench's own, a boto3 client per rank;
 (c) local disk: a file per shard under --disk-dir, written and fsync'ed (the step's directory
     too), read back without dropping the page cache, so disk reads are optimistic (from memory).
-Resume is what a restarted job's reader does: find the newest step (the tier's `latest`; an S3
-listing of the checkpoint prefix), then fetch every rank's shard and the metadata of that step,
-with the clients already created. Every step runs each path once, in the order above; the medians
-and their ratios are printed, then one summary line. Bounded: at most --repeat steps, and no step
-starts after --max-seconds. The tier's directory, the bucket with its objects and the disk files
-are removed at the end.
+Resume is what a restarted job's reader does: rank 0 finds the newest step (the tier's `latest`; an
+S3 listing of the bucket), then the step is read as above, with the clients already created. Every
+step runs each path once, in the order above; the medians and their ratios are printed, then one
+summary line. Bounded: at most --repeat steps, and no step starts after --max-seconds. The tier's
+directory, the bucket with its objects and the disk files are removed at the end.
 
     make bench-tier [ARGS='--shard-mib 256 --ranks 2 --repeat 3']
 
@@ -41,14 +42,12 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 import boto3
 from amzn_sagemaker_checkpointing.config.in_memory_client import InMemoryClientConfig
 from amzn_sagemaker_checkpointing.storage.clients.inmemory.inmemory_client import InMemoryCheckpointClient
-from botocore.config import Config
 
 from bench.common import delete_bucket
 
@@ -62,28 +61,31 @@ START_SECONDS = 30.0
 TIER = "RAM tier"
 S3 = "S3"
 DISK = "local disk"
+RANK, METADATA = "rank", "metadata"  # a rank's part of a step
+OPERATION_SECONDS = 300.0  # one rank's put, get or listing; longer is a failure
 
 
 def main() -> int:
     if not __package__:
         sys.exit("run it from the repository root as: .venv/bin/python -m bench.tier")
     options = _arguments()
-    shards = [os.urandom(options.shard_mib * MIB) for _ in range(options.ranks)]
-    metadata = os.urandom(METADATA_BYTES)
-    step_bytes = sum(map(len, shards)) + len(metadata)
-    s3 = boto3.client("s3", endpoint_url=options.s3_endpoint_url,
-                      config=Config(max_pool_connections=options.ranks + 1))
+    shard_bytes = options.shard_mib * MIB
+    step_bytes = options.ranks * shard_bytes + METADATA_BYTES
+    s3 = boto3.client("s3", endpoint_url=options.s3_endpoint_url)
     bucket = f"tier-bench-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=bucket)
     try:
         with _tier_service(step_bytes) as url, tempfile.TemporaryDirectory(dir=options.disk_dir) as disk:
-            paths = (TierPath(url, bucket, options.ranks), S3Path(s3, bucket, bucket, options.ranks),
-                     DiskPath(Path(disk), options.ranks))
-            seconds = _measure(*paths, shards, metadata, options)
+            places = {TIER: url, S3: (options.s3_endpoint_url, bucket), DISK: disk}
+            ranks = Ranks(options.ranks, shard_bytes, places)
+            try:
+                seconds = _measure(ranks, Path(disk), options)
+            finally:
+                ranks.close()
     finally:
         delete_bucket(s3, bucket)
     print(f"{options.ranks} ranks x {options.shard_mib} MiB + {METADATA_BYTES // 1024} KiB metadata a step, "
-          f"steps measured: {len(seconds[TIER, 'write'])}")
+          f"a process per rank, steps measured: {len(seconds[TIER, 'write'])}")
     print(f"S3 {s3.meta.endpoint_url} (put_object/get_object); disk {options.disk_dir} (write + fsync; "
           "reads from the page cache)")
     print(_report(summarize(seconds, step_bytes)))
@@ -159,135 +161,199 @@ def _tier_service(step_bytes: int):
         shutil.rmtree(base)
 
 
-# --- the three paths: write(step), read(step) → (shards, metadata), resume() → (step, shards, metadata)
+# --- the three paths, as one rank's process sees them: put(step, data, part), get(step, part), latest()
+# `part` is "rank" (this rank's shard) or "metadata" (rank 0 only, once every rank's shard landed)
 
 class TierPath:
     name = TIER
 
-    def __init__(self, url: str, namespace: str, ranks: int):
+    def __init__(self, url: str, namespace: str, rank: int, ranks: int):
+        # the rank's own client, as each process of a DCP job has its own
         config = InMemoryClientConfig(base_url=url)
-        # one client per rank, and the metadata's own, as each process of a job has its own
-        self._clients = [InMemoryCheckpointClient(namespace, rank=rank, world_size=ranks, config=config)
-                         for rank in range(ranks + 1)]
-        self._clients[0].get_or_create_namespace()
-        self._pool = ThreadPoolExecutor(ranks + 1)
+        self._client = InMemoryCheckpointClient(namespace, rank=rank, world_size=ranks, config=config)
+        self._client.get_or_create_namespace()
 
-    def write(self, step: int, shards: list[bytes], metadata: bytes) -> None:
-        list(self._pool.map(lambda client, shard: client.put_checkpoint(step, shard), self._clients, shards))
-        self._clients[-1].put_checkpoint(step, metadata, metadata_index=0)
+    def put(self, step: int, data: bytes, part: str) -> None:
+        self._client.put_checkpoint(step, data, metadata_index=0 if part == METADATA else None)
 
-    def read(self, step: int) -> tuple[list[bytes], bytes]:
-        data = list(self._pool.map(lambda client: client.get_checkpoint(step), self._clients[:-1]))
-        return data, self._clients[-1].get_checkpoint(step, metadata_index=0)
+    def get(self, step: int, part: str) -> bytes | None:
+        return self._client.get_checkpoint(step, metadata_index=0 if part == METADATA else None)
 
-    def resume(self) -> tuple[int, list[bytes], bytes]:
-        step = self._clients[0].get_latest_checkpoints(limit=STEPS_RETAINED)[0]
-        metadata = self._pool.submit(self._clients[-1].get_checkpoint, step, metadata_index=0)
-        data = list(self._pool.map(lambda client: client.get_checkpoint(step), self._clients[:-1]))
-        return step, data, metadata.result()
+    def latest(self) -> int:
+        return self._client.get_latest_checkpoints(limit=STEPS_RETAINED)[0]
 
 
 class S3Path:
     name = S3
 
-    def __init__(self, s3, bucket: str, prefix: str, ranks: int):
-        self._s3, self._bucket, self._prefix, self._ranks = s3, bucket, prefix, ranks
-        self._pool = ThreadPoolExecutor(ranks + 1)
+    def __init__(self, endpoint_url: str | None, bucket: str, rank: int):
+        self._s3 = boto3.client("s3", endpoint_url=endpoint_url)
+        self._bucket, self._rank = bucket, rank
 
-    def _keys(self, step: int) -> list[str]:
-        """The ranks' keys, then the metadata's."""
-        parts = [f"rank_{rank}" for rank in range(self._ranks)] + ["metadata"]
-        return [f"{self._prefix}/step_{step:010d}/{part}" for part in parts]
+    def _key(self, step: int, part: str) -> str:
+        return f"step_{step:010d}/{f'rank_{self._rank}' if part == RANK else part}"
 
-    def _get(self, key: str) -> bytes:
-        return self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+    def put(self, step: int, data: bytes, part: str) -> None:
+        self._s3.put_object(Bucket=self._bucket, Key=self._key(step, part), Body=data)
 
-    def write(self, step: int, shards: list[bytes], metadata: bytes) -> None:
-        *rank_keys, metadata_key = self._keys(step)
-        list(self._pool.map(lambda key, body: self._s3.put_object(Bucket=self._bucket, Key=key, Body=body),
-                            rank_keys, shards))
-        self._s3.put_object(Bucket=self._bucket, Key=metadata_key, Body=metadata)
+    def get(self, step: int, part: str) -> bytes:
+        return self._s3.get_object(Bucket=self._bucket, Key=self._key(step, part))["Body"].read()
 
-    def read(self, step: int) -> tuple[list[bytes], bytes]:
-        *data, metadata = self._pool.map(self._get, self._keys(step))
-        return data, metadata
-
-    def resume(self) -> tuple[int, list[bytes], bytes]:
-        listing = self._s3.get_paginator("list_objects_v2")
-        pages = listing.paginate(Bucket=self._bucket, Prefix=f"{self._prefix}/")
+    def latest(self) -> int:
+        pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket)
         keys = [entry["Key"] for page in pages for entry in page.get("Contents", [])]
-        step = max(int(key.split("/")[1].removeprefix("step_")) for key in keys)
-        *data, metadata = self._pool.map(self._get, self._keys(step))
-        return step, data, metadata
+        return max(int(key.split("/")[0].removeprefix("step_")) for key in keys)
 
 
 class DiskPath:
     name = DISK
 
-    def __init__(self, directory: Path, ranks: int):
-        self._directory, self._ranks = directory, ranks
-        self._pool = ThreadPoolExecutor(ranks)
+    def __init__(self, directory: Path, rank: int):
+        self._directory, self._rank = directory, rank
 
-    def _files(self, step: int) -> list[Path]:
-        """The ranks' files, then the metadata's."""
-        return [self._directory / f"step_{step}" / f"rank_{rank}" for rank in range(self._ranks)] + [
-            self._directory / f"step_{step}" / "metadata"]
+    def _file(self, step: int, part: str) -> Path:
+        return self._directory / f"step_{step}" / (f"rank_{self._rank}" if part == RANK else part)
 
-    def write(self, step: int, shards: list[bytes], metadata: bytes) -> None:
-        *rank_files, metadata_file = self._files(step)
-        metadata_file.parent.mkdir()
-        list(self._pool.map(_write_synced, rank_files, shards))
-        _write_synced(metadata_file, metadata)
-        directory = os.open(metadata_file.parent, os.O_RDONLY)
+    def put(self, step: int, data: bytes, part: str) -> None:
+        path = self._file(step, part)
+        path.parent.mkdir(exist_ok=True)
+        with open(path, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        directory = os.open(path.parent, os.O_RDONLY)
         try:
-            os.fsync(directory)  # the new names are durable too
+            os.fsync(directory)  # the new name is durable too
         finally:
             os.close(directory)
 
-    def read(self, step: int) -> tuple[list[bytes], bytes]:
-        *data, metadata = self._pool.map(Path.read_bytes, self._files(step))
-        return data, metadata
-
-    def forget(self, step: int) -> None:
-        """Keep one step on the disk at a time (outside the timings)."""
-        shutil.rmtree(self._directory / f"step_{step}", ignore_errors=True)
+    def get(self, step: int, part: str) -> bytes:
+        return self._file(step, part).read_bytes()
 
 
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
+# --- a process per rank --------------------------------------------------------------------------
+
+def _rank_process(rank: int, ranks: int, shard_bytes: int, places: dict, commands) -> None:
+    """One rank: its shard (and rank 0 the metadata), a client per path; answers each command with
+    (the moment it finished, by the machine-wide monotonic clock, and its result). Read answers
+    are checked after that moment, so the check is not timed."""
+    data = {RANK: os.urandom(shard_bytes), METADATA: os.urandom(METADATA_BYTES) if rank == 0 else b""}
+    paths = {TIER: TierPath(places[TIER], places[S3][1], rank, ranks),
+             S3: S3Path(*places[S3], rank), DISK: DiskPath(Path(places[DISK]), rank)}
+    commands.send("ready")
+    while (command := commands.recv()) is not None:
+        path_name, operation, step, part = command
+        try:
+            commands.send(_perform(paths[path_name], operation, step, part, data))
+        except Exception as error:  # the parent reports it and stops
+            commands.send((time.monotonic(), f"{type(error).__name__}: {error}"))
+
+
+def _perform(path, operation: str, step: int, part: str, data: dict) -> tuple[float, object]:
+    """(when it finished, its result): True for a write, whether a read got the rank's own bytes
+    (compared after the clock was read), the newest step for `latest`."""
+    if operation == "put":
+        path.put(step, data[part], part)
+        return time.monotonic(), True
+    if operation == "get":
+        got = path.get(step, part)
+        finished = time.monotonic()
+        return finished, got == data[part]
+    newest = path.latest()
+    return time.monotonic(), newest
+
+
+class Ranks:
+    """The ranks' processes (spawned: nothing inherited), driven in lockstep: a call sends one
+    command to some ranks and returns when all answered, with the moment the last one finished."""
+
+    def __init__(self, ranks: int, shard_bytes: int, places: dict):
+        spawn = multiprocessing.get_context("spawn")
+        self._pipes, self._processes = [], []
+        for rank in range(ranks):
+            mine, theirs = spawn.Pipe()
+            process = spawn.Process(target=_rank_process, args=(rank, ranks, shard_bytes, places, theirs),
+                                    daemon=True)
+            process.start()
+            self._pipes.append(mine)
+            self._processes.append(process)
+        for pipe in self._pipes:
+            if not pipe.poll(START_SECONDS) or pipe.recv() != "ready":
+                raise RuntimeError(f"a rank's process did not start within {START_SECONDS:.0f} s")
+
+    def call(self, path_name: str, operation: str, step: int = 0, part: str = RANK,
+             ranks: list[int] | None = None) -> tuple[float, list]:
+        chosen = range(len(self._pipes)) if ranks is None else ranks
+        for rank in chosen:
+            self._pipes[rank].send((path_name, operation, step, part))
+        answers = []
+        for rank in chosen:
+            if not self._pipes[rank].poll(OPERATION_SECONDS):
+                raise RuntimeError(f"rank {rank}: {path_name} {operation} ran over {OPERATION_SECONDS:.0f} s")
+            answers.append(self._pipes[rank].recv())
+        for _, result in answers:
+            if isinstance(result, str):
+                raise RuntimeError(f"{path_name} {operation}: {result}")
+        return max(finished for finished, _ in answers), [result for _, result in answers]
+
+    def close(self) -> None:
+        for pipe in self._pipes:
+            pipe.send(None)
+        for process in self._processes:
+            process.join(START_SECONDS)
+            if process.is_alive():
+                process.terminate()
+                process.join()
 
 
 # --- measuring and reporting --------------------------------------------------------------------
 
-def _measure(tier: TierPath, s3: S3Path, disk: DiskPath, shards: list[bytes], metadata: bytes,
-             options) -> dict[tuple[str, str], list[float]]:
+def _measure(ranks: Ranks, disk: Path, options) -> dict[tuple[str, str], list[float]]:
     """Seconds per (path, operation), one sample per step; every answer is checked."""
     seconds: dict[tuple[str, str], list[float]] = defaultdict(list)
     deadline = time.monotonic() + options.max_seconds
     for step in range(1, options.repeat + 1):
         if step > 1 and time.monotonic() > deadline:
             break
-        for path in (tier, s3, disk):
-            seconds[path.name, "write"].append(_timed(path.write, step, shards, metadata)[0])
-        for path in (tier, s3, disk):
-            elapsed, (data, got_metadata) = _timed(path.read, step)
-            _check(path.name, data == shards and got_metadata == metadata)
-            seconds[path.name, "read"].append(elapsed)
-        for path in (tier, s3):
-            elapsed, (found, data, got_metadata) = _timed(path.resume)
-            _check(path.name, found == step and data == shards and got_metadata == metadata)
-            seconds[path.name, "resume"].append(elapsed)
-        disk.forget(step)
+        for path in (TIER, S3, DISK):
+            seconds[path, "write"].append(_write(ranks, path, step))
+        for path in (TIER, S3, DISK):
+            seconds[path, "read"].append(_read(ranks, path, step))
+        for path in (TIER, S3):
+            seconds[path, "resume"].append(_resume(ranks, path, step))
+        shutil.rmtree(disk / f"step_{step}", ignore_errors=True)  # one step on the disk at a time
     return seconds
 
 
-def _timed(call, *arguments) -> tuple[float, object]:
-    begin = time.perf_counter()
-    result = call(*arguments)
-    return time.perf_counter() - begin, result
+def _write(ranks: Ranks, path: str, step: int) -> float:
+    """Every rank's shard at once, then, once all landed, rank 0 writes the metadata (DCP)."""
+    started = time.monotonic()
+    ranks.call(path, "put", step)
+    finished, _ = ranks.call(path, "put", step, METADATA, ranks=[0])
+    return finished - started
+
+
+def _read(ranks: Ranks, path: str, step: int) -> float:
+    """Rank 0 reads the metadata (DCP plans the load from it), then every rank its shard."""
+    started = time.monotonic()
+    finished = _fetch(ranks, path, step)
+    return finished - started
+
+
+def _resume(ranks: Ranks, path: str, written_step: int) -> float:
+    """A restarted job: rank 0 finds the newest step, then the step is read as in `_read`."""
+    started = time.monotonic()
+    _, [step] = ranks.call(path, "latest", ranks=[0])
+    _check(path, step == written_step)
+    finished = _fetch(ranks, path, step)
+    return finished - started
+
+
+def _fetch(ranks: Ranks, path: str, step: int) -> float:
+    _, [metadata_correct] = ranks.call(path, "get", step, METADATA, ranks=[0])
+    finished, correct = ranks.call(path, "get", step)
+    _check(path, metadata_correct and all(correct))
+    return finished
 
 
 def _check(path_name: str, correct: bool) -> None:

@@ -2,7 +2,8 @@
 them within the namespace's retention and the node's RAM budget.
 
 Layout: `accounts/<account>/<sha256(namespace)[:32]>/namespace.json` and
-`…/steps/<step>/<rank>.shard`; `tmp/` holds files being written (emptied at start). One lock
+`…/steps/<step>/<rank>.shard`; `tmp/` holds files being written (emptied at start), `spare/`
+evicted steps' files for the next writes to fill again (spares.py). One lock
 guards the index and every rename/unlink; bodies stream outside it. A write reserves its declared
 length first, so concurrent writes never overshoot the budget together."""
 
@@ -25,6 +26,7 @@ import xxhash
 
 from tier import files, rules
 from tier.errors import TierError, bad_request, conflict, insufficient_storage, not_found
+from tier.spares import SparePool
 
 log = logging.getLogger("sageport.tier")
 
@@ -153,6 +155,7 @@ class Store:
         self._deleted: dict[tuple[str, str], float] = {}
         self._used = 0
         self._reserved = 0
+        self._spares = SparePool(self._root / "spare")
         self._load()
 
     # --- namespaces ---
@@ -236,6 +239,7 @@ class Store:
                 return False
             del self._entries[(account, name)]
             self._used -= sum(shard.size for ranks in entry.steps.values() for shard in ranks.values())
+            self._spares.release_all()  # a job's end: its evicted steps' files are not needed again
             trash = files.temp_path(self._temp)
             try:
                 os.replace(entry.directory, trash)  # gone at once; the files go below
@@ -279,9 +283,10 @@ class Store:
                 raise bad_request(f"Rank {rank} is outside namespace '{name}' (num_ranks="
                                   f"{entry.record.num_ranks}); use a new namespace for another world size.")
             self._reserve(length)
-        temp = files.temp_path(self._temp)
+            temp = files.temp_path(self._temp)
+            recycled = self._spares.take(length, temp)
         try:
-            self._receive(temp, body, length, shard_meta, expected)
+            self._receive(temp, body, length, shard_meta, expected, recycled)
             with self._lock:
                 return self._place(entry, temp, rank, step, length, shard_meta)
         finally:
@@ -298,7 +303,7 @@ class Store:
             if shard is None:
                 return None
             try:
-                handle = open(shard.path, "rb")
+                handle = self._spares.open_reader(shard.path)
                 files.read_shard_header(handle)
             except (OSError, ValueError) as error:  # damaged under us: it is gone, not an error
                 log.warning("tier store: dropping unreadable %s (%s)", shard.path, error)
@@ -334,10 +339,12 @@ class Store:
             raise not_found(f"Namespace '{name}' not found.")
         return entry
 
-    def _receive(self, temp: Path, body, length: int, shard_meta: str, expected: bytes) -> None:
-        """The body's OSErrors (the caller went away) pass through; the file's become answers."""
+    def _receive(self, temp: Path, body, length: int, shard_meta: str, expected: bytes,
+                 recycled: bool) -> None:
+        """The body's OSErrors (the caller went away) pass through; the file's become answers. A
+        recycled file is written over, not truncated first: its pages are kept."""
         hasher = xxhash.xxh3_128()
-        with _filesystem(), open(temp, "wb") as out:
+        with _filesystem(), open(temp, "r+b" if recycled else "wb") as out:
             out.write(files.shard_header(shard_meta, length))
             remaining = length
             while remaining:
@@ -348,6 +355,8 @@ class Store:
                 with _filesystem():
                     out.write(piece)
                 remaining -= len(piece)
+            with _filesystem():
+                out.truncate()  # a recycled file's rest
         if hasher.digest() != expected:
             raise bad_request("The body's xxh3_128 checksum does not match Shard-Meta; nothing was kept.")
 
@@ -365,7 +374,7 @@ class Store:
         record = entry.record
         for victim in rules.retention_victims(entry.ranks_by_step(), record.num_ranks, record.steps_retained):
             log.info("tier retention account=%s namespace=%s step=%d", record.account, record.name, victim)
-            self._drop_step(entry, victim)
+            self._drop_step(entry, victim, recycle=True)
         return shard
 
     def _reserve(self, length: int) -> None:
@@ -374,6 +383,8 @@ class Store:
             raise insufficient_storage(f"A shard of {length} bytes is larger than this node's whole "
                                        f"checkpoint budget ({budget} bytes).")
         while not self._fits(length, budget):
+            if self._spares.release_one():
+                continue
             victim = self._budget_victim()
             if victim is None:
                 raise insufficient_storage(
@@ -387,7 +398,7 @@ class Store:
         self._reserved += length
 
     def _fits(self, length: int, budget: int) -> bool:
-        return (self._used + self._reserved + length <= budget
+        return (self._used + self._spares.bytes + self._reserved + length <= budget
                 and self._reserved + length + files.MAX_HEADER_BYTES <= self._free(self._root))
 
     def _budget_victim(self) -> tuple[_Entry, int] | None:
@@ -404,9 +415,14 @@ class Store:
         _, step, entry = min(candidates, key=lambda candidate: candidate[:2])
         return entry, step
 
-    def _drop_step(self, entry: _Entry, step: int) -> None:
+    def _drop_step(self, entry: _Entry, step: int, recycle: bool = False) -> None:
+        """`recycle`: its files become spares for the next writes (retention; the budget wants
+        the bytes back)."""
         for shard in entry.steps.pop(step, {}).values():
-            shard.path.unlink(missing_ok=True)
+            if recycle:
+                self._spares.discard(shard.path)
+            else:
+                shard.path.unlink(missing_ok=True)
             self._used -= shard.size
         self._remove_step_dir(entry, step)
 
