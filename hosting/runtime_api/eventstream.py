@@ -4,6 +4,7 @@ headers length, the prelude's CRC32), string headers (`:message-type`, `:event-t
 `:exception-type`, `:content-type`), the payload, and the whole message's CRC32. botocore's
 eventstream parser reads these unchanged (tests/unit/hosting/runtime_api/test_eventstream.py)."""
 
+import functools
 import json
 import struct
 import zlib
@@ -16,13 +17,21 @@ _CRC = struct.Struct(">I")
 
 def payload_part(data: bytes) -> bytes:
     """A `PayloadPart` event whose `Bytes` (the event's payload blob) is `data`."""
-    return _framed(_PAYLOAD_PART_HEADERS, data)
+    return payload_parts([data])
 
 
 def payload_parts(pieces: list[bytes]) -> bytes:
     """One `PayloadPart` event per piece, back to back: what a client reads as `len(pieces)`
-    events, written at once."""
-    return b"".join([_framed(_PAYLOAD_PART_HEADERS, piece) for piece in pieces])
+    events, written at once. The per-token path: a piece costs a lookup of its length's head,
+    one CRC over its own bytes and one joined list for the whole batch."""
+    framed: list[bytes] = []
+    add, pack, crc32 = framed.append, _CRC.pack, zlib.crc32
+    for piece in pieces:
+        head, head_crc = _payload_part_head(len(piece))
+        add(head)
+        add(piece)
+        add(pack(crc32(piece, head_crc)))
+    return b"".join(framed)
 
 
 def exception(exception_type: str, fields: dict[str, str]) -> bytes:
@@ -66,3 +75,14 @@ def _header(name: str, value: str) -> bytes:
 _PAYLOAD_PART_HEADERS = _headers(
     {":message-type": "event", ":event-type": "PayloadPart", ":content-type": "application/octet-stream"}
 )
+
+
+@functools.lru_cache(maxsize=4096)
+def _payload_part_head(size: int) -> tuple[bytes, int]:
+    """A PayloadPart's bytes before its payload (prelude, prelude CRC, headers) and the message
+    CRC's running value over them: they depend only on the payload's length, and a token stream's
+    pieces have few distinct lengths, so each is computed once, not per token."""
+    total = _PRELUDE.size + _CRC.size + len(_PAYLOAD_PART_HEADERS) + size + _CRC.size
+    prelude = _PRELUDE.pack(total, len(_PAYLOAD_PART_HEADERS))
+    head = prelude + _CRC.pack(zlib.crc32(prelude)) + _PAYLOAD_PART_HEADERS
+    return head, zlib.crc32(head)

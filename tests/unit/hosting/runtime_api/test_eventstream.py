@@ -31,6 +31,14 @@ def test_payload_parts_read_back_in_order_and_byte_for_byte():
     assert _read(raw) == [{"PayloadPart": {"Bytes": part}} for part in parts]
 
 
+def test_a_batch_of_parts_reads_back_as_one_event_each_whatever_lengths_repeat():
+    """Parts of the same length share their framed head (computed once per length): each still
+    carries its own payload and a CRC over it, in one batch or in the next."""
+    batch = [b"tok1 ", b"tok2 ", b"", b"tok3 ", b"longer token ", b"tok4 ", bytes(range(256)) * 300]
+    raw = eventstream.payload_parts(batch) + eventstream.payload_parts([b"tok5 ", b""])
+    assert _read(raw) == [{"PayloadPart": {"Bytes": part}} for part in [*batch, b"tok5 ", b""]]
+
+
 def test_a_model_stream_error_is_raised_as_botocore_raises_sagemakers():
     raw = eventstream.payload_part(b"first") + eventstream.exception(
         "ModelStreamError", {"Message": "The container closed the stream.", "ErrorCode": "StreamBroken"}
