@@ -27,6 +27,7 @@ on one node. The rules:
   spread over all of them when worlds may span nodes) fails.
 - Repeat offenders: a job a full job restart moved off its node (elastic/restarts.py) is placed,
   and takes capacity back, only on other nodes, until its world has started again."""
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -42,6 +43,10 @@ from elastic.models import ElasticReplica, HyperPodJob, JobPhase, StopReason
 from elastic.spec import JobSpec, parse
 
 ACTIVE_PHASES = (JobPhase.CREATING, JobPhase.RUNNING, JobPhase.STOPPING)
+
+# Told the id of each job whose target a preemption cut, so that it starts giving the GPUs back
+# now rather than at its next look (elastic/tasks.py registers its nudge: the tasks import this).
+_cut_listeners: list[Callable[[int], None]] = []
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,11 @@ class Wait:
 @dataclass(frozen=True)
 class NeverFits:
     reason: str
+
+
+def on_target_cut(listener: Callable[[int], None]) -> None:
+    if listener not in _cut_listeners:
+        _cut_listeners.append(listener)
 
 
 def spec_of(job: HyperPodJob) -> JobSpec:
@@ -294,9 +304,12 @@ def _shrink_or_evict(victims: list[tuple[HyperPodJob, int, int]], shortfall: int
         size = _gentlest_cut(victim, spec, smallest, shortfall)
         freed = sizing.gpus_for(spec, victim.target_replicas) - sizing.gpus_for(spec, size)
         reason = StopReason.EVICT if size == 0 else StopReason.RESIZE
-        HyperPodJob.objects.filter(pk=victim.pk, target_replicas=victim.target_replicas).update(
+        cut = HyperPodJob.objects.filter(pk=victim.pk, target_replicas=victim.target_replicas).update(
             target_replicas=size, stop_reason=reason, next_check_at=timezone.now()
         )
+        if cut:
+            for listener in _cut_listeners:
+                listener(victim.pk)
         shortfall -= freed
 
 

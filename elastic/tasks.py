@@ -17,7 +17,7 @@ from kombu.exceptions import OperationalError
 
 from capacity import nodes
 from elastic import members, operator, planner, reaper, replicas
-from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob
+from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase
 from reconcile import leases
 
 log = logging.getLogger(__name__)
@@ -51,8 +51,8 @@ def _member_nodes(pk: int) -> set[str]:
 
 def nudge(pk: int) -> None:
     """Have the operator look at the job once the caller's transaction commits (a submission, a
-    deletion). The change is committed: when the broker cannot take the message, the sweeper
-    finds the job overdue later, so the request still succeeds."""
+    deletion, a preemption cutting its target). The change is committed: when the broker cannot
+    take the message, the sweeper finds the job overdue later, so the request still succeeds."""
     transaction.on_commit(lambda: _enqueue_now(pk))
 
 
@@ -60,6 +60,18 @@ def nudge_for_container(arn: str) -> None:
     """A replica of the job exited (reconcile/container_events.py): the operator looks at it now,
     on the job's node."""
     for pk in leases.due_now(HyperPodJob.objects.filter(uid=replicas.uid_of(arn))):
+        _enqueue(pk, 0, _home_of(pk))
+
+
+def nudge_for_capacity(node_names: set[str]) -> None:
+    """GPUs were freed (capacity/freed.py): every job that may take them is looked at now, on its
+    node: a pending one, one short of replicas after a stop, a running one (it may grow). Any
+    node's GPUs may concern any of them (worlds may span nodes), and a look that finds nothing
+    to do is cheap. Exited jobs are not told: what they hold is being freed."""
+    short = Q(phase=JobPhase.STOPPING, short_since__isnull=False)
+    may_take = Q(phase__in=(JobPhase.PENDING, JobPhase.RUNNING)) | short
+    waiting = HyperPodJob.objects.filter(may_take, deletion_requested_at__isnull=True)
+    for pk in leases.due_now(waiting):
         _enqueue(pk, 0, _home_of(pk))
 
 

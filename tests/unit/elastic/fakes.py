@@ -15,10 +15,12 @@ _names = itertools.count(1)
 
 
 class FakeAgents:
-    """One agent per published port: `ready` once its container runs; /start → running, a
-    graceful /stop → ready (the test may hold it in `stopping`), /shutdown → shutdown."""
+    """One agent per published port: `ready` once its container runs (or `first_status`, for
+    agents still starting); /start → running, a graceful /stop → ready (the test may hold it in
+    `stopping`), /shutdown → shutdown."""
 
     def __init__(self):
+        self.first_status = "ready"
         self.state: dict[int, str] = {}
         self.started: dict[int, list[dict]] = {}
         self.stops: dict[int, list[dict]] = {}
@@ -32,7 +34,7 @@ class FakeAgents:
 
         class Agent:
             def status(self):
-                answer = {"status": agents.state.setdefault(port, "ready")}
+                answer = {"status": agents.state.setdefault(port, agents.first_status)}
                 if port in agents.progress:
                     answer["progress"] = agents.progress[port]
                 return answer
@@ -40,7 +42,7 @@ class FakeAgents:
             def start(self, body):
                 if port in agents.refusing_start:
                     raise AgentUnreachable("POST /start: HTTP 500")
-                if agents.state.setdefault(port, "ready") != "ready":
+                if agents.state.setdefault(port, agents.first_status) != "ready":
                     raise AgentUnreachable(f"start in state {agents.state[port]}")
                 agents.state[port] = "running"
                 agents.started.setdefault(port, []).append(body)
