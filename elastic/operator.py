@@ -17,7 +17,8 @@ Phases (elastic/models.JobPhase):
   every agent `/stop` → Stopping; a full job restart creates every pod again, the faulty ones'
   GPUs avoided (→ Stopping), or on another node than a repeat offender (→ Pending). A new
   target (preemption) or room to grow (planner.growth_size) → graceful `/stop` to every agent →
-  Stopping.
+  Stopping; growing takes the new replicas' GPUs at once and starts their containers on the
+  owner's engine during the stop, so that their agents are up when the world is re-formed.
 - Stopping: wait until every agent is `ready` again (its workers saw SIGUSR1, checkpointed and
   exited); past `gracefulShutdownTimeoutInSeconds` (plus a margin: the agent SIGKILLs its workers
   at the timeout itself) a replica still stopping is removed. Then replicas beyond the target go,
@@ -243,9 +244,36 @@ def _running(job: HyperPodJob, spec: JobSpec) -> float | None:
         return _begin_stop(job, spec, StopReason.RESIZE, f"Scaling to {job.target_replicas} replicas.")
     larger = planner.growth_size(job, spec)
     if larger is not None:
-        message = f"Scaling up to {larger} replicas."
-        return _begin_stop(job, spec, StopReason.RESIZE, message, target_replicas=larger)
+        return _grow(job, spec, larger)
     return _poll()
+
+
+def _grow(job: HyperPodJob, spec: JobSpec, larger: int) -> float:
+    """A resize up, the seed's sequence (graceful /stop, every agent ready, /start of the larger
+    world), with the new replicas' GPUs taken now and, on the owner's engine, their containers
+    started while the world stops: their agents come up during the graceful stop, not after it.
+    A world that comes to span nodes is left to Creating (its pods move to an overlay network),
+    and so are the new replicas of other nodes (members.sync starts them)."""
+    if not planner.allocate(job, spec, larger):
+        return _poll()  # the GPUs went to someone else since growth_size looked
+    message = f"Scaling up to {larger} replicas."
+    delay = _begin_stop(job, spec, StopReason.RESIZE, message, target_replicas=larger)
+    if job.overlay or not _spans_nodes(job):
+        _start_new_replicas_here(job, spec, larger)
+    return delay
+
+
+def _start_new_replicas_here(job: HyperPodJob, spec: JobSpec, size: int) -> None:
+    runtime = get_runtime()
+    running = {state.name for state in runtime.find(replicas.job_labels(job))}
+    new = [(group, replica) for group, replica in _world(job, spec, size)
+           if replica.rank is None and _here(job, replica) and replica.container_name not in running]
+    if not new:
+        return
+    subnet = replicas.ensure_network(runtime, job, spec)
+    tier = tier_network.reach_for(runtime, job.node.name, isolated=False)
+    for group, replica in new:
+        replicas.start(runtime, job, spec, group, replica, subnet, tier)
 
 
 def _begin_stop(

@@ -12,7 +12,15 @@ from elastic import operator
 from elastic.models import HyperPodJob, JobPhase
 from tests.unit.elastic import test_operator as operator_tests
 from tests.unit.elastic.fakes import manifest, submit
-from tests.unit.elastic.test_operator import complete, elastic_job, fixed_job, look, ports, settle
+from tests.unit.elastic.test_operator import (
+    complete,
+    elastic_job,
+    fixed_job,
+    last_starts,
+    look,
+    ports,
+    settle,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The operator tests' fixtures (a 4-GPU node, the fake runtime and agents, priority weights).
@@ -114,3 +122,27 @@ def test_a_start_is_watched_closely_until_every_agent_is_ready(engine, agents):
     agents.set_all("ready", ports(engine, job))
     assert step(job) == POLL  # started: running, nothing expected to change
     assert HyperPodJob.objects.get(pk=job.pk).phase == JobPhase.RUNNING
+
+
+def test_growing_starts_the_new_replicas_while_the_world_stops(engine, agents):
+    blocker = fixed_job(3)
+    (blocker,) = settle(blocker)
+    job = elastic_job()
+    (job,) = settle(job)
+    (first,) = ports(engine, job)
+    agents.unresponsive_to_stop.add(first)  # the running replica takes its time to stop
+    complete(agents, engine, blocker)
+    look(blocker)
+
+    job = look(job)
+    assert job.phase == JobPhase.STOPPING
+    assert len(ports(engine, job)) == 4  # the three new pods already run beside the stopping one
+    assert [agents.stops.get(port) for port in ports(engine, job)] == [
+        [{"is_graceful": True, "timeout": 120}], None, None, None]  # only the old world is stopped
+    assert agents.state[first] == "stopping"
+    assert all(agents.started.get(port) is None for port in ports(engine, job)[1:])
+
+    agents.set_all("ready", [first])
+    job = settle(job, looks=3)[0]
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 4)
+    assert [body["rank"] for body in last_starts(agents, engine, job)] == [0, 1, 2, 3]
