@@ -411,8 +411,10 @@ def _finish(job: TrainingJob, token: str, final: tuple[str, str]) -> float | Non
 
 
 def _remove_resources(job: TrainingJob) -> None:
-    cleanup.remove_resources(get_runtime(), kind.identity(job))
+    # The GPUs first: the job's containers have exited, so waiting work (an elastic job growing,
+    # a queued job) need not wait for their removal (capacity/freed.py tells it at once).
     scheduler.release(job)
+    cleanup.remove_resources(get_runtime(), kind.identity(job))
 
 
 def _observe(job: TrainingJob) -> States:
