@@ -11,9 +11,9 @@ the owner (elastic/tasks.py), and tells the owner what it saw through the replic
 - the job's containers here that no replica row of this node names removed, with their pod's
   files: a replica released (its row deleted), or replaced (the owner gave its row the name of a
   next container: `replace`);
-- Creating, once the owner recorded the network's subnet: this node's missing containers of the
-  world run on the job's overlay network, joined by name, at their fixed addresses (their
-  /etc/hosts names every pod: elastic/replicas.py);
+- Creating, once the owner recorded the network's subnet, or a resize up under way (Stopping):
+  this node's missing containers of the world run on the job's overlay network, joined by name,
+  at their fixed addresses (their /etc/hosts names every pod: elastic/replicas.py);
 - a finished job: its containers here kept as cleanPodPolicy says, the others removed;
 - each replica's container as seen written into its row (`ElasticReplica.report`), from which
   the owner builds its state (`state_of`): the agent's published port, running or exited."""
@@ -22,7 +22,7 @@ import logging
 from capacity import nodes
 from clusters import tier_network
 from elastic import planner, reaper, replica_logs, replicas, sizing
-from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase
+from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase, StopReason
 from runtime.base import ContainerState
 from runtime.docker import get_runtime
 
@@ -49,10 +49,17 @@ def sync(pk: int) -> None:
     replicas.remove_strays(runtime, job, here)
     mine = list(job.replicas.filter(node__name=here).select_related("node"))
     states = {state.name: state for state in runtime.find(replicas.job_labels(job))}
-    if job.phase == JobPhase.CREATING and job.network_subnet and mine:
+    if (job.phase == JobPhase.CREATING or _growing(job)) and job.network_subnet and mine:
         _start_missing(job, mine, states)
     for replica in mine:
         report(replica, states.get(replica.container_name))
+
+
+def _growing(job: HyperPodJob) -> bool:
+    """A resize up on the job's overlay under way: the new replicas start while the world stops
+    gracefully, as the owner's own do (operator._grow)."""
+    resizing = job.phase == JobPhase.STOPPING and job.stop_reason == StopReason.RESIZE
+    return resizing and job.overlay and job.target_replicas > job.world_size
 
 
 def _start_missing(job: HyperPodJob, mine: list[ElasticReplica], states: dict[str, ContainerState]) -> None:

@@ -75,6 +75,15 @@ def nudge_for_capacity(node_names: set[str]) -> None:
         _enqueue(pk, 0, _home_of(pk))
 
 
+def nudge_for_registered_node() -> None:
+    """This node registered (a new one, or one back after it was lost): its GPUs are capacity
+    the waiting jobs may take. A broker not answering yet delays them only to their next poll."""
+    try:
+        nudge_for_capacity({nodes.local_name()})
+    except OperationalError as exc:
+        log.warning("could not tell the jobs that node %s registered (%s)", nodes.local_name(), exc)
+
+
 def _enqueue_now(pk: int) -> None:
     try:
         reconcile_hyperpod_job.delay(pk)

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from elastic import operator
+from capacity import nodes
+from elastic import operator, tasks
 from elastic.models import HyperPodJob, JobPhase
 from tests.unit.elastic import test_operator as operator_tests
 from tests.unit.elastic.fakes import manifest, submit
@@ -146,3 +147,16 @@ def test_growing_starts_the_new_replicas_while_the_world_stops(engine, agents):
     job = settle(job, looks=3)[0]
     assert (job.phase, job.world_size) == (JobPhase.RUNNING, 4)
     assert [body["rank"] for body in last_starts(agents, engine, job)] == [0, 1, 2, 3]
+
+
+def test_a_node_that_registers_has_the_jobs_waiting_for_gpus_looked_at(engine, agents, node, sent_looks):
+    settle(fixed_job(4))
+    waiting = fixed_job(2)  # the node's four GPUs are taken: it waits, for another node maybe
+    (waiting,) = settle(waiting, looks=2)
+    assert waiting.phase == JobPhase.PENDING
+    sent_looks.clear()
+
+    assert tasks.nudge_for_registered_node in nodes._registered_hooks
+    tasks.nudge_for_registered_node()
+
+    assert (waiting.pk, 0, None) in sent_looks

@@ -246,6 +246,28 @@ def test_without_room_for_the_lost_replica_an_elastic_job_continues_smaller_then
     assert starts(cluster, agents, job)[1]["rank"] == 1 and pod.running
 
 
+def test_growing_onto_another_node_starts_its_new_replica_there_while_the_world_stops(cluster, agents):
+    Node.objects.filter(name="node-c").update(lost_at=timezone.now())  # away while the job starts
+    elastic = {**ELASTIC_1_TO_2, "minReplicas": 2, "maxReplicas": 3}
+    job = settle(cluster, submit(manifest(groups=[{"name": "pods", "replicas": 2, "max_replicas": 3}],
+                                          elastic=elastic)))
+    assert (job.phase, job.world_size, job.overlay) == (JobPhase.RUNNING, 2, True)
+    labels = replicas.job_labels(job)
+    old = {state.host_port for engine in cluster.engines.values() for state in engine.find(labels)}
+    agents.unresponsive_to_stop.update(old)  # the world takes its time to stop
+
+    Node.objects.filter(name="node-c").update(lost_at=None, heartbeat_at=timezone.now())
+    job = look(cluster, job)
+
+    assert job.phase == JobPhase.STOPPING
+    new = ElasticReplica.objects.get(job=job, index=2)
+    assert new.node.name == "node-c" and cluster.running(job)["node-c"] == {new.container_name}
+    agents.set_all("ready", old)
+    job = settle(cluster, job, looks=4)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 3)
+    assert [body["rank"] for body in starts(cluster, agents, job)] == [0, 1, 2]
+
+
 ELASTIC_2_TO_3 = {"minReplicas": 2, "maxReplicas": 3, "scalingTimeoutInSeconds": 60,
                   "gracefulShutdownTimeoutInSeconds": 30, "faultyScaleDownTimeoutInSeconds": 600}
 
