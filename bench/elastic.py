@@ -7,9 +7,13 @@ Each round, on a running Sageport whose node declares four GPUs:
    priority, `scalingTimeoutInSeconds` 5) of `sageport-examples/pytorch-elastic:2.11.0-1.1.3` running
    examples/elastic-training/train.py starts at 1 and trains a step (its records, in a
    persistentVolumeClaim directory of the data dir);
-2. StopTrainingJob frees the three GPUs; timed from the holder reported Stopped to the elastic
-   job's `Running` condition with 4 `jobPods`, and to the first step
-   trained at world size 4 (the records' own time);
+2. once the job's scalingTimeoutInSeconds has passed since it started (what is timed is the
+   operator, not the job's own pause), StopTrainingJob frees the three GPUs; timed from the
+   holder reported Stopped to the elastic job's `Running` condition with 4 `jobPods`, and to the
+   first step trained at world size 4 (the records' own time); that time broken down from the
+   agents' transitions: until the first agent enters STOPPING (the operator's reaction), until
+   the last new agent is up (the new replicas' containers and agents starting), and from the last
+   agent READY to `Running`;
 3. a high-priority job of 2 replicas (same image) is submitted: the elastic job shrinks to 2 for
    it; timed from the submission to its `Running` condition and to its first trained step;
 4. for each resize, the agents' graceful stop: from their `/status` `transitions` (the time each
@@ -68,11 +72,15 @@ CLAIM_PATH = "/checkpoints"
 GROUP_NAME = "pods"
 AGENT_PORT = "8080/tcp"
 LOOPBACK = "127.0.0.1"
+SCALING_TIMEOUT = 5  # the elastic job's scalingTimeoutInSeconds
 CAPACITY, HELD, URGENT = 4, 3, 2  # the node's GPUs, what the holder takes, what the urgent job needs
 
 GROW_RUNNING = "capacity freed → Running at 4"
 GROW_STEP = "capacity freed → first step at 4"
 GROW_STOP = "agents' graceful stop (1 → 4)"
+GROW_REACTION = "  of which: freed → the stop sent"
+GROW_NEW_AGENTS = "  of which: freed → new agents up"
+GROW_REFORM = "  of which: all agents ready → Running"
 URGENT_RUNNING = "high-priority submitted → Running"
 URGENT_STEP = "high-priority submitted → first step"
 SHRINK_STOP = "agents' graceful stop (4 → 2)"
@@ -80,6 +88,7 @@ MEASURED = {  # each time, and the graceful stop of its resize
     GROW_RUNNING: GROW_STOP, GROW_STEP: GROW_STOP, URGENT_RUNNING: SHRINK_STOP, URGENT_STEP: SHRINK_STOP,
 }
 ORDER = [GROW_RUNNING, GROW_STEP, GROW_STOP, URGENT_RUNNING, URGENT_STEP, SHRINK_STOP]
+BREAKDOWN = [GROW_REACTION, GROW_NEW_AGENTS, GROW_REFORM]  # printed under GROW_RUNNING
 
 _http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=1.0, read=2.0))
 
@@ -125,9 +134,29 @@ def graceful_stop_seconds(transitions: dict[str, dict[str, str]], since: float) 
     return max(stops, default=None)
 
 
+def growth_breakdown(transitions: dict[str, dict[str, str]], freed: float, running: float) -> dict:
+    """Where the growth's time went, from the agents' own `transitions` (ISO times each state was
+    last entered): from the capacity freed to the first agent entering STOPPING (the operator's
+    reaction: sending /stop), to the last agent that came up after it (INIT: the new replicas'
+    containers started, their agents running), and from the last agent READY to `Running` seen
+    (the operator's look and /start). The first may be negative: the bench polls for Stopped."""
+    def times(state: str) -> list[float]:
+        return [datetime.fromisoformat(states[state]).timestamp() for states in transitions.values()
+                if state in states]
+    stopped = [t for t in times("STOPPING") if t >= freed - 5]
+    new = [t for t in times("INIT") if t >= freed - 5]
+    ready = [t for t in times("READY") if t <= running]
+    return {
+        GROW_REACTION: min(stopped) - freed if stopped else float("nan"),
+        GROW_NEW_AGENTS: max(new) - freed if new else float("nan"),
+        GROW_REFORM: running - max(ready) if ready else float("nan"),
+    }
+
+
 def summarize(rounds: list[dict[str, float]]) -> dict[str, float]:
     """Median of each measure over the rounds, and each time over its resize's graceful stop."""
-    median = {what: statistics.median(r[what] for r in rounds) for what in ORDER}
+    measured = ORDER + [what for what in BREAKDOWN if all(what in r for r in rounds)]
+    median = {what: statistics.median(r[what] for r in rounds) for what in measured}
     return median | {f"{what} / stop": median[what] / median[stop] if median[stop] else float("nan")
                      for what, stop in MEASURED.items()}
 
@@ -137,6 +166,8 @@ def report(summary: dict[str, float], rounds: int) -> str:
     for what in ORDER:
         ratio = f"   {summary[what + ' / stop']:>5.1f}x the graceful stop" if what in MEASURED else ""
         lines.append(f"{what:<38}{summary[what]:>7.2f} s{ratio}")
+        if what == GROW_RUNNING:
+            lines += [f"{part:<38}{summary[part]:>7.2f} s" for part in BREAKDOWN if part in summary]
     lines.append(
         f"summary: capacity freed → running at 4 in {summary[GROW_RUNNING]:.1f} s "
         f"({summary[GROW_RUNNING + ' / stop']:.1f}x the agent's {summary[GROW_STOP]:.1f} s graceful stop; "
@@ -305,10 +336,14 @@ def one_round(stack: Stack) -> dict[str, float]:
     stack.claims.append(claim)
     stack.submit(manifest(elastic, claim, 1, "low", elastic={
         "minReplicas": 1, "maxReplicas": CAPACITY, "replicaIncrementStep": 1,
-        "scalingTimeoutInSeconds": 5, "gracefulShutdownTimeoutInSeconds": 90,
+        "scalingTimeoutInSeconds": SCALING_TIMEOUT, "gracefulShutdownTimeoutInSeconds": 90,
     }))
     stack.wait(lambda: running_size(stack.status(elastic)) == 1, f"{elastic} running at 1", pods)
+    started = time.time()
     stack.wait(lambda: first_step_time(stack.records(claim), 1, 0), f"{elastic} trained at 1", pods)
+    # The job may grow only scalingTimeoutInSeconds after it started: the capacity is freed after
+    # that, so that what is timed is the operator, not the job's own pause.
+    time.sleep(max(0.0, SCALING_TIMEOUT - (time.time() - started)))
 
     stop_sent = time.time()
     stack.sagemaker.stop_training_job(TrainingJobName=holder)
@@ -319,6 +354,7 @@ def one_round(stack: Stack) -> dict[str, float]:
     grown_step = stack.wait(lambda: first_step_time(stack.records(claim), CAPACITY, freed),
                             f"{elastic} trained at 4", pods)
     grow_stop = _graceful_stop(stack, stop_sent, "the growth")  # the operator may act before we see Stopped
+    breakdown = growth_breakdown(stack.agents, freed, grown)
 
     urgent, urgent_claim = f"bench-urgent-{tag}", f"bench-claim-{tag}-urgent"
     stack.claims.append(urgent_claim)
@@ -331,7 +367,7 @@ def one_round(stack: Stack) -> dict[str, float]:
     shrink_stop = _graceful_stop(stack, submitted, "the shrink")
     _delete_jobs(stack, [urgent, elastic])
     return {
-        GROW_RUNNING: grown - freed, GROW_STEP: grown_step - freed, GROW_STOP: grow_stop,
+        GROW_RUNNING: grown - freed, GROW_STEP: grown_step - freed, GROW_STOP: grow_stop, **breakdown,
         URGENT_RUNNING: started - submitted, URGENT_STEP: urgent_step - submitted, SHRINK_STOP: shrink_stop,
     }
 
@@ -447,7 +483,7 @@ def main() -> int:
             if number > 1 and time.monotonic() > deadline:
                 break
             rounds.append(one_round(stack))
-            measures = ", ".join(f"{what} {rounds[-1][what]:.2f} s" for what in ORDER)
+            measures = ", ".join(f"{what.strip()} {rounds[-1][what]:.2f} s" for what in ORDER + BREAKDOWN)
             print(f"round {number}: {measures}", flush=True)
     finally:
         clean_up(stack)

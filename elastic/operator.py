@@ -245,7 +245,8 @@ def _running(job: HyperPodJob, spec: JobSpec) -> float | None:
     larger = planner.growth_size(job, spec)
     if larger is not None:
         return _grow(job, spec, larger)
-    return _poll()
+    paused = planner.growth_pause_left(job, spec)  # room freed meanwhile is taken when it ends
+    return min(_poll(), paused) if paused > 0 else _poll()
 
 
 def _grow(job: HyperPodJob, spec: JobSpec, larger: int) -> float:

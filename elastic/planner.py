@@ -142,11 +142,7 @@ def _roomiest_first(free: list[tuple[Node, int]]) -> list[tuple[Node, int]]:
 
 def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
     """The larger size a running elastic job may grow to now, or None."""
-    if spec.elastic is None or job.node is None:
-        return None
-    since = job.last_scaling_at or job.started_at
-    pause = max(spec.elastic.scaling_timeout, spec.scale_up_snooze_seconds)
-    if since and (timezone.now() - since).total_seconds() < pause:
+    if spec.elastic is None or job.node is None or growth_pause_left(job, spec) > 0:
         return None
     weight = priorities.job_weight(job, spec)
     waiting = [priorities.job_weight(other, spec_of(other)) for other in _pending_others(job)]
@@ -157,6 +153,16 @@ def growth_size(job: HyperPodJob, spec: JobSpec) -> int | None:
     larger = [s for s in sizing.allowed_sizes(spec)
               if s > current and _placed(_demands(spec, current, s), free) is not None]
     return larger[-1] if larger else None
+
+
+def growth_pause_left(job: HyperPodJob, spec: JobSpec) -> float:
+    """Seconds until a running elastic job may grow again: `scalingTimeoutInSeconds` (or the
+    restart policy's `scaleUpSnoozeTimeInSeconds`, when longer) since its last resize or start."""
+    since = job.last_scaling_at or job.started_at
+    if spec.elastic is None or since is None:
+        return 0.0
+    pause = max(spec.elastic.scaling_timeout, spec.scale_up_snooze_seconds)
+    return max(0.0, pause - (timezone.now() - since).total_seconds())
 
 
 def usable_gpus(job: HyperPodJob, node: Node) -> list[str]:

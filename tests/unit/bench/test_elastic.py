@@ -8,6 +8,10 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.elastic import (
+    BREAKDOWN,
+    GROW_NEW_AGENTS,
+    GROW_REACTION,
+    GROW_REFORM,
     GROW_RUNNING,
     GROW_STEP,
     GROW_STOP,
@@ -18,6 +22,7 @@ from bench.elastic import (
     condition,
     first_step_time,
     graceful_stop_seconds,
+    growth_breakdown,
     manifest,
     read_records,
     report,
@@ -74,6 +79,23 @@ def test_the_graceful_stop_is_the_slowest_agent_that_stopped_after_the_moment_an
     assert graceful_stop_seconds(agents, since=100.5) == pytest.approx(6.25)
     assert graceful_stop_seconds(agents, since=40) == pytest.approx(10.0)
     assert graceful_stop_seconds({"fresh": agents["fresh"]}, since=0) is None
+
+
+def test_the_growth_is_broken_down_from_the_agents_transitions():
+    freed, running = 1000.0, 1007.0
+    transitions = {
+        "old-round-pod": {"INIT": iso(900.0), "READY": iso(950.0), "STOPPING": iso(940.0)},
+        "pod-0": {"INIT": iso(800.0), "STOPPING": iso(1002.0), "READY": iso(1004.5), "RUNNING": iso(1006.9)},
+        "pod-1": {"INIT": iso(1005.5), "READY": iso(1005.6), "RUNNING": iso(1006.9)},
+        "pod-2": {"INIT": iso(1006.0), "READY": iso(1006.1), "RUNNING": iso(1006.9)},
+    }
+    parts = growth_breakdown(transitions, freed, running)
+    assert parts[GROW_REACTION] == pytest.approx(2.0)  # freed → the first stop
+    assert parts[GROW_NEW_AGENTS] == pytest.approx(6.0)  # freed → the last new agent up
+    assert parts[GROW_REFORM] == pytest.approx(0.9)  # the last agent ready → Running seen
+    summary = summarize([{what: 1.0 for what in ORDER} | parts])
+    assert all(part in summary for part in BREAKDOWN)
+    assert "of which: freed → the stop sent" in report(summary, 1)
 
 
 def test_the_summary_gives_medians_and_each_time_over_its_resize_stop():

@@ -160,3 +160,16 @@ def test_a_node_that_registers_has_the_jobs_waiting_for_gpus_looked_at(engine, a
     tasks.nudge_for_registered_node()
 
     assert (waiting.pk, 0, None) in sent_looks
+
+
+def test_growth_held_back_by_the_scaling_timeout_is_looked_at_when_it_ends(engine, agents):
+    blocker = fixed_job(3)
+    settle(blocker)
+    job = elastic_job(scalingTimeoutInSeconds=30)
+    (job,) = settle(job)
+    assert (job.phase, job.world_size) == (JobPhase.RUNNING, 1)
+    HyperPodJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(seconds=25))
+
+    assert step(job) == pytest.approx(5.0, abs=0.1)  # not the minute's poll
+    HyperPodJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(seconds=31))
+    assert step(job) == POLL  # no pause left, and no room: the poll
