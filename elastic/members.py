@@ -19,23 +19,44 @@ the owner (elastic/tasks.py), and tells the owner what it saw through the replic
   the owner builds its state (`state_of`): the agent's published port, running or exited."""
 import logging
 
+from django.conf import settings
+
 from capacity import nodes
 from clusters import tier_network
 from elastic import planner, reaper, replica_logs, replicas, sizing
 from elastic.models import FINISHED_PHASES, ElasticReplica, HyperPodJob, JobPhase, StopReason
+from runtime import host_locks
 from runtime.base import ContainerState
 from runtime.docker import get_runtime
 
 log = logging.getLogger(__name__)
 
+# The longest a share waits for another of the same job on this node (each takes well under a
+# second: listing the job's containers, copying their output, starting a missing one).
+SHARE_WAIT_SECONDS = 10.0
+
 
 def sync(pk: int) -> None:
+    """One share at a time per job on this node: the owner sends one after each of its steps, and
+    the node's worker children would otherwise run two at once, both starting the same missing
+    pod. A share that waits longer than SHARE_WAIT_SECONDS leaves: the one under way acts, and the
+    owner's next step sends another."""
+    here = nodes.local_name()
+    key = f"{settings.SAGEPORT_STACK_ID}-{pk}-{here}"
+    try:
+        with host_locks.held("elastic-members", key, SHARE_WAIT_SECONDS):
+            _sync(pk, here)
+    except host_locks.Busy:
+        log.info("hyperpod job %s: a share is under way on %s for %.0f s; leaving this one", pk, here,
+                 SHARE_WAIT_SECONDS)
+
+
+def _sync(pk: int, here: str) -> None:
     runtime = get_runtime()
     job = HyperPodJob.objects.select_related("node").filter(pk=pk).first()
     if job is None:
         reaper.reap_elastic_orphans()
         return
-    here = nodes.local_name()
     if job.node is not None and job.node.name == here:
         # The owner's steps do everything for its replicas. A share still reaches it when another
         # live worker ran a step (the owner was lost) that made this node the owner; acting on it

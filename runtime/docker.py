@@ -23,7 +23,7 @@ from docker.types import DeviceRequest, IPAMConfig, IPAMPool
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
-from runtime import cpusets, network_locks
+from runtime import cpusets, host_locks
 from runtime import labels as keys
 from runtime.base import (
     ContainerEvent,
@@ -152,7 +152,7 @@ class DockerRuntime:
                 # A worker engine cannot create it; its containers join the one a manager made
                 # (by name, through the swarm), on the subnet that manager's node recorded.
                 return subnets[0] if subnets else ""
-            with network_locks.creating(self._engine_id, name):
+            with self._creating(name):
                 existing = self._network(name)  # made by the caller that held the lock before
                 if existing is not None:
                     return _subnet_of(existing)
@@ -176,9 +176,16 @@ class DockerRuntime:
                     raise RuntimeError_(f'Could not create network "{name}": {_reason(error)}') from None
         raise RuntimeError_(f'Could not create network "{name}": every subnet offered is taken')
 
+    def _creating(self, name: str):
+        """Held while a network is looked up and created when missing, by one process of the host
+        at a time: the engine (API 1.41) lets two concurrent creates of one local name both
+        succeed (its duplicate check is not atomic with the create), and then starts no container
+        on that name. Unlocked (no lock file to be had), `_network` repairs a shared name."""
+        return host_locks.held(f"network-{self._engine_id}", name)
+
     @property
     def _engine_id(self) -> str:
-        """The engine's own id: what a network lock is held on (network_locks.py)."""
+        """The engine's own id: what a network lock is held on."""
         if self._engine_id_seen is None:
             self._engine_id_seen = self.client.info().get("ID", "")
         return self._engine_id_seen
@@ -209,7 +216,7 @@ class DockerRuntime:
             existing = self._network(name)
             if existing is not None:
                 return existing
-            with network_locks.creating(self._engine_id, name):
+            with self._creating(name):
                 return self._network(name) or self._create_internal_bridge(name, labels, ipam)
 
     def _create_internal_bridge(self, name: str, labels: dict[str, str], ipam: IPAMConfig | None):

@@ -11,6 +11,7 @@ the job restarts on healthy nodes, replacing the faulty node's pods (HyperPod de
 continues at the largest allowed size after `faultyScaleDownTimeoutInSeconds` and scales up when
 capacity returns (the elasticPolicy fields of the HyperPodPyTorchJob CRD)."""
 import itertools
+import tempfile
 from datetime import timedelta
 
 import pytest
@@ -21,6 +22,7 @@ from capacity.models import Node
 from elastic import members, operator, planner, priorities, reaper, replicas
 from elastic.models import ElasticReplica, HyperPodJob, JobPhase
 from elastic.spec import parse
+from runtime import host_locks
 from runtime.fake import FakeRuntime
 from tests.unit.elastic.fakes import FakeAgents, manifest, submit
 from tests.unit.training.test_scheduler import make_node
@@ -223,6 +225,26 @@ def test_a_share_reaching_the_owners_node_leaves_its_replicas_to_the_owners_step
     cluster.here = "node-b"
     members.sync(job.pk)  # another node's share still starts what it holds
     assert len(cluster.engines["node-b"].find(replicas.job_labels(job))) == 1
+
+
+def test_one_share_of_a_job_at_a_time_on_a_node(cluster, agents, settings, monkeypatch, tmp_path):
+    # Two worker children running the node's share of one job at once would both start the same
+    # missing pod: a share waits for the one under way, and leaves if it lasts (the next comes).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(members, "SHARE_WAIT_SECONDS", 0.1)
+    job = settle(cluster, two_replicas())
+    member = cluster.engines["node-b"]
+    (pod,) = member.find(replicas.job_labels(job))
+    member.remove(pod.name)
+    HyperPodJob.objects.filter(pk=job.pk).update(phase=JobPhase.CREATING)
+    cluster.here = "node-b"
+
+    with host_locks.held("elastic-members", f"{settings.SAGEPORT_STACK_ID}-{job.pk}-node-b"):
+        members.sync(job.pk)  # another share holds the job here
+        assert member.find(replicas.job_labels(job)) == []
+
+    members.sync(job.pk)
+    assert len(member.find(replicas.job_labels(job))) == 1
 
 
 def test_without_room_for_the_lost_replica_an_elastic_job_continues_smaller_then_grows_back(
