@@ -21,8 +21,15 @@ _RESERVED = 3  # the network and broadcast addresses and the gateway
 def candidate_subnets(job_id: int, instance_count: int, overlay: bool = False) -> list[str]:
     """Subnets of the pool big enough for the job, starting at one derived from its id (so that
     concurrent jobs rarely ask for the same one), in the order to try them. An overlay network
-    keeps its upper half for the swarm's own addresses (runtime/docker.py), so it is twice as big."""
-    pool = ipaddress.IPv4Network(settings.SAGEPORT_TRAINING_SUBNET_POOL)
+    keeps its upper half for the swarm's own addresses (runtime/docker.py), so it is twice as big.
+
+    Overlays take theirs from the pool's upper half, an engine's own bridge networks from its
+    lower half. An engine refuses a bridge that overlaps its networks, and the swarm an overlay
+    that overlaps its overlays, but nothing compares an overlay with the bridges of the engines
+    it will reach: a job's bridge on one node (an elastic job's, id 1) and another kind's overlay
+    on the same subnet (a training job's, id 1) made that overlay's containers on that node fail
+    to attach, its gateway's address in use there."""
+    pool = _half(ipaddress.IPv4Network(settings.SAGEPORT_TRAINING_SUBNET_POOL), upper=overlay)
     needed = 2 * (instance_count + _RESERVED) if overlay else instance_count + _RESERVED
     prefix = min(24, 32 - (needed - 1).bit_length())
     if prefix < pool.prefixlen:
@@ -33,6 +40,11 @@ def candidate_subnets(job_id: int, instance_count: int, overlay: bool = False) -
         str(ipaddress.IPv4Network((base + ((job_id + offset) % count) * size, prefix)))
         for offset in range(min(count, MAX_CANDIDATES))
     ]
+
+
+def _half(pool: ipaddress.IPv4Network, upper: bool) -> ipaddress.IPv4Network:
+    lower_half, upper_half = pool.subnets(prefixlen_diff=1)
+    return upper_half if upper else lower_half
 
 
 def host_addresses(subnet: str, hosts: list[str]) -> dict[str, str]:

@@ -28,10 +28,22 @@ def test_a_job_is_offered_subnets_of_the_pool_starting_at_one_of_its_own(setting
 
 
 def test_a_job_too_big_for_a_24_gets_a_bigger_subnet_and_one_too_big_for_the_pool_none(settings):
-    settings.SAGEPORT_TRAINING_SUBNET_POOL = "10.213.0.0/23"
+    settings.SAGEPORT_TRAINING_SUBNET_POOL = "10.213.0.0/22"  # bridges get its lower /23
 
     assert addresses.candidate_subnets(1, 300) == ["10.213.0.0/23"]
     assert addresses.candidate_subnets(1, 600) == []
+
+
+def test_overlays_and_bridges_take_their_subnets_from_halves_of_the_pool_that_never_meet(settings):
+    # A training job's overlay and an elastic job's bridge of the same id, on one node: apart.
+    settings.SAGEPORT_TRAINING_SUBNET_POOL = "10.213.0.0/16"
+    bridges = addresses.candidate_subnets(1, 2)
+    overlays = addresses.candidate_subnets(1, 2, overlay=True)
+
+    assert (bridges[0], overlays[0]) == ("10.213.1.0/24", "10.213.129.0/24")
+    lower, upper = ipaddress.IPv4Network("10.213.0.0/17"), ipaddress.IPv4Network("10.213.128.0/17")
+    assert all(ipaddress.IPv4Network(subnet).subnet_of(lower) for subnet in bridges)
+    assert all(ipaddress.IPv4Network(subnet).subnet_of(upper) for subnet in overlays)
 
 
 @pytest.fixture
