@@ -131,7 +131,7 @@ class TierService:
     def _start(self, listeners: Listeners) -> subprocess.Popen:
         self.memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         command = [
-            *self.command,
+            *_in_engine_namespace(self.command),
             "--listen", listeners.containers,
             "--peer-listen", listeners.peers,
             "--root", str(self.memory_dir),
@@ -150,6 +150,14 @@ class TierService:
         log.info("node %s: tier service started (pid %d) for containers on %s, peers on %s",
                  self.node_name, process.pid, listeners.containers, listeners.peers)
         return process
+
+
+def _in_engine_namespace(command: tuple[str, ...]) -> list[str]:
+    """The command as run where the node's engine's networks are (SAGEPORT_ENGINE_NETNS): the
+    service binds its tier network's gateway, which only exists there. nsenter execs the command
+    in place, so its pid, death signal and SIGTERM stay the service's."""
+    namespace = settings.SAGEPORT_ENGINE_NETNS
+    return ["nsenter", f"--net={namespace}", "--", *command] if namespace else list(command)
 
 
 def _write_if_changed(path: Path, text: str) -> None:

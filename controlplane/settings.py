@@ -383,6 +383,15 @@ SAGEPORT_TIER_MEMORY_DIR = Path(os.environ.get("SAGEPORT_TIER_MEMORY_DIR", "/dev
 # A namespace whose job has no container left is deleted after this long unused: a retried or
 # restarted job resumes from memory within it.
 SAGEPORT_TIER_NAMESPACE_GRACE_SECONDS = _env_positive_seconds("SAGEPORT_TIER_NAMESPACE_GRACE_SECONDS", 3600.0)
+# The network namespace this node's engine's networks live in, when it is not the worker's own
+# (a rootless engine's, or an engine run in a namespace of its own, as the test cluster's are):
+# the tier service listens on the engine's tier network, so it is started inside it (nsenter).
+SAGEPORT_ENGINE_NETNS = os.environ.get("SAGEPORT_ENGINE_NETNS", "").strip()
+if SAGEPORT_ENGINE_NETNS and not os.path.isabs(SAGEPORT_ENGINE_NETNS):
+    raise SettingsError(
+        f"SAGEPORT_ENGINE_NETNS must be the absolute path of a network namespace (e.g. "
+        f"/run/netns/NAME or /proc/PID/ns/net), got {SAGEPORT_ENGINE_NETNS!r}"
+    )
 # How often a node's worker compares its tier service with what its cluster asks.
 SAGEPORT_TIER_AGENT_SECONDS = _env_positive_seconds("SAGEPORT_TIER_AGENT_SECONDS", 2.0)
 # How a container gets its GPUs: "device-request" (Docker DeviceRequest with the device ids plus

@@ -27,6 +27,7 @@ What each rank did is appended as JSON lines to
 `<checkpoint-dir>/records/rank-<rank>-restart-<restart count>-<pid>.jsonl`:
   {"event": "started", "rank", "world_size", "step", "position", "checkpoint": path or null}
   {"step", "rank", "world_size", "samples": [...], "time"}          one per training step
+  {"event": "saved", "rank", "step", "checkpoint": path, "time"}    once a checkpoint's save returned
   {"event": "elastic", "rank", "step", "checkpoint": path}          after saving on an elastic event
   {"event": "completed", "rank", "step"}                            when the data is exhausted
 
@@ -252,6 +253,7 @@ def train(args, model, optimizer, progress: dict, records: Records) -> None:
         elastic_event = elastic_event_detected()  # a collective: every rank calls it every step
         if elastic_event or progress["step"] % args.checkpoint_every == 0:
             saved = save_checkpoint(args, model, optimizer, progress)
+            records.write(event="saved", step=progress["step"], checkpoint=saved, time=time.time())
             if elastic_event:
                 records.write(event="elastic", step=progress["step"], checkpoint=saved)
                 print("Elastic scaling event detected. Checkpoint saved.")

@@ -21,6 +21,9 @@
   address inside the engine's namespace, where a real node's worker runs its forwarder. Here the
   worker runs on the host, so a forwarder per node runs with its listening sockets inside the
   engine's namespace (tests/e2e/netns_forwarder.py) and its upstream connections on the host.
+  A node's checkpoint tier service (when a HyperPod cluster of these nodes enables the tier) runs
+  inside the engine's namespace (SAGEPORT_ENGINE_NETNS): it listens on the engine's tier network
+  and, for its peers, on the engine's address.
 
 One cluster for every module that uses it (`SharedCluster`): started on the first test that asks
 for it and stopped once the last test of the session that uses it is done (`pytest_runtest_teardown`,
@@ -470,6 +473,9 @@ def _start_node(cluster: Cluster, name: str, engine: engines.Engine) -> ClusterN
         "SAGEPORT_NODE_ADDRESS": engine.address,
         "SAGEPORT_NODE_GPUS": NODE_GPUS,
         "SAGEPORT_TIER_PEER_PORT": str(lasting_port()),
+        # Its tier service listens on its engine's tier network and for peers on its address,
+        # both in the engine's namespace.
+        "SAGEPORT_ENGINE_NETNS": engine.netns_path,
     }
     worker = f"sageport-worker-{name}@{socket.gethostname()}"
     node = ClusterNode(name=name, engine=engine, worker=worker, specs=[

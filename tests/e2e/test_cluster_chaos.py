@@ -1,100 +1,260 @@
-"""Losing a host mid-work loses nothing (issue 25): on the test cluster (tests/e2e/cluster.py), a
-two-instance DDP job spanning two engines (with a RetryStrategy) and an endpoint with a container
-on each engine under a bounded load run while one engine is lost with its node's worker, at a
-point chosen by a seeded random draw (SAGEPORT_CHAOS_SEED, printed; the same seed, the same kill).
+"""Losing a host mid-work loses nothing (issue 25): on the test cluster (tests/e2e/cluster.py), made
+a HyperPod cluster whose TieredStorageConfig enables the checkpoint tier on its three nodes, run
+at once:
+- an elastic HyperPodPyTorchJob (AWS's elastic agent, examples/elastic-training/train.py) whose
+  two replicas save a DCP checkpoint to the tier every step through AWS's
+  `amzn-sagemaker-checkpointing`, at the library's fixed name;
+- a two-instance DDP training job spanning two engines, with a RetryStrategy;
+- an endpoint with a container on each engine, under a bounded load.
+Then the tier job's node is lost with its engine's link, its worker and that worker's tier service
+(the tier's hardest case: the memory the job wrote to is gone with it), at a moment drawn by a
+seeded random draw (SAGEPORT_CHAOS_SEED, printed; the same seed, the same kill). Its replicas
+need no GPU (their world is CPU work), so the node also holds one of the training job's
+instances, and a serving container, as the roomiest nodes are taken first by name.
 
 What SageMaker does, and what is asserted:
 - A training job whose instance is lost to an infrastructure fault is restarted as its
   RetryStrategy allows (CreateTrainingJob's RetryStrategy.MaximumRetryAttempts: "The number of
   times to retry the job when the job fails due to an InternalServerError"), and completes; its
   secondary status shows the restart, naming the lost node.
+- A HyperPodPyTorchJob whose node is lost is run again on healthy nodes (HyperPod's auto-resume,
+  within `jobMaxRetryCount`): its status names the node, and its new world resumes from the tier
+  at a step no older than the last one the library reported saved before the loss (the tier's
+  guarantee, docs/architecture.md "The checkpoint tier": a node lost after every rank's write of
+  a step was answered loses no step; the neighbour's copy answers).
 - An endpoint keeps answering while an instance fails and is replaced (Developer Guide,
   your-algorithms-inference-code.html, "How Your Container Should Respond to Health Check (Ping)
   Requests"): an invocation may fail only in the short window the data plane takes to move
   requests off the lost container (1 s unacknowledged + 250 ms connect, exchange.py), and the
   container is replaced on a live engine.
 
-The figures (jobs lost, invocations failed, time to recover) are printed in one line, for the
-closing note of the issue. The test takes about the cluster's set-up, the job's two starts
-(placement, container start, the DDP rendezvous on two busy cores) and the node's loss timeout
-(SAGEPORT_NODE_LOST_AFTER_SECONDS): more than the suite's 2 minutes, which a job retried on a
+The figures (jobs lost, checkpoint steps lost, invocations failed, times to recover) are printed
+in one line, for the closing note of the issue. The test takes about the cluster's set-up, the
+jobs' starts (torch imported by four processes on two busy cores) and the node's loss timeout
+(SAGEPORT_NODE_LOST_AFTER_SECONDS): more than the suite's 2 minutes, which jobs restarted after a
 lost host cannot avoid."""
 import json
 import os
 import random
+import socket
 import time
+import uuid
 
 import pytest
 
-from tests.e2e.conftest import wait_for_status
+from bench.elastic import manifest
+from tests.e2e.conftest import unique_name, wait_for_status
 from tests.e2e.hosting import NO_RETRIES, Hosting, Load, wait_for_endpoint, wait_until
 from tests.e2e.test_cluster import start_ddp_job
+from tests.e2e.test_cluster_elastic import (  # noqa: F401 (kube_jobs is a fixture)
+    PHASE_TIMEOUT,
+    claim_directory,
+    kube_jobs,
+    pod_nodes,
+    running_at,
+)
+from tests.e2e.test_elastic_training import GROUP, NAMESPACE, PLURAL, VERSION, records
 from tests.e2e.test_two_nodes import hostnames_answering
 
 pytest_plugins = ["tests.e2e.cluster", "tests.e2e.hosting_fixtures"]
 pytestmark = pytest.mark.cluster
 
 SEED = int(os.environ.get("SAGEPORT_CHAOS_SEED", "25"))
-KILL_WITHIN_SECONDS = 12.0  # the kill lands this long at most after both instances run
+KILL_WITHIN_SECONDS = 12.0  # the kill lands this long at most after every job runs
 STEP_SECONDS = "0.4"  # 40 steps: ~16 s of training, so that the kill may land in it
 RE_ROUTE_SECONDS = 2.0  # 1 s unacknowledged + 250 ms connect, with a margin for two busy cores
+ROLE = "arn:aws:iam::123456789012:role/HyperPodRole"
+NODE_TYPE = "ml.g5.12xlarge"  # what the test cluster's nodes declare (tests/settings.py)
+TIER_PERCENTAGE = 5
 
 
 @pytest.fixture(scope="module")
-def cluster_images(pytorch_mpi_image, probe_image):
-    return (pytorch_mpi_image, probe_image)
+def cluster_images(pytorch_mpi_image, probe_image, pytorch_elastic_image):
+    return (pytorch_mpi_image, probe_image, pytorch_elastic_image)
 
 
-def test_losing_an_engine_mid_work_loses_no_job_and_fails_invocations_only_while_re_routing(
-    cluster, pytorch_mpi_image, probe_image
+@pytest.fixture(scope="module")
+def tier_cluster(cluster):
+    """The three nodes made a HyperPod cluster with the tier on, each node's tier service up;
+    deleted afterwards, which turns the services off."""
+    sagemaker = cluster.client("sagemaker")
+    name = unique_name("chaos")
+    group = {"InstanceGroupName": "gpus", "InstanceType": NODE_TYPE, "InstanceCount": len(cluster.nodes),
+             "ExecutionRole": ROLE}
+    sagemaker.create_cluster(ClusterName=name, InstanceGroups=[group], TieredStorageConfig={
+        "Mode": "Enable", "InstanceMemoryAllocationPercentage": TIER_PERCENTAGE})
+    wait_until(lambda: sagemaker.describe_cluster(ClusterName=name)["ClusterStatus"] == "InService",
+               timeout=60, what="the HyperPod cluster in service")
+    wait_until(lambda: all(_tier_answers(node) for node in cluster.nodes), timeout=60,
+               what="every node's tier service answering its peers")
+    yield name
+    sagemaker.delete_cluster(ClusterName=name)
+    wait_until(lambda: all(c["ClusterName"] != name for c in sagemaker.list_clusters()["ClusterSummaries"]),
+               timeout=60, what="the HyperPod cluster deleted")
+
+
+def test_losing_an_engine_mid_work_loses_no_job_nor_saved_step_and_fails_invocations_only_while_re_routing(
+    cluster, tier_cluster, kube_jobs,  # noqa: F811 (the fixture imported above)
+    pytorch_mpi_image, probe_image, pytorch_elastic_image
 ):
     rng = random.Random(SEED)
     sagemaker = cluster.client("sagemaker")
-    hosting = Hosting(sagemaker)
-    model = hosting.model(probe_image, {"PROBE_TAG": "chaos"})
-    endpoint = hosting.endpoint(hosting.config(("AllTraffic", model, len(cluster.nodes), 1.0)))
-    job, _ = start_ddp_job(cluster, pytorch_mpi_image, {"DDP_STEP_SECONDS": STEP_SECONDS},
-                           RetryStrategy={"MaximumRetryAttempts": 1})
-    job_arn = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobArn"]
-    endpoint_arn = wait_for_endpoint(sagemaker, endpoint, timeout=180)["EndpointArn"]
-    serving = {container.engine_node for container in cluster.containers(endpoint_arn)}
-    assert len(serving) >= 2, serving  # spread over engines
-    runtime = cluster.client("sagemaker-runtime", config=NO_RETRIES)
-    assert hostnames_answering(runtime, endpoint, attempts=10)
-    training = wait_until(lambda: _running_nodes(cluster, job_arn, count=2), timeout=240,
-                          what="both instances of the job running")
+    tier_job = TierJob(cluster, kube_jobs, pytorch_elastic_image)
+    try:
+        # First, while every node is as roomy: its replicas go on the first node by name, where
+        # the training job's first instance then goes too.
+        tier_job.submit()
+        hosting = Hosting(sagemaker)
+        model = hosting.model(probe_image, {"PROBE_TAG": "chaos"})
+        endpoint = hosting.endpoint(hosting.config(("AllTraffic", model, len(cluster.nodes), 1.0)))
+        lost = tier_job.node()
+        tier_job.wait_saved()
+        endpoint_arn = wait_for_endpoint(sagemaker, endpoint, timeout=180)["EndpointArn"]
+        serving = {container.engine_node for container in cluster.containers(endpoint_arn)}
+        assert len(serving) >= 2, serving  # spread over engines
+        runtime = cluster.client("sagemaker-runtime", config=NO_RETRIES)
+        assert hostnames_answering(runtime, endpoint, attempts=10)
+        # Last, so that its short run (~16 s of steps) is what the kill lands in.
+        job, _ = start_ddp_job(cluster, pytorch_mpi_image, {"DDP_STEP_SECONDS": STEP_SECONDS},
+                               RetryStrategy={"MaximumRetryAttempts": 1})
+        job_arn = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobArn"]
+        training = wait_until(lambda: _running_nodes(cluster, job_arn, count=2) or _ended(sagemaker, job),
+                              timeout=240, what="both instances of the job running")
 
-    # The node to lose holds an instance of the job, and a serving container where one does.
-    lost = rng.choice(sorted(training & serving) or sorted(training))
-    delay = rng.uniform(0, KILL_WITHIN_SECONDS)
-    before = {container.id for container in cluster.containers(endpoint_arn)}
-    with Load(cluster, endpoint, threads=2, interval=0.05) as load:
-        time.sleep(delay)  # the seeded kill point, inside the job's run (bounded, not a wait)
-        killed_at = time.monotonic()
-        cluster.lose(lost)
-        replaced = wait_until(lambda: _replaced(cluster, endpoint_arn, before), timeout=150,
-                              what="a replacement serving container on a live engine")
-        endpoint_recovered = time.monotonic() - killed_at
-        final = wait_for_status(sagemaker, job, timeout=420)
-        job_recovered = time.monotonic() - killed_at
+        delay = rng.uniform(0, KILL_WITHIN_SECONDS)
+        before = {container.id for container in cluster.containers(endpoint_arn)}
+        with Load(cluster, endpoint, threads=2, interval=0.05) as load:
+            time.sleep(delay)  # the seeded kill point, inside the jobs' run (bounded, not a wait)
+            killed_at, killed_wall = time.monotonic(), time.time()
+            cluster.lose(lost)
+            replaced = None
+            if lost in serving:
+                replaced = wait_until(lambda: _replaced(cluster, endpoint_arn, before), timeout=150,
+                                      what="a replacement serving container on a live engine")
+            endpoint_recovered = time.monotonic() - killed_at
+            moved = tier_job.wait_moved(lost)
+            tier_recovered = time.monotonic() - killed_at
+            final = wait_for_status(sagemaker, job, timeout=420)
+            job_recovered = time.monotonic() - killed_at
+        saved, resumed = tier_job.saved_before(killed_wall), tier_job.resumed_step()
+    finally:
+        tier_job.delete()
 
     figures = {
         "seed": SEED, "lost_node": lost, "kill_after_seconds": round(delay, 2),
-        "jobs_lost": int(final["TrainingJobStatus"] != "Completed"),
+        "lost_node_held": sorted(held for held, nodes in (("training instance", training),
+                                 ("serving container", serving), ("tier job", {lost})) if lost in nodes),
+        "jobs_lost": int(final["TrainingJobStatus"] != "Completed") + int(moved is None),
+        "checkpoint_steps_lost": max(0, saved - (resumed or 0)),
+        "last_step_saved_before_kill": saved, "tier_job_resumed_from_step": resumed,
         "invocations": load.count, "invocations_failed": len(load.failures),
         "endpoint_recovered_seconds": round(endpoint_recovered, 1),
-        "job_completed_seconds_after_kill": round(job_recovered, 1),
+        "tier_job_running_again_seconds_after_kill": round(tier_recovered, 1),
+        "training_job_completed_seconds_after_kill": round(job_recovered, 1),
         "replacement_on": replaced,
     }
     print(f"\nchaos figures (one engine kill): {json.dumps(figures)}")
 
+    # The tier job: run again elsewhere, from a step no older than the last one saved.
+    assert moved["restartCount"] == 1
+    assert moved["latestFaultyPodInstanceList"]["faultyInstanceIdList"] == [lost]
+    assert resumed is not None and resumed >= saved > 0, (saved, resumed)
+    # The training job: restarted if the node held an instance of it, and completed.
     assert final["TrainingJobStatus"] == "Completed", (final.get("FailureReason"),
                                                       final["SecondaryStatusTransitions"])
     restarts = [step for step in final["SecondaryStatusTransitions"] if step["Status"] == "Restarting"]
-    assert restarts and lost in restarts[0]["StatusMessage"], final["SecondaryStatusTransitions"]
+    if lost in training:
+        assert restarts and lost in restarts[0]["StatusMessage"], final["SecondaryStatusTransitions"]
+    else:
+        assert restarts == [], final["SecondaryStatusTransitions"]
+    # The endpoint: failures only inside the re-route window; in service.
     late = [at - killed_at for at in load.failed_at if not 0 <= at - killed_at <= RE_ROUTE_SECONDS]
-    assert late == [], load.failures  # failures only inside the re-route window
+    assert late == [], load.failures
     assert wait_for_endpoint(sagemaker, endpoint)["EndpointStatus"] == "InService"
+
+
+class TierJob:
+    """The elastic job that checkpoints to the tier: two CPU replicas, a save every step, training
+    until deleted; its records in a claim of the shared file system."""
+
+    def __init__(self, cluster, api, image: str):
+        self.cluster, self.api, self.image = cluster, api, image
+        claim = f"claim-{uuid.uuid4().hex[:8]}"
+        self.claim_dir = claim_directory(cluster, claim)
+        self.job = manifest(unique_name("tiered"), claim, 2, "low",
+                            {"minReplicas": 1, "maxReplicas": 2, "replicaIncrementStep": 1},
+                            image=image, retries=2, CHECKPOINT_EVERY="1",
+                            TIER_NAMESPACE=unique_name("chaos"), TIER_MAX_WORLD_SIZE="2")
+        # CPU work: no GPU asked, so the job shares nodes with the GPU jobs.
+        self.job["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {}
+        self.name = self.job["metadata"]["name"]
+        self.arn = ""
+
+    def submit(self) -> None:
+        self.api.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, self.job)
+        found = self.api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, self.name)
+        uid = found["metadata"]["uid"]
+        stack = self.cluster.stack
+        self.arn = f"arn:aws:sagemaker:{stack.region}:{stack.account_id}:hyperpod-pytorch-job/{uid}"
+
+    def node(self) -> str:
+        """The one node its world runs on (its replicas all fit on the owner)."""
+        wait_until(running_at(self.api, self.name, 2, 0), timeout=PHASE_TIMEOUT, what=f"{self.name} Running")
+        (node,) = set(pod_nodes(self.cluster, self.arn).values())
+        return node
+
+    def wait_saved(self) -> None:
+        wait_until(lambda: self.saved_before(time.time()) > 0, timeout=PHASE_TIMEOUT,
+                   what=f"a step of {self.name} saved to the tier")
+
+    def wait_moved(self, lost: str) -> dict:
+        """Its status once its world runs again on live nodes and has trained there."""
+        status = wait_until(running_at(self.api, self.name, 2, 1), timeout=PHASE_TIMEOUT,
+                            what=f"{self.name} Running again")
+        assert lost not in pod_nodes(self.cluster, self.arn, lost=lost).values()
+        # The lost node's engine still runs the old world, out of reach: its ranks' records are
+        # those of restart 0 (the file names carry the agents' faultCount).
+        wait_until(lambda: any(e.get("samples") is not None and e["restart"] >= 1
+                               for e in records(self.claim_dir)),
+                   timeout=PHASE_TIMEOUT, what=f"a step of {self.name} trained after the move")
+        return status
+
+    def saved_before(self, wall_time: float) -> int:
+        """The last step whose save returned (every rank's: DCP's finish is collective) before then."""
+        return max((e["step"] for e in records(self.claim_dir)
+                    if e.get("event") == "saved" and e["time"] < wall_time), default=0)
+
+    def resumed_step(self) -> int | None:
+        """The step the world run after the loss resumed from (rank 0's record), if any."""
+        started = [e for e in records(self.claim_dir)
+                   if e.get("event") == "started" and e["restart"] >= 1 and e["rank"] == 0]
+        return min((e["step"] for e in started), default=None)
+
+    def delete(self) -> None:
+        try:
+            self.api.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, self.name)
+        except Exception:  # noqa: BLE001 (never submitted: nothing to delete)
+            return
+        wait_until(lambda: not [c for c in self.cluster.containers(self.arn)
+                                if c.engine_node not in {n.name for n in self.cluster.nodes if n.lost}],
+                   timeout=60, what=f"{self.name}'s pods removed")
+
+
+def _tier_answers(node) -> bool:
+    """The node's tier service accepts connections on its peer listener (its engine's address)."""
+    port = int(node.specs[-1].env["SAGEPORT_TIER_PEER_PORT"])
+    try:
+        with socket.create_connection((node.engine.address, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _ended(sagemaker, job: str) -> None:
+    """Nothing while the job is in progress; it failing before the kill fails the test at once."""
+    described = sagemaker.describe_training_job(TrainingJobName=job)
+    assert described["TrainingJobStatus"] == "InProgress", (described["TrainingJobStatus"],
+                                                           described.get("FailureReason"))
 
 
 def _running_nodes(cluster, arn: str, count: int) -> set[str]:

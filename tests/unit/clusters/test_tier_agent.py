@@ -3,7 +3,9 @@ the decisions, with a stand-in process for the service and the fake engine."""
 import json
 import os
 import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -106,3 +108,28 @@ def test_a_node_in_no_cluster_runs_nothing(agent, cluster):
     agent.step()
     assert agent.service.process is None
     assert agent.runtime.networks == {}
+
+
+def test_a_node_whose_engine_has_a_namespace_of_its_own_runs_its_service_in_there(agent, cluster, settings):
+    # Where the engine's networks are (a rootless engine's namespace): held by a process of its own.
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "60"])
+    try:
+        namespace = f"/proc/{holder.pid}/ns/net"
+        wait_for(lambda: os.readlink(namespace) != os.readlink("/proc/self/ns/net"))
+        settings.SAGEPORT_ENGINE_NETNS = namespace
+        make_node("node-a")
+        enable(cluster, ring=("node-a",))
+        agent.step()
+        service = f"/proc/{agent.service.process.pid}/ns/net"
+        wait_for(lambda: os.readlink(service) == os.readlink(namespace))  # once nsenter has exec'd
+        assert agent.service.running()
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def wait_for(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.02)

@@ -87,3 +87,8 @@ def test_a_node_name_that_cannot_name_a_queue_or_container_is_refused(tmp_path):
 def test_a_node_instance_type_the_catalog_does_not_know_is_refused(tmp_path):
     error = settings_error(tmp_path, SAGEPORT_NODE_INSTANCE_TYPE="ml.bogus.large")
     assert "SAGEPORT_NODE_INSTANCE_TYPE must be an instance type such as ml.g5.12xlarge" in error
+
+
+def test_an_engine_namespace_must_be_an_absolute_path(tmp_path):
+    error = settings_error(tmp_path, SAGEPORT_ENGINE_NETNS="netns/engine")
+    assert "SAGEPORT_ENGINE_NETNS must be the absolute path of a network namespace" in error
