@@ -102,7 +102,7 @@ def supervisor(session_data_dir):
         yield supervisor
         supervisor.stop_all()
     _remove_docker_objects_left_by_this_session()
-    _free_tier_memory_of_this_session()
+    free_tier_memory(settings.SAGEPORT_STACK_ID)
 
 
 @pytest.fixture(scope="session")
@@ -301,10 +301,11 @@ def _build_example_image(name: str) -> str:
     return completed.stdout.strip().splitlines()[-1]
 
 
-def _free_tier_memory_of_this_session() -> None:
+def free_tier_memory(stack_id: str) -> None:
     """The checkpoint tier keeps checkpoints in memory (clusters/tier_service.py) until its cluster
-    turns it off; a session that ended before that leaves them to no one."""
-    pattern = f"sageport-tier-{settings.SAGEPORT_STACK_ID}-*"
+    turns it off; a stack (the session's, the test cluster's) that stopped before that, or whose
+    lost node never came back, leaves them to no one."""
+    pattern = f"sageport-tier-{stack_id}-*"
     for directory in Path(settings.SAGEPORT_TIER_MEMORY_DIR).glob(pattern):
         shutil.rmtree(directory, ignore_errors=True)
 

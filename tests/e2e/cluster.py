@@ -69,7 +69,7 @@ from devstack.stack import (
     runtime_spec,
     s3_gateway_spec,
 )
-from tests.conftest import LiveStack, read_env_file
+from tests.conftest import LiveStack, free_tier_memory, read_env_file
 from tests.e2e import engines
 from tests.e2e.hosting import wait_for_endpoint, wait_until
 from tests.e2e.postgres import Database, private_postgres
@@ -287,6 +287,9 @@ def _start_cluster(stack: ExitStack, session, store_url: str, redis_url: str) ->
             stack.callback(stopping.reached, "the engines and their wire")
             engines.swarm(members, managers=len(members))
         env = env.result()
+    # Once the nodes have stopped (the stack unwinds in reverse): a node lost and never revived
+    # leaves its tier service's memory behind.
+    stack.callback(free_tier_memory, env["SAGEPORT_STACK_ID"])
     cluster = stack.enter_context(_control_plane(data_dir, env, store_url))
     stack.callback(stopping.reached, "the servers and nodes")
     with timer.phase("servers and nodes"):
