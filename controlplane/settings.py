@@ -89,8 +89,8 @@ def _env_ipv4_pool(name: str, default: str) -> str:
         pool = ipaddress.IPv4Network(raw)
     except ValueError:
         raise SettingsError(f"{name} must be an IPv4 network such as 10.213.0.0/16, got {raw!r}") from None
-    if pool.prefixlen > 24:
-        raise SettingsError(f"{name} must hold at least a /24, got {raw!r}")
+    if pool.prefixlen > 23:  # halved (jobs/addresses.py), each half holding at least a /24
+        raise SettingsError(f"{name} must hold at least a /23 (two /24s: bridges and overlays), got {raw!r}")
     return str(pool)
 
 
@@ -383,9 +383,9 @@ SAGEPORT_TIER_MEMORY_DIR = Path(os.environ.get("SAGEPORT_TIER_MEMORY_DIR", "/dev
 # A namespace whose job has no container left is deleted after this long unused: a retried or
 # restarted job resumes from memory within it.
 SAGEPORT_TIER_NAMESPACE_GRACE_SECONDS = _env_positive_seconds("SAGEPORT_TIER_NAMESPACE_GRACE_SECONDS", 3600.0)
-# The network namespace this node's engine's networks live in, when it is not the worker's own
-# (a rootless engine's, or an engine run in a namespace of its own, as the test cluster's are):
-# the tier service listens on the engine's tier network, so it is started inside it (nsenter).
+# The network namespace this node's engine runs in, when it is not the worker's own (an engine
+# started in a namespace of its own, as the test cluster's are): the tier service listens on the
+# engine's tier network, so it is started inside it (nsenter; docs/operations.md).
 SAGEPORT_ENGINE_NETNS = os.environ.get("SAGEPORT_ENGINE_NETNS", "").strip()
 if SAGEPORT_ENGINE_NETNS and not os.path.isabs(SAGEPORT_ENGINE_NETNS):
     raise SettingsError(

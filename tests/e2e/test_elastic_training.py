@@ -104,12 +104,16 @@ def wait_condition(kube_jobs, name: str, wanted: str) -> dict:
 
 def records(claim_dir: Path) -> list[dict]:
     """Every line the ranks wrote, each with the restart count (the agents' faultCount) its file
-    is named after: rank-<rank>-restart-<count>-<pid>.jsonl."""
+    is named after: rank-<rank>-restart-<count>-<pid>.jsonl. A line still being written (read
+    while its rank appends it) is left for the next read."""
     lines = []
     for path in sorted((claim_dir / "records").glob("*.jsonl")):
         restart = int(path.name.split("-")[3])
-        written = [json.loads(line) for line in path.read_text().splitlines() if line]
-        lines.extend({**entry, "restart": restart} for entry in written)
+        for line in path.read_text().splitlines():
+            try:
+                lines.append({**json.loads(line), "restart": restart})
+            except ValueError:
+                continue
     return lines
 
 

@@ -2,10 +2,12 @@
 the decisions, with a stand-in process for the service and the fake engine."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -110,8 +112,9 @@ def test_a_node_in_no_cluster_runs_nothing(agent, cluster):
     assert agent.runtime.networks == {}
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nsenter"), reason="entering namespaces needs root")
 def test_a_node_whose_engine_has_a_namespace_of_its_own_runs_its_service_in_there(agent, cluster, settings):
-    # Where the engine's networks are (a rootless engine's namespace): held by a process of its own.
+    # The engine's namespace, held by a process of its own.
     holder = subprocess.Popen(["unshare", "--net", "sleep", "60"])
     try:
         namespace = f"/proc/{holder.pid}/ns/net"
@@ -122,6 +125,11 @@ def test_a_node_whose_engine_has_a_namespace_of_its_own_runs_its_service_in_ther
         agent.step()
         service = f"/proc/{agent.service.process.pid}/ns/net"
         wait_for(lambda: os.readlink(service) == os.readlink(namespace))  # once nsenter has exec'd
+        # The service itself, in place of nsenter (no fork): its pid is what the agent stops.
+        pid = agent.service.process.pid
+        assert os.readlink(f"/proc/{pid}/exe") == os.path.realpath(sys.executable)
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:3]
+        assert command == [part.encode() for part in STAND_IN]
         assert agent.service.running()
     finally:
         holder.kill()

@@ -92,3 +92,8 @@ def test_a_node_instance_type_the_catalog_does_not_know_is_refused(tmp_path):
 def test_an_engine_namespace_must_be_an_absolute_path(tmp_path):
     error = settings_error(tmp_path, SAGEPORT_ENGINE_NETNS="netns/engine")
     assert "SAGEPORT_ENGINE_NETNS must be the absolute path of a network namespace" in error
+
+
+def test_a_subnet_pool_too_small_to_halve_into_two_24s_is_refused(tmp_path):
+    error = settings_error(tmp_path, SAGEPORT_TRAINING_SUBNET_POOL="10.213.0.0/24")
+    assert "SAGEPORT_TRAINING_SUBNET_POOL must hold at least a /23 (two /24s" in error

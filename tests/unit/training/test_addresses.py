@@ -41,6 +41,10 @@ def test_overlays_and_bridges_take_their_subnets_from_halves_of_the_pool_that_ne
     overlays = addresses.candidate_subnets(1, 2, overlay=True)
 
     assert (bridges[0], overlays[0]) == ("10.213.1.0/24", "10.213.129.0/24")
+    settings.SAGEPORT_TRAINING_SUBNET_POOL = "10.213.0.0/23"  # the smallest: a /24 for each kind
+    assert addresses.candidate_subnets(1, 200) == ["10.213.0.0/24"]
+    assert addresses.candidate_subnets(1, 100, overlay=True) == ["10.213.1.0/24"]
+    assert addresses.candidate_subnets(1, 200, overlay=True) == []  # needs a /23 of its own
     lower, upper = ipaddress.IPv4Network("10.213.0.0/17"), ipaddress.IPv4Network("10.213.128.0/17")
     assert all(ipaddress.IPv4Network(subnet).subnet_of(lower) for subnet in bridges)
     assert all(ipaddress.IPv4Network(subnet).subnet_of(upper) for subnet in overlays)
