@@ -4,10 +4,12 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from capacity import nodes
+from capacity.models import Placement
 from jobs import cleanup
 from processing import placement
 from processing import reconciler as processing
@@ -72,7 +74,21 @@ def _handle_lost_nodes() -> None:
     """Declare silent nodes lost, then fail (or place again) every job still placed on one."""
     nodes.declare_lost()
     live = ProcessingJob.objects.exclude(processing_job_status__in=TERMINAL_STATUSES)
-    for job in live.filter(placements__node__lost_at__isnull=False).distinct():
-        lost = job.placements.filter(node__lost_at__isnull=False).values_list("node__name", flat=True).first()
+    on_lost = live.filter(placements__node__lost_at__isnull=False).distinct()
+    for job_id in on_lost.values_list("pk", flat=True):
+        if _move_off_lost_node(job_id):
+            reconcile_processing_job.delay(job_id)
+
+
+def _move_off_lost_node(job_id: int) -> bool:
+    """Fail the job over its lost node, once: read again under the job's row lock, since sweeps
+    overlap (any worker takes the next one while a slow one runs) and the one that lost the race
+    finds the placements already released."""
+    with transaction.atomic():
+        job = ProcessingJob.objects.select_for_update().filter(pk=job_id).first()
+        on_lost = job.placements.filter(node__lost_at__isnull=False) if job else Placement.objects.none()
+        lost = on_lost.values_list("node__name", flat=True).first()
+        if lost is None:
+            return False
         processing.on_node_lost(job, lost)
-        reconcile_processing_job.delay(job.pk)
+    return True

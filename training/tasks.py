@@ -5,10 +5,12 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from capacity import nodes
+from capacity.models import Placement
 from reconcile import leases
 from training import member, reaper, scheduler, spans
 from training import reconciler as training
@@ -75,7 +77,22 @@ def sweep_training() -> None:
 def _handle_lost_nodes() -> None:
     """Declare silent nodes lost, then fail or restart every job still placed on a lost node."""
     nodes.declare_lost()
-    for job in TrainingJob.objects.filter(placements__node__lost_at__isnull=False).distinct():
-        lost = job.placements.filter(node__lost_at__isnull=False).order_by("host").first()
-        training.on_node_lost(job, lost.node.name if lost else scheduler.node_of(job.pk))
-        reconcile_training_job.delay(job.pk)
+    on_lost = TrainingJob.objects.filter(placements__node__lost_at__isnull=False).distinct()
+    for job_id in on_lost.values_list("pk", flat=True):
+        if _move_off_lost_node(job_id):
+            reconcile_training_job.delay(job_id)
+
+
+def _move_off_lost_node(job_id: int) -> bool:
+    """Restart or fail the job over its lost node, once. Sweeps overlap (any worker takes the
+    next one while a slow one runs), so the job and its placements are read again under the job's
+    row lock: a sweep that lost the race finds the job already moved off (its placements
+    released, or new ones on live nodes) and leaves it."""
+    with transaction.atomic():
+        job = TrainingJob.objects.select_for_update().filter(pk=job_id).first()
+        on_lost = job.placements.filter(node__lost_at__isnull=False) if job else Placement.objects.none()
+        lost = on_lost.order_by("host").select_related("node").first()
+        if lost is None:
+            return False
+        training.on_node_lost(job, lost.node.name)
+    return True

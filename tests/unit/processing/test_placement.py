@@ -5,7 +5,7 @@ from django.utils import timezone
 from capacity import single_node
 from capacity.gpus import gpu_ids
 from capacity.models import Placement
-from processing import placement, reconciler
+from processing import placement, reconciler, tasks
 from processing import transitions as t
 from processing.models import ProcessingJob
 from tests.unit.training.test_scheduler import make_job as make_training_job
@@ -74,3 +74,29 @@ def test_a_lost_node_fails_a_running_job_and_frees_what_it_held(db):
         "InternalServerError: the node node-a that ran it stopped sending heartbeats."
     )
     assert not Placement.objects.filter(processing_job=job).exists()
+
+
+def test_a_lost_node_fails_the_job_once_naming_it_whichever_worker_sweeps_first(db, monkeypatch):
+    """Sweeps overlap: one that finds the placements already released by another leaves the job
+    to it, and the failure names the node."""
+    node = make_node("node-a", gpus=1)
+    job = make_job()
+    placement.place(job)
+    assert t.transition(job, t.DOWNLOADING) and t.transition(job, t.PROCESSING)
+    node.lost_at = timezone.now()
+    node.save(update_fields=["lost_at"])
+    monkeypatch.setattr(tasks.reconcile_processing_job, "delay", lambda job_id: None)
+    midway = list(Placement.objects.filter(processing_job=job))
+    Placement.objects.filter(processing_job=job).delete()  # the first sweeper, before its transition
+
+    assert not tasks._move_off_lost_node(job.pk)
+    job.refresh_from_db()
+    assert job.processing_job_status == "InProgress"
+    for row in midway:
+        row.save(force_insert=True)
+    assert tasks._move_off_lost_node(job.pk)
+
+    job.refresh_from_db()
+    assert job.failure_reason == (
+        "InternalServerError: the node node-a that ran it stopped sending heartbeats."
+    )

@@ -227,3 +227,33 @@ def test_a_lost_member_node_fails_the_job_naming_that_node(engine, store, on_mem
     job.refresh_from_db()
     assert t.state_of(job) == t.FAILED
     assert f"the node {MEMBER} that ran it stopped sending heartbeats" in job.failure_reason
+
+
+def test_a_lost_node_restarts_the_job_once_naming_it_whichever_worker_sweeps_first(
+    engine, store, on_member, monkeypatch
+):
+    """Sweeps overlap. One that listed the job while another was moving it off the lost node (its
+    placements already released) leaves it alone: the job restarts once, and its
+    Restarting message names the node (a chaos run once read "the node None")."""
+    job = spanning_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    until_both_run(job, engine, on_member)
+    Node.objects.filter(name=MEMBER).update(lost_at=timezone.now())
+    monkeypatch.setattr(tasks.reconcile_training_job, "delay", lambda job_id: None)
+    first_sweeper_midway = list(Placement.objects.filter(job=job))
+    Placement.objects.filter(job=job).delete()  # what the first sweeper does before its transition
+
+    assert not tasks._move_off_lost_node(job.pk)  # the second sweeper
+    job.refresh_from_db()
+    assert t.state_of(job) == t.TRAINING
+    for row in first_sweeper_midway:  # the first sweeper, as if it had not begun
+        row.save(force_insert=True)
+    tasks._handle_lost_nodes()
+    tasks._handle_lost_nodes()
+
+    job.refresh_from_db()
+    restarting = [row for row in t.history(job) if row.status == "Restarting"]
+    assert job.restart_count == 1 and len(restarting) == 1
+    assert restarting[0].status_message == (
+        f"Restarting the training job (retry 1 of 1): the node {MEMBER} that ran it "
+        "stopped sending heartbeats."
+    )
