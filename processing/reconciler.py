@@ -27,7 +27,7 @@ from processing.requests import FILE
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime import labels
-from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
+from runtime.base import ContainerStartFailed, ContainerState, EngineFault, NoSuchImage
 from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
@@ -203,7 +203,8 @@ def _start_missing(job: ProcessingJob, states: States) -> str | None:
             gateway_network.ensure(runtime, spec.extra_networks)
             states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:
-            return f"ClientError: could not start the container for {host}: {exc}"
+            blame = "InternalServerError" if isinstance(exc, EngineFault) else "ClientError"
+            return f"{blame}: could not start the container for {host}: {exc}"
         placement.mark_started(job, [host])
     return None
 

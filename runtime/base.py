@@ -27,6 +27,13 @@ class ContainerStartFailed(RuntimeError_):
     """The engine refused to create or start the container (bad spec, missing device...)."""
 
 
+class EngineFault(ContainerStartFailed):
+    """The engine failed to create, attach or start the container through a fault of its own (its
+    HTTP 5xx: a swarm network attach that timed out, an address it could not allocate, a device
+    driver it lacks), not a refusal of the spec (a 4xx: an entrypoint that is not there). The
+    platform's fault, not the job's: an InternalServerError, which RetryStrategy retries."""
+
+
 class MultiHostNetworkUnavailable(ContainerStartFailed):
     """A network across engines was asked of an engine that cannot make one (not in a swarm)."""
 

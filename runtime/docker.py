@@ -31,6 +31,7 @@ from runtime.base import (
     ContainerStartFailed,
     ContainerState,
     ContainerStats,
+    EngineFault,
     LogLine,
     MultiHostNetworkUnavailable,
     NoSuchImage,
@@ -336,9 +337,7 @@ class DockerRuntime:
                         # as it is it never starts, whatever is retried; removed, the next attempt
                         # creates it on the networks as they are then.
                         container.remove(force=True)
-                    raise ContainerStartFailed(
-                        f'Could not start container "{spec.name}": {_reason(error)}'
-                    ) from None
+                    raise _start_failure(f'Could not start container "{spec.name}"', error) from None
                 container.reload()
             return _state(container)
 
@@ -353,9 +352,7 @@ class DockerRuntime:
                 existing = self._container(spec.name)
                 if existing is not None:
                     return existing
-            raise ContainerStartFailed(
-                f'Could not create container "{spec.name}": {_reason(error)}'
-            ) from None
+            raise _start_failure(f'Could not create container "{spec.name}"', error) from None
 
     def _cpuset(self, spec: ContainerSpec) -> str | None:
         """The CPUs a container with a CPU quota is pinned to (runtime/cpusets.py): of this node's
@@ -386,8 +383,8 @@ class DockerRuntime:
                 self.client.api.connect_container_to_network(
                     container.id, network, ipv4_address=fixed.get(network))
             except APIError as error:
-                raise ContainerStartFailed(
-                    f'Could not attach container "{spec.name}" to network "{network}": {_reason(error)}'
+                raise _start_failure(
+                    f'Could not attach container "{spec.name}" to network "{network}"', error
                 ) from None
 
     def find(self, labels: dict[str, str]) -> list[ContainerState]:
@@ -664,6 +661,14 @@ def _container_events(client: docker.DockerClient, stream) -> Iterator[Container
 
 def _reason(error: APIError) -> str:
     return str(error.explanation or error)
+
+
+def _start_failure(what: str, error: APIError) -> ContainerStartFailed:
+    """The engine's 4xx refuses the spec (moby answers 400 for an entrypoint that is not there or
+    cannot run, 404 for a network that went); its 5xx is a fault of its own (a swarm attach that
+    timed out, a device driver it lacks): EngineFault."""
+    failure = EngineFault if error.is_server_error() else ContainerStartFailed
+    return failure(f"{what}: {_reason(error)}")
 
 
 def _network_gone(error: APIError) -> bool:

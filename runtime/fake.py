@@ -22,6 +22,7 @@ from runtime.base import (
     ContainerStartFailed,
     ContainerState,
     ContainerStats,
+    EngineFault,
     LogLine,
     MultiHostNetworkUnavailable,
     NoSuchImage,
@@ -61,6 +62,7 @@ class FakeRuntime:
         self.containers: dict[str, FakeContainer] = {}
         self.events: list[ContainerEvent] = []  # what the engine told, oldest first
         self.refused: dict[str, str] = {}  # container name -> why the engine refuses to create it
+        self.faulting: dict[str, str] = {}  # container name -> the engine's own fault at its next run
         self.unreachable = False
         self.swarm = False  # whether the engine is in swarm mode (overlay networks)
         self.swarm_node_id = "local-swarm-node"  # this engine's node in the swarm, when in one
@@ -232,6 +234,8 @@ class FakeRuntime:
             raise NoSuchImage(f"No such image: {spec.image}")
         if spec.name in self.refused:
             raise ContainerStartFailed(f'Could not create container "{spec.name}": {self.refused[spec.name]}')
+        if spec.name in self.faulting:
+            raise EngineFault(f'Could not start container "{spec.name}": {self.faulting.pop(spec.name)}')
         absent = [network for network in spec.extra_networks if network not in self.networks]
         if absent:
             raise ContainerStartFailed(f'Could not attach container "{spec.name}": no network {absent[0]}')

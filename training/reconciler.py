@@ -19,7 +19,7 @@ from jobs import network as job_network
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime import labels
-from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
+from runtime.base import ContainerStartFailed, ContainerState, EngineFault, NoSuchImage
 from runtime.docker import get_runtime
 from storage import safe_files
 from storage.s3 import StorageError
@@ -44,6 +44,8 @@ from training.models import TrainingJob
 log = logging.getLogger(__name__)
 
 AT_ONCE = 0.0
+# The FailureReason prefix of the platform's faults (SageMaker's word): RetryStrategy retries them.
+INTERNAL_SERVER_ERROR = "InternalServerError: "
 
 States = dict[str, ContainerState | None]
 
@@ -186,11 +188,9 @@ def _train(job: TrainingJob, token: str) -> float | None:
         return _after_drain(job, states, t.UPLOADING)
     gone = vanished(job, states) + spans.remote_vanished(job)
     if gone:
-        reason = f"the container of {', '.join(gone)} disappeared from the Docker engine"
-        if _restart_allowed(job):
-            return _begin_restart(job, reason)
-        _decide(job, outcome=Outcome.FAILED, failure_reason=_infrastructure_failure(job, reason))
-        return _after_drain(job, states, t.UPLOADING)
+        return _infrastructure_fault(
+            job, states, f"the container of {', '.join(gone)} disappeared from the Docker engine"
+        )
     # Pipe feeders and checkpoint sync, restarted if dead; on other nodes, what their workers met.
     failure = training_sidecars.ensure_running(job) or spans.member_failure(job) or None
     if failure is None and any(not_running_yet(state) for state in states.values()):
@@ -198,6 +198,8 @@ def _train(job: TrainingJob, token: str) -> float | None:
         if failure is None:
             return _poll()  # judge the new containers on the next look, with their output collected
     failure = failure or _first_failure(job, states)
+    if failure and failure.startswith(INTERNAL_SERVER_ERROR):  # an engine's fault, here or on a member
+        return _infrastructure_fault(job, states, failure.removeprefix(INTERNAL_SERVER_ERROR).rstrip("."))
     if failure:
         _decide(job, outcome=Outcome.FAILED, failure_reason=failure[:1024])
         return _after_drain(job, states, t.UPLOADING)
@@ -243,7 +245,8 @@ def start_missing(job: TrainingJob, states: States, hosts: list[str] | None = No
             gateway_network.ensure(runtime, spec.extra_networks)
             states[host] = runtime.run(spec)
         except (ContainerStartFailed, NoSuchImage) as exc:
-            return f"ClientError: could not start the container for {host}: {exc}"
+            blame = INTERNAL_SERVER_ERROR if isinstance(exc, EngineFault) else "ClientError: "
+            return f"{blame}could not start the container for {host}: {exc}"
         scheduler.mark_started(job, [host])
     return None
 
@@ -277,10 +280,19 @@ def _begin_restart(job: TrainingJob, reason: str) -> float:
     return AT_ONCE
 
 
+def _infrastructure_fault(job: TrainingJob, states: States, reason: str) -> float | None:
+    """A fault of the platform's, not the algorithm's: the job starts again if its RetryStrategy
+    allows (SageMaker retries a job that failed with an InternalServerError), else fails with one."""
+    if _restart_allowed(job):
+        return _begin_restart(job, reason)
+    _decide(job, outcome=Outcome.FAILED, failure_reason=_infrastructure_failure(job, reason))
+    return _after_drain(job, states, t.UPLOADING)
+
+
 def _infrastructure_failure(job: TrainingJob, reason: str) -> str:
     count = job.restart_count
     retries = f" after {count} {'retry' if count == 1 else 'retries'}" if count else ""
-    return f"InternalServerError: {reason}{retries}."[:1024]
+    return f"{INTERNAL_SERVER_ERROR}{reason}{retries}."[:1024]
 
 
 def on_node_lost(job: TrainingJob, node: str) -> None:

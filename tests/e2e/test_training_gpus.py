@@ -7,6 +7,7 @@ This machine has no NVIDIA runtime, so the test node runs in SAGEPORT_GPU_DEVICE
 (GPUs selected by NVIDIA_VISIBLE_DEVICES); the DeviceRequest of the default mode is checked on
 created containers in tests/unit/runtime/test_docker_runtime.py."""
 import time
+from contextlib import contextmanager
 from datetime import datetime
 
 import docker
@@ -175,9 +176,10 @@ def test_a_vanished_container_fails_a_job_without_retry_strategy(sagemaker, buck
 class SecondNode:
     """A second worker standing for another node with sixteen GPUs, on the same Docker engine."""
 
-    def __init__(self, stack):
+    def __init__(self, stack, **settings: str):
         self.supervisor = stack.supervisor
-        env = {"SAGEPORT_NODE_NAME": NODE_B, "SAGEPORT_NODE_GPUS": ",".join(map(str, range(16))), **LOST_FAST}
+        env = {"SAGEPORT_NODE_NAME": NODE_B, "SAGEPORT_NODE_GPUS": ",".join(map(str, range(16))), **LOST_FAST,
+               **settings}
         self.spec = worker_spec(stack.data_dir, name="worker-b", env=env)
         self.running = False
 
@@ -191,15 +193,45 @@ class SecondNode:
         self.supervisor.kill(self.spec.name)
 
 
+@contextmanager
+def second_node(stack, **settings: str):
+    node = SecondNode(stack, **settings)
+    node.start()
+    try:
+        yield node
+    finally:
+        if node.running:
+            node.supervisor.stop(node.spec.name)
+        # Retire the node, so that later jobs needing eight or sixteen GPUs fail at once again.
+        retire = f"from capacity.models import Node; Node.objects.filter(name='{NODE_B}').delete()"
+        _manage("shell", "-c", retire)
+
+
 @pytest.fixture
 def node_b(stack):
-    node = SecondNode(stack)
-    node.start()
-    yield node
-    if node.running:
-        node.supervisor.stop(node.spec.name)
-    # Retire the node, so that later jobs needing eight or sixteen GPUs fail at once again.
-    _manage("shell", "-c", f"from capacity.models import Node; Node.objects.filter(name='{NODE_B}').delete()")
+    with second_node(stack) as node:
+        yield node
+
+
+def test_an_engine_failing_every_start_by_a_fault_of_its_own_is_retried_then_fails_the_job_as_internal(
+    stack, sagemaker, bucket, shell_algo_image
+):
+    """A node whose engine has no NVIDIA runtime, in the default device-request mode: the engine
+    answers each start with its 500 (no device driver), the platform's fault and not the job's, so
+    RetryStrategy retries it and the job fails as an InternalServerError, not a ClientError."""
+    name = unique_name("nodriver")
+    with second_node(stack, SAGEPORT_GPU_DEVICE_MODE="device-request"):  # the only node of 8 GPUs
+        sagemaker.create_training_job(**gpu_job(name, shell_algo_image, bucket, "ml.p3.16xlarge",
+                                                RetryStrategy={"MaximumRetryAttempts": 1}))
+        job = wait_for_status(sagemaker, name, timeout=120)
+
+    assert statuses(job) == [
+        "Starting", "Downloading", "Training", "Restarting", "Starting", "Downloading", "Training", "Failed",
+    ]
+    engine_said = 'could not select device driver "nvidia" with capabilities: [[gpu]]'
+    assert engine_said in transition(job, "Restarting")["StatusMessage"]
+    assert job["FailureReason"].startswith("InternalServerError: could not start the container for algo-1: ")
+    assert job["FailureReason"].endswith(f"{engine_said} after 1 retry.")
 
 
 def test_a_lost_node_fails_its_job_and_a_retry_strategy_restarts_it_when_capacity_returns(

@@ -165,3 +165,17 @@ def test_a_container_ignoring_sigterm_is_killed_after_the_grace_and_the_job_says
     step(job)
     assert engine.containers[name_of(job, "algo-1")].signals == ["SIGTERM", "SIGKILL"]
     assert ProcessingJob.objects.get(pk=job.pk).stop_killed_at is not None
+
+
+@pytest.mark.parametrize("refusal, blame", [("faulting", "InternalServerError"), ("refused", "ClientError")])
+def test_a_container_the_engine_cannot_start_fails_the_job_blaming_the_engine_or_the_spec(
+    engine, refusal, blame
+):
+    """An engine's fault of its own (its 5xx) is the platform's; its refusal of the spec the job's."""
+    job = new_job()
+    getattr(engine, refusal)[name_of(job)] = "why"
+    for _ in range(6):
+        step(job)
+
+    assert job.processing_job_status == "Failed"
+    assert job.failure_reason.startswith(f"{blame}: could not start the container for algo-1: ")

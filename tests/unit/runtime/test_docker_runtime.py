@@ -15,6 +15,7 @@ from runtime.base import (
     ContainerSpec,
     ContainerStartFailed,
     ContainerState,
+    EngineFault,
     Mount,
     NoSuchImage,
     RuntimeUnavailable,
@@ -468,8 +469,9 @@ def test_gpu_ids_become_an_nvidia_device_request_and_visible_devices():
 
 
 def test_gpu_container_without_nvidia_runtime_fails_to_start_with_the_engine_reason(runtime, busybox_image):
+    """The engine's 500: a fault of the installation (no NVIDIA runtime), not of the job."""
     container = spec(busybox_image, "true", gpu_device_ids=("0",))
-    with pytest.raises(ContainerStartFailed, match=f'container "{container.name}": .*nvidia'):
+    with pytest.raises(EngineFault, match=f'container "{container.name}": .*nvidia'):
         runtime.run(container)
     requests = runtime.client.api.inspect_container(container.name)["HostConfig"]["DeviceRequests"]
     assert requests[0]["Driver"] == "nvidia" and requests[0]["DeviceIDs"] == ["0"]
@@ -544,3 +546,11 @@ def test_mount_paths_are_host_directories(tmp_path: Path):
         True,
         "bind",
     )
+
+
+def test_a_command_that_is_not_in_the_image_is_refused_as_the_specs_fault(runtime, busybox_image):
+    """The engine's 400: the container can never run as it is (an algorithm image's mistake)."""
+    container = spec(busybox_image, entrypoint=["/not-in-the-image"])
+    with pytest.raises(ContainerStartFailed, match="/not-in-the-image") as refused:
+        runtime.run(container)
+    assert not isinstance(refused.value, EngineFault)

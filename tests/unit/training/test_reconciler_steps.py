@@ -254,6 +254,60 @@ def test_a_vanished_container_restarts_the_job_per_retry_strategy_then_fails_it(
     )
 
 
+ATTACH_TIMEOUT = (
+    "attaching to network failed, make sure your network options are correct: context deadline exceeded"
+)
+
+
+def test_the_engine_failing_a_start_by_a_fault_of_its_own_restarts_the_job_per_retry_strategy(engine, store):
+    """An engine's 5xx at the start (here a swarm attach that timed out) is the platform's fault:
+    an InternalServerError, which RetryStrategy retries, and not the ClientError of a bad spec."""
+    job = new_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    name = containers.container_name(job, "algo-1")
+    engine.faulting[name] = ATTACH_TIMEOUT
+    for state in (t.DOWNLOADING, t.TRAINING, t.RESTARTING):
+        step(job)
+        assert t.state_of(job) == state
+    assert t.history(job)[-1].status_message == (
+        f'Restarting the training job (retry 1 of 1): could not start the container for algo-1: '
+        f'Could not start container "{name}": {ATTACH_TIMEOUT}.'
+    )
+    step(job)
+    assert t.state_of(job) == t.STARTING
+    name = until_training(job, engine)  # the second attempt starts
+    engine.exit(name, 0)
+    step(job)
+    step(job)
+    assert (job.training_job_status, job.failure_reason) == ("Completed", "")
+
+
+def test_the_engine_failing_a_start_by_a_fault_of_its_own_fails_a_job_without_retries_as_internal(
+    engine, store
+):
+    job = new_job()
+    name = containers.container_name(job, "algo-1")
+    engine.faulting[name] = ATTACH_TIMEOUT
+    for _ in range(4):
+        step(job)
+
+    assert t.state_of(job) == t.FAILED
+    assert job.failure_reason == (
+        f'InternalServerError: could not start the container for algo-1: Could not start container "{name}": '
+        f"{ATTACH_TIMEOUT}."
+    )
+
+
+def test_the_engine_refusing_a_spec_fails_the_job_as_a_client_error_without_retries(engine, store):
+    job = new_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    name = containers.container_name(job, "algo-1")
+    engine.refused[name] = 'exec: "/nope": stat /nope: no such file or directory'
+    for _ in range(4):
+        step(job)
+
+    assert (t.state_of(job), job.restart_count) == (t.FAILED, 0)
+    assert job.failure_reason.startswith("ClientError: could not start the container for algo-1: ")
+
+
 def test_a_retry_placed_where_the_lost_attempt_ran_never_takes_that_attempts_container_for_its_own(
     engine, store, monkeypatch
 ):

@@ -257,3 +257,31 @@ def test_a_lost_node_restarts_the_job_once_naming_it_whichever_worker_sweeps_fir
         f"Restarting the training job (retry 1 of 1): the node {MEMBER} that ran it "
         "stopped sending heartbeats."
     )
+
+
+def test_a_member_whose_engine_fails_its_start_by_a_fault_of_its_own_restarts_the_job(
+    engine, store, on_member
+):
+    """The member reports an InternalServerError, which the job's node retries per RetryStrategy."""
+    job = spanning_job(RetryStrategy={"MaximumRetryAttempts": 1})
+    member_container = containers.container_name(job, "algo-2")
+    engine.faulting[member_container] = "context deadline exceeded"
+    for _ in range(2):
+        step(job)
+    sync(job, on_member)
+    step(job)
+    step(job)
+    assert t.state_of(job) == t.TRAINING
+    sync(job, on_member)  # the member's start fails
+    assert member_container not in engine.containers
+
+    step(job)
+
+    assert (t.state_of(job), job.restart_count) == (t.RESTARTING, 1)
+    assert t.history(job)[-1].status_message.startswith(
+        "Restarting the training job (retry 1 of 1): could not start the container for algo-2: "
+    )
+    step(job)
+    assert t.state_of(job) == t.STARTING
+    sync(job, on_member)
+    until_both_run(job, engine, on_member)  # the second attempt runs on both nodes
