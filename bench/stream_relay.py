@@ -1,9 +1,10 @@
 """The data plane's relay of a token stream, in process: a loopback server answers chunked, one
 HTTP chunk per token (as examples/token-stream does), read (a) directly with aiohttp and (b) through
-streaming.Relay, whose ASGI `send` writes each body to a socket that a thread drains (one write per
-`send`, as uvicorn's transport does): tokens per second (best of --runs) and their ratio, and the
-median time to the first piece of a short generation. No Docker, no HTTP server in front of the
-relay, no signing: the relay's own cost (bench/stream.py measures the whole stack).
+streaming.Relay (its container read by upstream.Upstream), whose ASGI `send` writes
+each body to a socket that a thread drains (one write per `send`, as uvicorn's transport does):
+tokens per second (best of --runs) and their ratio, and the median time to the first piece of a
+short generation. No Docker, no HTTP server in front of the relay, no signing: the relay's own
+cost (bench/stream.py measures the whole stack).
 
     make bench-stream-relay [ARGS='--tokens 20000 --runs 10']
 """
@@ -23,6 +24,7 @@ import django
 django.setup()  # the relay's module imports the data plane's metrics models
 
 from hosting.runtime_api import streaming  # noqa: E402
+from hosting.runtime_api.upstream import Upstream  # noqa: E402
 
 
 class _Tokens(BaseHTTPRequestHandler):
@@ -49,9 +51,11 @@ async def _direct(session, url: str, tokens: int, first: list[float]) -> None:
             first.append(time.perf_counter())
 
 
-async def _relayed(session, url: str, tokens: int, first: list[float], client: socket.socket) -> None:
-    response = await session.post(url, data=str(tokens))
-    relay = streaming.Relay(response, SimpleNamespace(variant_name="AllTraffic"),
+async def _relayed(
+    upstream: Upstream, port: int, tokens: int, first: list[float], client: socket.socket
+) -> None:
+    answer = await upstream.send("127.0.0.1", port, str(tokens).encode(), {})
+    relay = streaming.Relay(answer, SimpleNamespace(variant_name="AllTraffic"),
                             SimpleNamespace(ended=lambda choice, status: None), SimpleNamespace(id="r"))
 
     async def send(message):
@@ -98,11 +102,14 @@ async def main(options) -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}/invocations"
     client, drain = socket.socketpair()
     threading.Thread(target=_read_all, args=(drain,), daemon=True).start()
+    upstream = Upstream(timeout_seconds=60)
+    port = server.server_address[1]
     async with aiohttp.ClientSession() as session:
         paths = {"direct": lambda tokens, first: _direct(session, url, tokens, first),
-                 "relayed": lambda tokens, first: _relayed(session, url, tokens, first, client)}
+                 "relayed": lambda tokens, first: _relayed(upstream, port, tokens, first, client)}
         rate = {path: await _best(read, options.runs, options.tokens) for path, read in paths.items()}
         ttfb = {path: await _first_byte_ms(read, options.requests) for path, read in paths.items()}
+    await upstream.close()
     client.close()
     server.shutdown()
     ratio = rate["relayed"] / rate["direct"]

@@ -77,7 +77,6 @@ class DataPlane:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                await self.upstream.open()
                 try:  # the first request would load the table otherwise; the database may be away
                     await asyncio.to_thread(self.router.start)
                 except Exception as error:

@@ -16,21 +16,22 @@ ends it with `InternalStreamFailure`, SageMaker's "try your request again": an u
 in the relay, or the data plane stopping (its graceful shutdown over) with the stream still open,
 so that the client learns the answer is cut short instead of reading a truncated body.
 
-One batch is in flight at a time: the next is read from the container only once the client's
-connection took the last one (uvicorn's `send` waits while its transport is full), and aiohttp
-stops reading the container's socket while its small buffer is full, so a slow client slows the
-container down instead of making the data plane hold its answer. The container stays counted in
+The container's answer is read by the data plane's own client (upstream.py: one parse per socket
+read, the pieces queued by its callbacks). One batch is in flight at a time: the next is
+taken only once the client's connection took the last one (uvicorn's `send` waits while its
+transport is full), and the container's socket is not read while more than about 256 KB of its
+answer wait, so a slow client slows the container down instead of making the data plane hold its
+answer. The container stays counted in
 flight (router.py) until the stream ends, so a blue/green drain waits for open streams."""
 
 import asyncio
 import logging
 
-import aiohttp
-
-from hosting.runtime_api import contract, eventstream, upstream
+from hosting.runtime_api import contract, eventstream
 from hosting.runtime_api.exchange import NoAnswer, Refused, TimedOut
 from hosting.runtime_api.router import Choice
 from hosting.runtime_api.tries import Tries
+from hosting.runtime_api.upstream import Exchange, Upstream
 
 STREAM_BROKEN = "StreamBroken"
 TIME_EXCEEDED = "ModelInvocationTimeExceeded"
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 class Relay:
     """A container's 2xx answer, open: `send` relays its body (ASGI) and ends the exchange."""
 
-    def __init__(self, response: aiohttp.ClientResponse, choice: Choice, tries: Tries, request):
+    def __init__(self, response: Exchange, choice: Choice, tries: Tries, request):
         """`request`: the data plane's note of the request (its `id`; its `invocation` is set
         when the stream ends, for the endpoint's CloudWatch metrics)."""
         self.response, self.choice, self.tries, self.request = response, choice, tries, request
@@ -69,11 +70,11 @@ class Relay:
         return headers
 
     async def send(self, send, receive, date: bytes) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.headers(date)})
         gone = asyncio.ensure_future(_disconnected(receive))
         model_status = self.response.status
-        try:
-            async for pieces in upstream.batches(self.response, BATCH_BYTES):
+        try:  # from the head on: whatever happens, the connection and the in-flight count are given back
+            await send({"type": "http.response.start", "status": 200, "headers": self.headers(date)})
+            while pieces := await self.response.take(BATCH_BYTES):
                 if gone.done():  # nobody reads any more: stop reading the container too
                     break
                 await send({"type": "http.response.body", "body": eventstream.payload_parts(pieces),
@@ -92,21 +93,21 @@ class Relay:
             ending = _internal_stream_failure()
         finally:
             gone.cancel()
-            # Back to the pool when read to its end; aiohttp closes one that was not (or failed).
+            # Back to the pool when read to its end; closed when it was not (or failed).
             self.response.release()
             self.request.invocation = self.tries.ended(self.choice, model_status)
         await send({"type": "http.response.body", "body": ending})
 
 
 async def open_relay(
-    tries: Tries, upstream_: upstream.Upstream, body: bytes, headers: dict, request
+    tries: Tries, upstream: Upstream, body: bytes, headers: dict, request
 ) -> Relay:
     """Send the request to a container (another one while they refuse it) and wait for the head
     of its answer; a failure or a non-2xx answer raises InvokeEndpoint's error."""
     while True:
         choice = tries.choose()
         try:
-            response = await upstream_.send(choice.backend.address, choice.backend.port, body, headers)
+            response = await upstream.send(choice.backend.address, choice.backend.port, body, headers)
         except (Refused, NoAnswer, TimedOut) as error:
             request.invocation = tries.ended(choice, 0)
             tries.failed(choice, error)
@@ -114,7 +115,7 @@ async def open_relay(
         if 200 <= response.status < 300:
             return Relay(response, choice, tries, request)
         try:
-            answer = await upstream.read_whole(response)
+            answer = await response.read_whole()
         except (NoAnswer, TimedOut):
             answer = b""
         finally:

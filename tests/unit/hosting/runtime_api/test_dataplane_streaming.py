@@ -15,6 +15,7 @@ from botocore.exceptions import EventStreamError
 
 from hosting.runtime_api import streaming
 from hosting.runtime_api.router import Router
+from hosting.runtime_api.upstream import Exchange
 from tests.unit.hosting.runtime_api.test_dataplane import (  # noqa: F401
     data_plane,
     data_plane_server,
@@ -173,11 +174,15 @@ def test_a_stream_open_when_the_data_plane_stops_ends_with_internal_stream_failu
 def test_an_unexpected_error_in_the_relay_ends_the_stream_with_internal_stream_failure(
     runtime, model, monkeypatch  # noqa: F811
 ):
-    async def failing_after_one(response, limit):
-        yield [await response.content.readany()]
-        raise RuntimeError("a bug in the relay")
+    taken = Exchange.take
 
-    monkeypatch.setattr(streaming.upstream, "batches", failing_after_one)
+    async def failing_after_one(answer, limit):
+        if getattr(answer, "took_one", False):
+            raise RuntimeError("a bug in the relay")
+        answer.took_one = True
+        return await taken(answer, limit)
+
+    monkeypatch.setattr(Exchange, "take", failing_after_one)
     received = []
     with pytest.raises(EventStreamError) as raised:
         for event in _stream(runtime, b"go")["Body"]:

@@ -1,36 +1,61 @@
 """The relay of InvokeEndpointWithResponseStream coalescing what the container already sent: the
 pieces buffered when one arrives each become their own PayloadPart (boto3 reads the same events)
 but go to the client in one ASGI `send`, never more than about BATCH_BYTES of them, and the first
-piece never waits for others."""
+piece never waits for others. The container's answer is fed to the data plane's own reader as
+its socket would deliver it."""
 
 import asyncio
 from types import SimpleNamespace
-from unittest import mock
 
-from aiohttp.streams import StreamReader
 from botocore.eventstream import EventStreamBuffer
 
 from hosting.runtime_api import streaming
+from hosting.runtime_api.upstream import Exchange
 
 TOKEN = b"token "
+HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+END = b"0\r\n\r\n"
 
 
-def _container_answer(chunks: list[bytes], ended: bool = True) -> StreamReader:
-    """An answer's body as aiohttp's reader holds it: `chunks` already received as HTTP chunks."""
-    content = StreamReader(mock.Mock(_reading_paused=False), 2**20, loop=asyncio.get_running_loop())
-    for chunk in chunks:
-        content.begin_http_chunk_receiving()
-        content.feed_data(chunk)
-        content.end_http_chunk_receiving()
-    if ended:
-        content.feed_eof()
-    return content
+class _Socket:
+    """The transport under the reader: what it was told about reading."""
+
+    def __init__(self):
+        self.paused = False
+        self.pauses = 0
+
+    def pause_reading(self):
+        self.paused, self.pauses = True, self.pauses + 1
+
+    def resume_reading(self):
+        self.paused = False
+
+    def write(self, data):
+        pass
+
+    def close(self):
+        pass
 
 
-def _relay(content: StreamReader) -> streaming.Relay:
-    response = SimpleNamespace(status=200, headers={}, content=content, release=lambda: None)
+def chunked(*chunks: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks)
+
+
+async def container_answer(*received: bytes) -> Exchange:
+    """A reader whose request went out and whose container sent `received` (socket reads)."""
+    answer = Exchange(pool=None, key=("model", 8080))
+    answer.connection_made(_Socket())
+    sent = asyncio.ensure_future(answer.send(b"request", asyncio.get_running_loop().time() + 60))
+    await asyncio.sleep(0)
+    for data in received:
+        answer.data_received(data)
+    return await sent
+
+
+def _relay(answer: Exchange) -> streaming.Relay:
+    answer.release = lambda: None
     tries = SimpleNamespace(ended=lambda choice, status: None)
-    return streaming.Relay(response, SimpleNamespace(variant_name="AllTraffic"), tries,
+    return streaming.Relay(answer, SimpleNamespace(variant_name="AllTraffic"), tries,
                            SimpleNamespace(id="request-id"))
 
 
@@ -38,7 +63,7 @@ async def _never_disconnected():
     await asyncio.Event().wait()
 
 
-async def _relayed(content: StreamReader, on_send=None) -> list[list[bytes]]:
+async def _relayed(answer: Exchange, on_send=None) -> list[list[bytes]]:
     """The payloads of the PayloadPart events of each body `send`, in order."""
     sent = []
 
@@ -50,48 +75,63 @@ async def _relayed(content: StreamReader, on_send=None) -> list[list[bytes]]:
             if on_send:
                 await on_send(message)
 
-    await _relay(content).send(send, _never_disconnected, b"date")
+    await _relay(answer).send(send, _never_disconnected, b"date")
     return sent
 
 
 def test_chunks_already_buffered_are_each_a_payload_part_in_one_send():
-    async def scenario():
-        return await _relayed(_container_answer([TOKEN + b"%d" % i for i in range(50)]))
+    tokens = [TOKEN + b"%d" % i for i in range(50)]
 
-    assert asyncio.run(scenario()) == [[TOKEN + b"%d" % i for i in range(50)]]
+    async def scenario():
+        return await _relayed(await container_answer(HEAD + chunked(*tokens) + END))
+
+    assert asyncio.run(scenario()) == [tokens]
 
 
 def test_the_first_chunk_goes_without_waiting_for_more():
     async def scenario():
-        content = _container_answer([b"first"], ended=False)
+        answer = await container_answer(HEAD + chunked(b"first"))
         first = asyncio.Event()
 
         async def on_send(message):
             first.set()
 
-        relay = asyncio.ensure_future(_relayed(content, on_send))
+        relay = asyncio.ensure_future(_relayed(answer, on_send))
         await asyncio.wait_for(first.wait(), 10)  # sent while the container has not written more
-        content.begin_http_chunk_receiving()
-        content.feed_data(b"second")
-        content.end_http_chunk_receiving()
-        content.feed_eof()
+        answer.data_received(chunked(b"second") + END)
         return await asyncio.wait_for(relay, 10)
 
     assert asyncio.run(scenario()) == [[b"first"], [b"second"]]
 
 
+def test_a_chunk_split_across_socket_reads_goes_as_it_arrives():
+    async def scenario():
+        answer = await container_answer(HEAD + b"a\r\n01234")
+        first = await answer.take(streaming.BATCH_BYTES)
+        answer.data_received(b"56789\r\n" + END)
+        return first, await answer.take(streaming.BATCH_BYTES), await answer.take(streaming.BATCH_BYTES)
+
+    assert asyncio.run(scenario()) == ([b"01234"], [b"56789"], [])
+
+
 def test_a_slow_reader_takes_a_bounded_batch_at_a_time():
-    """A send that waits (a slow client) gets at most about BATCH_BYTES at once; the rest stays in
-    aiohttp's reader (whose full buffer stops reading the container) until the send returned."""
+    """A send that waits (a slow client) gets at most about BATCH_BYTES at once; the rest stays
+    queued, and past the high-water mark the container's socket is not read, until the client
+    took enough of it."""
     chunks = [b"%05d" % i + b"y" * 95 for i in range(4000)]  # 400 KB of 100-byte chunks
 
     async def scenario():
+        answer = await container_answer(HEAD + chunked(*chunks) + END)
+        reading = answer.transport
+        assert reading.paused  # more than the high-water mark queued
+
         async def slow(message):
             await asyncio.sleep(0)  # the client's socket full: the send lets the loop run
 
-        return await _relayed(_container_answer(chunks), slow)
+        return await _relayed(answer, slow), reading
 
-    sent = asyncio.run(scenario())
+    sent, reading = asyncio.run(scenario())
     assert [piece for batch in sent for piece in batch] == chunks
     assert len(sent) >= 400_000 // streaming.BATCH_BYTES
-    assert all(sum(map(len, batch)) <= streaming.BATCH_BYTES + 100 for batch in sent)
+    assert all(sum(map(len, batch)) <= streaming.BATCH_BYTES for batch in sent)
+    assert reading.pauses == 1 and not reading.paused  # read again once the queue went down
