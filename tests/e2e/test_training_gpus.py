@@ -226,7 +226,8 @@ def test_an_engine_failing_every_start_by_a_fault_of_its_own_is_retried_then_fai
         job = wait_for_status(sagemaker, name, timeout=120)
 
     assert statuses(job) == [
-        "Starting", "Downloading", "Training", "Restarting", "Starting", "Downloading", "Training", "Failed",
+        "Starting", "Downloading", "Training", "Restarting",
+        "Starting", "Downloading", "Training", "Uploading", "Failed",
     ]
     engine_said = 'could not select device driver "nvidia" with capabilities: [[gpu]]'
     assert engine_said in transition(job, "Restarting")["StatusMessage"]
