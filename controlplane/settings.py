@@ -137,7 +137,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
     # InvokeEndpoint (the data path) stops here: what follows serves the admin.
-    "hosting.runtime_api.invocations.RuntimeApiMiddleware",
+    "hosting.runtime_api.api_port.RuntimeApiMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

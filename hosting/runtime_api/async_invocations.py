@@ -14,21 +14,16 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.http import HttpRequest, HttpResponse
 from kombu.exceptions import OperationalError
 
 from accounts import s3_tenancy
 from hosting import async_queue, async_tasks
 from hosting.models import Endpoint
-from hosting.runtime_api import contract
 from hosting.runtime_api.contract import ValidationError
 from hosting.runtime_api.routing import ROUTABLE_ENDPOINT_STATUSES
 from protocol.arns import make_arn
-from protocol.authentication import authenticate
 from protocol.context import RequestContext
-from protocol.errors import ServiceError, ValidationException
-from protocol.limits import declared_length
-from protocol.serialization import REST_JSON, error_response
+from protocol.errors import ValidationException
 from protocol.shapes import operation_model
 from protocol.validation import validate_input
 from storage.s3 import StorageError
@@ -158,22 +153,3 @@ def _nudge(endpoint_id: int) -> None:
     except OperationalError as error:  # the row is committed: the sweeper will find it
         log.warning("could not ask a worker to drain endpoint %s (%s)", endpoint_id, error)
 
-
-def invoke_endpoint_async_view(request: HttpRequest, endpoint_name: str) -> HttpResponse:
-    """The API port's InvokeEndpointAsync (the data plane's is in dataplane.py)."""
-    request_id = str(uuid.uuid4())
-    try:
-        if request.method != "POST":
-            raise contract.wrong_method(request.method)
-        if declared_length(request) > contract.MAX_BODY_BYTES:
-            raise contract.too_large()
-        ctx = authenticate(request, request_id=request_id, must_sign=SIGNED_HEADERS)
-        headers = {name.lower(): value for name, value in request.headers.items()}
-        accepted = invoke(ctx, endpoint_name, headers)
-    except ServiceError as error:
-        return error_response(error, request_id, content_type=REST_JSON)
-    response = HttpResponse(accepted.body(), status=202)
-    for name, value in accepted.headers().items():
-        response[name] = value
-    response["x-amzn-RequestId"] = request_id
-    return response

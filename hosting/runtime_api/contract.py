@@ -1,7 +1,6 @@
-"""What InvokeEndpoint accepts and answers, whichever server reads the request: the data plane
-(hosting/runtime_api/dataplane.py, its own port) or the API's Django view (invocations.py, the
-port containers reach through their forwarder). Both call these, so that they refuse, route,
-forward and fail alike."""
+"""What InvokeEndpoint accepts and answers: its headers, its refusals and errors, the runtime
+operations' paths, its Prometheus counts. The data plane's application (dataplane.py) calls these,
+on its own port and on the API's (api_port.py, the port containers reach through their forwarder)."""
 
 import functools
 import re
@@ -96,19 +95,32 @@ class ServiceUnavailable(ServiceError):
 
 
 @functools.cache
-def unserved_paths() -> tuple[tuple[str, str], ...]:
-    """(path pattern, operation) of every sagemaker-runtime operation not served on both ports,
-    from the botocore model (InvokeEndpointWithResponseStream's, which the data plane matches
-    before asking, and any the model gains), after an optional path prefix as InvokeEndpoint's.
-    Patterns match Django's path (no leading slash) and the ASGI one."""
+def runtime_paths() -> tuple[tuple[str, str], ...]:
+    """(path pattern, operation) of every sagemaker-runtime operation, from the botocore model,
+    after an optional path prefix as InvokeEndpoint's. Patterns match Django's path (no leading
+    slash) and the ASGI one."""
     model = service_model("sagemaker-runtime")
     found = []
     for operation in model.operation_names:
-        if operation not in SERVED_OPERATIONS:
-            uri = model.operation_model(operation).http["requestUri"].lstrip("/")
-            path = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(uri))
-            found.append((rf"^(?:.*/)?{path}$", operation))
+        uri = model.operation_model(operation).http["requestUri"].lstrip("/")
+        path = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(uri))
+        found.append((rf"^(?:.*/)?{path}$", operation))
     return tuple(found)
+
+
+def runtime_path_suffixes() -> tuple[str, ...]:
+    """The last segment of every runtime operation's path ("/invocations", ...)."""
+    model = service_model("sagemaker-runtime")
+    uris = (model.operation_model(operation).http["requestUri"] for operation in model.operation_names)
+    return tuple(sorted({"/" + uri.rsplit("/", 1)[-1] for uri in uris}))
+
+
+def unserved_paths() -> tuple[tuple[str, str], ...]:
+    """(path pattern, operation) of every sagemaker-runtime operation not served on both ports
+    (InvokeEndpointWithResponseStream's, which the data plane matches before asking, and any the
+    model gains)."""
+    return tuple((pattern, operation) for pattern, operation in runtime_paths()
+                 if operation not in SERVED_OPERATIONS)
 
 
 def unserved_operation(path: str) -> str | None:

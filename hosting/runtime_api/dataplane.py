@@ -1,5 +1,6 @@
 """The data plane: InvokeEndpoint (`POST [<prefix>/]endpoints/<name>/invocations`, REST-JSON) on a
-port of its own, a raw ASGI app served by uvicorn (devstack/stack.py `runtime_spec`).
+port of its own, a raw ASGI app served by uvicorn (asgi.py; devstack/stack.py `runtime_spec`).
+The API's port serves the same app (api_port.py): one implementation of the runtime API.
 
 Built for the hot path: one event loop per process, no Django request stack. Django is set up
 once for the ORM that only two things use, both off the loop in a thread: the routing table's
@@ -10,26 +11,20 @@ botocore shape, picks a container from the in-memory table (counted in flight th
 and forwards over a pooled keep-alive connection (upstream.py). InvokeEndpointAsync is queued
 (async_invocations.py); the other runtime operations' paths answer 501 NotImplementedException
 once authenticated. Refusals,
-routing and errors are contract.py's, shared with the API's Django view."""
+routing and errors are contract.py's."""
 
 import asyncio
 import email.utils
 import functools
 import logging
-import os
 import re
 import time
 import uuid
 
-import django
+from django.conf import settings
+from django.core.exceptions import SynchronousOnlyOperation
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-django.setup()
-
-from django.conf import settings  # noqa: E402
-from django.core.exceptions import SynchronousOnlyOperation  # noqa: E402
-
-from hosting.runtime_api import (  # noqa: E402
+from hosting.runtime_api import (
     async_invocations,
     components,
     contract,
@@ -37,17 +32,17 @@ from hosting.runtime_api import (  # noqa: E402
     serverless_gate,
     streaming,
 )
-from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut  # noqa: E402
-from hosting.runtime_api.invocation_metrics import Invocation  # noqa: E402
-from hosting.runtime_api.router import Choice, Router, get_router, usable  # noqa: E402
-from hosting.runtime_api.tries import Tries  # noqa: E402
-from hosting.runtime_api.upstream import Upstream  # noqa: E402
-from protocol.arns import make_arn  # noqa: E402
-from protocol.authentication import authenticate_signed  # noqa: E402
-from protocol.context import RequestContext  # noqa: E402
-from protocol.errors import InternalFailure, ServiceError, UnknownOperationException  # noqa: E402
-from protocol.serialization import REST_JSON, error_response  # noqa: E402
-from protocol.sigv4 import SignedRequest  # noqa: E402
+from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut
+from hosting.runtime_api.invocation_metrics import Invocation
+from hosting.runtime_api.router import Choice, Router, get_router, usable
+from hosting.runtime_api.tries import Tries
+from hosting.runtime_api.upstream import Upstream
+from protocol.arns import make_arn
+from protocol.authentication import authenticate_signed
+from protocol.context import RequestContext
+from protocol.errors import InternalFailure, ServiceError, UnknownOperationException
+from protocol.serialization import REST_JSON, error_response
+from protocol.sigv4 import SignedRequest
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +56,14 @@ class _ClientGone(Exception):
 
 
 class DataPlane:
-    """The ASGI application (module-level `app`); tests build their own with a router and an upstream."""
+    """The ASGI application (asgi.py's `app`, and the API port's through api_port.py); tests build
+    their own with a router and an upstream. `streams`: whether InvokeEndpointWithResponseStream
+    is served (else it answers as an unserved operation, naming the port that serves it)."""
 
-    def __init__(self, router: Router, upstream: Upstream):
+    def __init__(self, router: Router, upstream: Upstream, streams: bool = True):
         self.router = router
         self.upstream = upstream
+        self.streams = streams
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
@@ -114,7 +112,7 @@ class DataPlane:
         if asynchronous is not None:
             return await self._invoke_async(request, receive, asynchronous["endpoint_name"])
         match = _INVOCATIONS.match(path)
-        if match is None and (match := _STREAM.match(path)):
+        if match is None and self.streams and (match := _STREAM.match(path)):
             request.operation = contract.STREAM
         if match is None and contract.unserved_operation(path):
             headers = request.headers()
@@ -152,10 +150,10 @@ class DataPlane:
             relay = await streaming.open_relay(tries, self.upstream, body, forwarded, request)
             request.route_labels = (ctx.account_id, endpoint_name, relay.choice.variant_name)
             return relay
-        if multi:  # blocking I/O (S3, loads): off the loop
+        if multi:
             note = functools.partial(setattr, request, "invocation")
-            answer, choice = await asyncio.to_thread(
-                multi_model.forward, self.router, arn, ctx, endpoint_name, params, body, forwarded, note
+            answer, choice = await multi_model.forward(
+                self.router, self.upstream, arn, ctx, endpoint_name, params, body, forwarded, note
             )
         else:
             # A serverless endpoint: a concurrency slot, and a container (cold-started if need be).
@@ -321,4 +319,6 @@ def _http_date() -> bytes:
     return _date_cache[1]
 
 
-app = DataPlane(get_router(), Upstream(settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS))
+def serving_app(streams: bool = True) -> DataPlane:
+    """The process's application: its router (router.py), a client of its own for its loop."""
+    return DataPlane(get_router(), Upstream(settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS), streams)

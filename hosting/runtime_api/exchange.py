@@ -1,8 +1,6 @@
-"""One InvokeEndpoint request sent to the serving containers, as both forwarding paths make it: the
-data plane's (upstream.py, aiohttp on an event loop) and the API port's Django view
-(blocking_upstream.py, urllib3). Both connect with the same socket options and timeouts, tell the
-same outcomes apart (`Refused`, `NoAnswer`, `TimedOut`), send a request again under the same
-rule (`may_send_again`), and move to another container the same way (contract.Tries).
+"""One InvokeEndpoint request sent to the serving containers (by upstream.py): the socket options
+and timeouts its connections are held to, its outcomes (`Refused`, `NoAnswer`, `TimedOut`), and
+when it is sent again (`may_send_again`); moving to another container is tries.py's.
 
 A container whose host vanishes (its power or its link lost) leaves its kept-alive connections
 open, and a request sent on one is never acknowledged: it would wait the whole invocation timeout.

@@ -7,6 +7,7 @@ The bound is SAGEPORT_MULTI_MODEL_MAX_LOADED models per container. The container
 too: a model this process does not know of counts as used longest ago. Pure bookkeeping, no I/O
 (hosting/runtime_api/multi_model.py does the exchanges)."""
 
+import asyncio
 import contextlib
 import threading
 from collections import Counter, OrderedDict
@@ -17,7 +18,7 @@ class ModelCache:
     def __init__(self):
         self._lock = threading.Lock()
         self._loaded: dict[str, OrderedDict[str, None]] = {}  # container -> models, oldest first
-        self._loading: dict[tuple[str, str], threading.Lock] = {}
+        self._loading: dict[tuple[str, str], asyncio.Lock] = {}
         self._in_use: Counter[tuple[str, str]] = Counter()  # requests between load and answer
 
     def holders(self, model_name: str) -> frozenset[str]:
@@ -75,8 +76,8 @@ class ModelCache:
                 if not self._in_use[key]:
                     del self._in_use[key]
 
-    def loading_lock(self, container: str, model_name: str) -> threading.Lock:
+    def loading_lock(self, container: str, model_name: str) -> asyncio.Lock:
         """Held while the model is loaded into the container: concurrent requests for it wait for
-        one load instead of each loading it."""
+        one load instead of each loading it (requests of the serving process's one event loop)."""
         with self._lock:
-            return self._loading.setdefault((container, model_name), threading.Lock())
+            return self._loading.setdefault((container, model_name), asyncio.Lock())

@@ -1,7 +1,7 @@
-"""InvokeEndpoint on a multi-model endpoint (`TargetModel`), for both forwarding paths (the data
-plane runs it in a thread, the API's view directly): check the request, pick a container (one
-that has the model loaded if any, router.py's `prefer`), make sure the model is loaded there, and
-send the request to `POST /models/<model_name>/invoke`.
+"""InvokeEndpoint on a multi-model endpoint (`TargetModel`), on the serving process's event loop
+(dataplane.py): check the request, pick a container (one that has the model loaded if any,
+router.py's `prefer`), make sure the model is loaded there, and send the request to
+`POST /models/<model_name>/invoke`, every exchange over the data plane's own client (upstream.py).
 
 Loading a model the container lacks (SageMaker's multi-model contract, hosting/multi_model.py):
 stage it on the host (downloaded once per deployment), list what the container holds
@@ -11,15 +11,17 @@ stage it on the host (downloaded once per deployment), list what the container h
 model and loads again, once. Each request's cache hit or miss, its wait for the load and the
 container's model count go to CloudWatch (multi_model_metrics.py)."""
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from django.conf import settings
 
 from hosting import multi_model
-from hosting.runtime_api import blocking_upstream, contract
+from hosting.runtime_api import contract
 from hosting.runtime_api.exchange import Answer, NoAnswer, Refused, TimedOut
 from hosting.runtime_api.invocation_metrics import Invocation
 from hosting.runtime_api.model_cache import ModelCache
@@ -27,6 +29,7 @@ from hosting.runtime_api.multi_model_metrics import ModelLoad, get_model_metrics
 from hosting.runtime_api.router import Choice, Router
 from hosting.runtime_api.routing import Backend, EndpointRoute
 from hosting.runtime_api.tries import Tries
+from hosting.runtime_api.upstream import Upstream
 from protocol.context import RequestContext
 from storage.s3 import StorageError
 
@@ -63,9 +66,9 @@ def check(route: EndpointRoute, params: dict, endpoint_name: str) -> bool:
     return multi
 
 
-def forward(
-    router: Router, arn: str, ctx: RequestContext, endpoint_name: str, params: dict,
-    body: bytes, headers: dict[str, str], note: Callable[[Invocation], None],
+async def forward(
+    router: Router, upstream: Upstream, arn: str, ctx: RequestContext, endpoint_name: str,
+    params: dict, body: bytes, headers: dict[str, str], note: Callable[[Invocation], None],
 ) -> tuple[Answer, Choice]:
     """Send the request to a container that has (or now loads) the target model; `note` is given
     the exchange for the endpoint's CloudWatch metrics, whatever its outcome (tries.py)."""
@@ -76,7 +79,8 @@ def forward(
         choice = tries.choose(prefer=_cache.holders(model_name))
         status = 0
         try:
-            answer = _invoke_loaded(router, choice, ctx, endpoint_name, target_model, body, headers)
+            container = _Container(upstream, choice, ctx, endpoint_name)
+            answer = await container.invoke(target_model, body, headers)
             status = answer.status
             return answer, choice
         except (Refused, NoAnswer, TimedOut) as error:
@@ -85,39 +89,94 @@ def forward(
             note(tries.ended(choice, status))
 
 
-def _invoke_loaded(router, choice: Choice, ctx, endpoint_name, target_model, body, headers) -> Answer:
-    backend = choice.backend
-    model_name = multi_model.container_model_name(target_model)
-    pool = router.pool(backend)
-    path = f"/models/{model_name}/invoke"
-    with _cache.in_use(backend.container_name, model_name):
-        _ensure_loaded(pool, choice, ctx, endpoint_name, target_model)
-        answer = blocking_upstream.post(pool, body, headers, path=path)
-        if answer.status == 404:  # unloaded meanwhile by another serving process: load it again, once
-            _cache.unloaded(backend.container_name, model_name)
-            _ensure_loaded(pool, choice, ctx, endpoint_name, target_model)
-            answer = blocking_upstream.post(pool, body, headers, path=path)
-    return answer
+class _Container:
+    """One multi-model container, as one request sees it: its model management and invocations."""
+
+    def __init__(self, upstream: Upstream, choice: Choice, ctx: RequestContext, endpoint_name: str):
+        self.upstream, self.choice, self.ctx, self.endpoint_name = upstream, choice, ctx, endpoint_name
+        self.name = choice.backend.container_name
+
+    async def invoke(self, target_model: str, body: bytes, headers: dict[str, str]) -> Answer:
+        model_name = multi_model.container_model_name(target_model)
+        path = f"/models/{model_name}/invoke"
+        with _cache.in_use(self.name, model_name):
+            await self._ensure_loaded(target_model)
+            answer = await self._exchange(body, headers, path=path)
+            if answer.status == 404:  # unloaded meanwhile by another serving process: load it again, once
+                _cache.unloaded(self.name, model_name)
+                await self._ensure_loaded(target_model)
+                answer = await self._exchange(body, headers, path=path)
+        return answer
+
+    async def _exchange(
+        self, body: bytes, headers: dict[str, str], method: str = "POST", path: str = "/invocations"
+    ) -> Answer:
+        backend = self.choice.backend
+        return await self.upstream.post(backend.address, backend.port, body, headers, method, path)
+
+    async def _ensure_loaded(self, target_model: str) -> None:
+        """Load the model into the container unless it has it (a cache hit)."""
+        model_name = multi_model.container_model_name(target_model)
+        if _cache.hit(self.name, model_name):
+            self._note_load(True, 0.0)
+            return
+        started = time.perf_counter()
+        async with _cache.loading_lock(self.name, model_name):
+            if not _cache.hit(self.name, model_name):  # else another request loaded it meanwhile
+                # The download is blocking I/O (S3, the disk): off the loop.
+                await asyncio.to_thread(_stage, self.choice.backend, target_model)
+                await self._load(model_name, target_model)
+        self._note_load(False, time.perf_counter() - started)
+
+    def _note_load(self, hit: bool, waited: float) -> None:
+        variant, count = self.choice.variant_name, _cache.count(self.name)
+        get_model_metrics().record(ModelLoad(self.ctx, self.endpoint_name, variant, hit, waited, count))
+
+    async def _load(self, model_name: str, target_model: str) -> None:
+        """Make room, then `POST /models`; a 507 makes room for one more and loads again, once."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   TARGET_MODEL_HEADER: target_model}
+        request = json.dumps({"model_name": model_name, "url": multi_model.model_url(model_name)}).encode()
+        bound = settings.SAGEPORT_MULTI_MODEL_MAX_LOADED
+        for room in (0, 1):
+            held = await self._listed()
+            for victim in _cache.victims(self.name, held, bound - room):
+                await self._unload(victim)
+            answer = await self._exchange(request, headers, path="/models")
+            if answer.status in (200, 201, 409):  # 409: loaded already (by another serving process)
+                _cache.loaded(self.name, model_name)
+                return
+            if answer.status != INSUFFICIENT_STORAGE or not held:
+                break
+        raise _load_failed(self.ctx, self.endpoint_name, target_model, answer)
+
+    async def _listed(self) -> list[str]:
+        """The models the container holds (`GET /models`, following `nextPageToken`)."""
+        names: list[str] = []
+        token = None
+        for _ in range(MAX_LIST_PAGES):
+            path = "/models" if token is None else f"/models?next_page_token={quote(token, safe='')}"
+            answer = await self._exchange(b"", {"Accept": "application/json"}, method="GET", path=path)
+            if answer.status != 200:
+                return names
+            try:
+                page = json.loads(answer.body or b"{}")
+            except ValueError:  # not the contract's list: what was read so far is all that is known
+                return names
+            if not isinstance(page, dict):
+                return names
+            names += [entry["modelName"] for entry in page.get("models", ()) if "modelName" in entry]
+            token = page.get("nextPageToken")
+            if not token or not isinstance(token, str):
+                break
+        return names
+
+    async def _unload(self, model_name: str) -> None:
+        await self._exchange(b"", {}, method="DELETE", path=f"/models/{model_name}")
+        _cache.unloaded(self.name, model_name)  # a 404 too: it is not there either way
 
 
-def _ensure_loaded(pool, choice: Choice, ctx, endpoint_name: str, target_model: str) -> None:
-    """Load the model into the container unless it has it (a cache hit)."""
-    backend, model_name = choice.backend, multi_model.container_model_name(target_model)
-    container = backend.container_name
-    metrics = get_model_metrics()
-    if _cache.hit(container, model_name):
-        metrics.record(ModelLoad(ctx, endpoint_name, choice.variant_name, True, 0.0, _cache.count(container)))
-        return
-    started = time.perf_counter()
-    with _cache.loading_lock(container, model_name):
-        if not _cache.hit(container, model_name):  # else another request loaded it meanwhile
-            _stage(backend, ctx, target_model)
-            _load(pool, container, model_name, target_model, ctx, endpoint_name)
-    waited = time.perf_counter() - started
-    metrics.record(ModelLoad(ctx, endpoint_name, choice.variant_name, False, waited, _cache.count(container)))
-
-
-def _stage(backend: Backend, ctx: RequestContext, target_model: str) -> None:
+def _stage(backend: Backend, target_model: str) -> None:
     source = backend.multi_model
     try:
         multi_model.stage(source.account_id, source.prefix_uri, target_model, Path(source.models_dir))
@@ -132,53 +191,6 @@ def _stage(backend: Backend, ctx: RequestContext, target_model: str) -> None:
         raise contract.ModelError(f"Failed to load model {target_model}: {error}") from None
     except StorageError as error:  # the store is away (transient): worth a retry by the client
         raise contract.ServiceUnavailable(f"Could not download model {target_model} now: {error}") from None
-
-
-def _load(pool, container: str, model_name: str, target_model: str, ctx, endpoint_name: str) -> None:
-    """Make room, then `POST /models`; a 507 makes room for one more and loads again, once."""
-    headers = {
-        "Content-Type": "application/json", "Accept": "application/json", TARGET_MODEL_HEADER: target_model
-    }
-    request = json.dumps({"model_name": model_name, "url": multi_model.model_url(model_name)}).encode()
-    bound = settings.SAGEPORT_MULTI_MODEL_MAX_LOADED
-    for room in (0, 1):
-        held = _listed(pool)
-        for victim in _cache.victims(container, held, bound - room):
-            _unload(pool, container, victim)
-        answer = blocking_upstream.post(pool, request, headers, path="/models")
-        if answer.status in (200, 201, 409):  # 409: loaded already (by another serving process)
-            _cache.loaded(container, model_name)
-            return
-        if answer.status != INSUFFICIENT_STORAGE or not held:
-            break
-    raise _load_failed(ctx, endpoint_name, target_model, answer)
-
-
-def _listed(pool) -> list[str]:
-    """The models the container holds (`GET /models`, following `nextPageToken`)."""
-    names: list[str] = []
-    token = None
-    for _ in range(MAX_LIST_PAGES):
-        path = "/models" if token is None else f"/models?next_page_token={token}"
-        answer = blocking_upstream.post(pool, b"", {"Accept": "application/json"}, method="GET", path=path)
-        if answer.status != 200:
-            return names
-        try:
-            page = json.loads(answer.body or b"{}")
-        except ValueError:  # not the contract's list: what was read so far is all that is known
-            return names
-        if not isinstance(page, dict):
-            return names
-        names += [entry["modelName"] for entry in page.get("models", ()) if "modelName" in entry]
-        token = page.get("nextPageToken")
-        if not token:
-            break
-    return names
-
-
-def _unload(pool, container: str, model_name: str) -> None:
-    blocking_upstream.post(pool, b"", {}, method="DELETE", path=f"/models/{model_name}")
-    _cache.unloaded(container, model_name)  # a 404 too: it is not there either way
 
 
 def _load_failed(ctx, endpoint_name: str, target_model: str, answer: Answer) -> contract.ModelError:

@@ -1,7 +1,6 @@
 """The data path inside one serving process (the data plane's, or the API's): a routing table in
-memory, kept fresh by a background thread that a routing change wakes at once, the requests in
-flight per container, and (for the API's synchronous view) pooled urllib3 connections
-(blocking_upstream.py).
+memory, kept fresh by a background thread that a routing change wakes at once, and the requests
+in flight per container.
 
 See hosting/runtime_api/routing.py for how the table is refreshed and acknowledged. A request never
 touches Redis and queries the database only for an endpoint its table lacks (or shows unusable):
@@ -21,11 +20,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 import redis
-import urllib3
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 
-from hosting.runtime_api import blocking_upstream, routing
+from hosting.runtime_api import routing
 from hosting.runtime_api.routing import Backend, EndpointRoute, RouteGroup, RoutingTable
 
 log = logging.getLogger(__name__)
@@ -53,7 +51,6 @@ class Router:
         self._version: int | None = None  # the version the table is known to include
         self._loaded_at = 0.0  # when the database read behind the table began (monotonic)
         self._busy: Counter[str] = Counter()
-        self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
         self._started = False
         self._failing: str | None = None  # what the refresh thread last failed on, for the log
 
@@ -134,17 +131,12 @@ class Router:
         began = time.monotonic()
         close_old_connections()
         table = routing.load_table()
-        live = {
-            backend.container_name for route in table.values() for g in route.groups for backend in g.backends
-        }
         with self._lock:
             if version is not None:
                 self._version = version
             if began < self._loaded_at:
                 return
             self._table, self._loaded_at = table, began
-            for name in [name for name in self._pools if name not in live and not self._busy[name]]:
-                self._pools.pop(name).close()
 
     def _publish(self) -> None:
         with self._lock:
@@ -184,14 +176,6 @@ class Router:
     def release(self, choice: Choice) -> None:
         with self._lock:
             self._busy[choice.backend.container_name] -= 1
-
-    def pool(self, backend: Backend) -> urllib3.HTTPConnectionPool:
-        with self._lock:
-            pool = self._pools.get(backend.container_name)
-            if pool is None or (pool.host, pool.port) != (backend.address, backend.port):
-                pool = blocking_upstream.new_pool(backend.address, backend.port)
-                self._pools[backend.container_name] = pool
-            return pool
 
 
 def usable(route: EndpointRoute | None) -> bool:

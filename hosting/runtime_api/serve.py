@@ -15,7 +15,7 @@ import socket
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-APP = "hosting.runtime_api.dataplane:app"
+APP = "hosting.runtime_api.asgi:app"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,8 +8,8 @@ until a container of the variant is InService in this process's routing table: t
 cold start, bounded by the invocation timeout. The slot is given back when the request ends
 (`leave`); a process killed mid-request frees it when it lapses.
 
-Both serving paths use it: the data plane (`admit`, waiting on its event loop) and the API port's
-synchronous view (`admit_blocking`). Without Redis the slots cannot be counted: a request is let
+The data plane's application uses it (`admit`, waiting on its event loop), on both ports
+(api_port.py). Without Redis the slots cannot be counted: a request is let
 through as if it were alone, so an endpoint stays usable (one container at least), unthrottled."""
 
 import asyncio
@@ -76,7 +76,7 @@ async def admit(
     endpoint_name: str,
     request_id: str,
 ) -> Admission | None:
-    """The data plane's admission: None for an instance-based endpoint; raises
+    """The request's admission: None for an instance-based endpoint; raises
     ThrottlingException past MaxConcurrency, ServiceUnavailable when no container started in time."""
     group = serverless_group(route, target)
     if group is None:
@@ -97,31 +97,6 @@ async def _ready(waiting: "_Waiting") -> bool:
     if waiting.must_scale():  # a database transaction and a broker message: off the loop
         return await asyncio.to_thread(waiting.ready)
     return waiting.ready()
-
-
-def admit_blocking(
-    router: Router,
-    route: EndpointRoute,
-    arn: str,
-    target: str | None,
-    ctx: RequestContext,
-    endpoint_name: str,
-    request_id: str,
-) -> Admission | None:
-    """`admit` for the API port's synchronous view (a thread of its own per request)."""
-    group = serverless_group(route, target)
-    if group is None:
-        return None
-    admission, taken = _take(group, request_id, endpoint_name)
-    waiting = _Waiting(router, arn, admission, taken)
-    try:
-        while not waiting.ready():
-            waiting.check_deadline(ctx, endpoint_name)
-            time.sleep(WAIT_STEP_SECONDS)
-    except BaseException:
-        leave(admission)
-        raise
-    return admission
 
 
 def refuse_stream(route: EndpointRoute, endpoint_name: str) -> None:

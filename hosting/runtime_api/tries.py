@@ -1,7 +1,7 @@
-"""The containers one InvokeEndpoint request is sent to, in turn, as both forwarding paths (the
-data plane's dataplane.py and the API port's invocations.py) try them: one that refuses the
-connection (nothing was sent, exchange.Refused) is avoided and another one chosen, any other
-failure ends the request with the error InvokeEndpoint answers (contract.py)."""
+"""The containers one InvokeEndpoint request is sent to, in turn (dataplane.py, streaming.py and
+multi_model.py try them so): one that refuses the connection (nothing was sent,
+exchange.Refused) is avoided and another one chosen, any other failure ends the request with the
+error InvokeEndpoint answers (contract.py)."""
 
 import time
 

@@ -1,6 +1,7 @@
-"""The data plane's connections to the serving containers: an HTTP/1.1 client of its own on
-httptools' parser (uvicorn's), for InvokeEndpoint's answers read whole and for streamed answers
-read piece by piece.
+"""The data plane's connections to the serving containers (on both ports: api_port.py runs the same
+application): an HTTP/1.1 client of its own on httptools' parser (uvicorn's), for InvokeEndpoint's
+answers read whole, streamed answers read piece by piece, and a multi-model container's model
+management (`GET`/`POST`/`DELETE /models...`).
 
 Why not aiohttp's client, which the data plane used before: its reader costs several Python calls
 for every piece it hands out (its chunk bookkeeping, then a `resume_reading` that re-enters the
@@ -13,11 +14,11 @@ the socket delivered), which the reader takes all at once.
 
 Connections are kept alive per container between requests (a request pays no TCP handshake, and
 no new port through Docker's proxy), reused most recent first and closed after IDLE_SECONDS
-unused. What they share with the API port's connections (blocking_upstream.py) is exchange.py's:
-socket options, the 250 ms connect (else Refused), the invocation timeout over the whole
-exchange, body included (else TimedOut), the outcomes, and when a request goes again on a new
-connection (a reused one that failed before any answer: exchange.may_send_again). Back pressure:
-the container's socket is not read while more than HIGH_WATER bytes of its answer wait."""
+unused. exchange.py holds what a request's exchange with a container is held to: socket options,
+the 250 ms connect (else Refused), the invocation timeout over the whole exchange, body included
+(else TimedOut), the outcomes, and when a request goes again on a new connection (a reused one
+that failed before any answer: exchange.may_send_again). Back pressure: the container's socket
+is not read while more than HIGH_WATER bytes of its answer wait."""
 
 import asyncio
 import ipaddress
@@ -42,6 +43,7 @@ HIGH_WATER = 256 * 1024  # bytes of an answer queued before its container's sock
 LOW_WATER = HIGH_WATER // 4  # ... and read again once the queue is down to this
 IDLE_SECONDS = 15.0  # a kept-alive connection unused this long is closed
 _BREAKS_A_LINE = re.compile("[\r\n]")
+_SPLITS_THE_LINE = re.compile("[\r\n ]")
 
 
 class Exchange(asyncio.Protocol):
@@ -226,20 +228,26 @@ class Upstream:
         self._timeout = timeout_seconds
         self._idle: dict[tuple[str, int], list[Exchange]] = {}
 
-    async def post(self, address: str, port: int, body: bytes, headers: Mapping[str, str]) -> Answer:
-        """POST /invocations to a container and read the whole answer; raises Refused, NoAnswer
-        or TimedOut."""
-        exchange = await self.send(address, port, body, headers)
+    async def post(
+        self, address: str, port: int, body: bytes, headers: Mapping[str, str],
+        method: str = "POST", path: str = "/invocations",
+    ) -> Answer:
+        """POST /invocations (or `method` `path`: a multi-model container's model management) to
+        a container and read the whole answer; raises Refused, NoAnswer or TimedOut."""
+        exchange = await self.send(address, port, body, headers, method, path)
         try:
             return Answer(exchange.status, exchange.headers, await exchange.read_whole())
         finally:
             exchange.release()
 
-    async def send(self, address: str, port: int, body: bytes, headers: Mapping[str, str]) -> Exchange:
-        """POST /invocations to a container, returning once the answer's head arrived (its body
-        is left to `take`, then `release()`). Raises Refused, NoAnswer or TimedOut."""
+    async def send(
+        self, address: str, port: int, body: bytes, headers: Mapping[str, str],
+        method: str = "POST", path: str = "/invocations",
+    ) -> Exchange:
+        """POST /invocations (or `method` `path`) to a container, returning once the answer's head
+        arrived (its body is left to `take`, then `release()`). Raises Refused, NoAnswer or TimedOut."""
         deadline = asyncio.get_running_loop().time() + self._timeout
-        request = _request(address, port, body, headers)
+        request = _request(address, port, body, headers, method, path)
         connection = self._kept(address, port)
         if connection is not None:
             try:
@@ -325,10 +333,14 @@ async def _connected(loop: asyncio.AbstractEventLoop, sock: socket.socket, addre
     await loop.sock_connect(sock, (target, port))
 
 
-def _request(address: str, port: int, body: bytes, headers: Mapping[str, str]) -> bytes:
+def _request(
+    address: str, port: int, body: bytes, headers: Mapping[str, str], method: str, path: str
+) -> bytes:
     """The request: Host, the headers given, the body's length; the body."""
+    if _SPLITS_THE_LINE.search(method) or _SPLITS_THE_LINE.search(path):
+        raise ValueError(f"a space or a newline in {method!r} {path!r} would break the request line")
     host = f"[{address}]" if ":" in address else address
-    lines = [f"POST /invocations HTTP/1.1\r\nHost: {host}:{port}\r\n"]
+    lines = [f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"]
     for name, value in headers.items():
         if _BREAKS_A_LINE.search(name) or _BREAKS_A_LINE.search(value):
             raise ValueError(f"a newline in the header {name!r} would end the request's head")

@@ -97,10 +97,15 @@ def test_each_target_model_answers_and_the_least_recently_used_is_evicted_and_re
     assert statistic("ModelLoadedCount", "Maximum") == 2
 
 
-def test_target_model_errors_are_sagemaker_s(runtime, endpoint, bucket, hosting, probe_image):
+def test_target_model_errors_are_sagemaker_s(stack, runtime, endpoint, bucket, hosting, probe_image):
     code, message = error_of(lambda: predict(runtime, endpoint, "nope.tar.gz"))
     assert code == "ValidationError"
     assert message.startswith(f"Failed to download model data(bucket: {bucket}, key: models/nope.tar.gz).")
+    # The API's port (what containers reach) serves the same application: loads, answers, refusals.
+    through_the_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url)
+    assert predict(through_the_api, endpoint, "model-b.tar.gz")["prediction"] == 20
+    code, message = error_of(lambda: predict(through_the_api, endpoint, "nope.tar.gz"))
+    assert (code, message.startswith("Failed to download model data(")) == ("ValidationError", True)
 
     code, message = error_of(lambda: invoke_json(runtime, endpoint))
     assert (code, "needs a TargetModel" in message) == ("ValidationError", True)

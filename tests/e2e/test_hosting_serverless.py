@@ -107,7 +107,9 @@ def test_requests_past_max_concurrency_are_throttled(stack, sagemaker, hosting, 
         target=lambda: slow.update(invoke_json(runtime, name, {"sleep": 3})), daemon=True
     )
     holder.start()
-    other = stack.client("sagemaker-runtime", config=runtime.meta.config)
+    # On the API's port: the slots are counted across every serving process, and the same
+    # application admits the request there.
+    other = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url, config=runtime.meta.config)
 
     def throttled() -> tuple | None:
         try:

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 from django.test import Client
 
 from hosting.models import SageMakerModel
+from tests.unit.hosting.runtime_api.api_port_app import serve_with
 from tests.unit.protocol.conftest import ENDPOINT_URL, REGION, replay
 
 ROLE = "arn:aws:iam::210987654321:role/SageMakerRole"
@@ -192,16 +193,18 @@ def test_runtime_headers_forwarded_to_the_model_must_be_signed(access_key, heade
 
 
 class _NoEndpoints:
+    def lookup(self, arn):
+        return None
+
     def route(self, arn):
         return None
 
 
 def test_stock_botocore_runtime_requests_with_every_header_pass_authentication(make_client, monkeypatch):
     """botocore signs every header it sends, so its requests meet the stricter rules."""
-    monkeypatch.setattr("hosting.runtime_api.invocations.get_router", _NoEndpoints)
     runtime, _ = make_client("sagemaker-runtime")
 
-    with pytest.raises(runtime.exceptions.ValidationError) as raised:
+    with serve_with(monkeypatch, _NoEndpoints()), pytest.raises(runtime.exceptions.ValidationError) as raised:
         runtime.invoke_endpoint(
             EndpointName="e1",
             Body=b"1,2,3",

@@ -232,7 +232,7 @@ def test_a_failure_outside_the_views_is_an_internal_failure_in_json(db, monkeypa
     def broken(self, request):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("hosting.runtime_api.invocations.RuntimeApiMiddleware.__call__", broken)
+    monkeypatch.setattr("hosting.runtime_api.api_port.RuntimeApiMiddleware.__call__", broken)
 
     response = Client(raise_request_exception=False).post("/endpoints/e1/invocations")
 

@@ -1,4 +1,4 @@
-"""InvokeEndpoint on the API's port (invocations.py, the port containers and single-URL clients use)
+"""InvokeEndpoint on the API's port (api_port.py, the port containers and single-URL clients use)
 when a container's host is lost: a request sent on a kept-alive connection to it is never
 acknowledged, yet it is answered by a live container of the endpoint within about a second,
 as on the data plane (hosting/runtime_api/exchange.py), not after the invocation timeout.
@@ -21,10 +21,11 @@ import pytest
 from accounts.accesskeys import create_access_key
 from capacity.models import Node
 from hosting.models import ServingContainer
-from hosting.runtime_api import invocation_metrics, invocations
+from hosting.runtime_api import invocation_metrics
 from hosting.runtime_api.invocation_metrics import InvocationMetrics
 from hosting.runtime_api.router import Router
 from tests.e2e.netns_forwarder import inside
+from tests.unit.hosting.runtime_api.api_port_app import serve_with
 from tests.unit.hosting.runtime_api.test_routing import container, deployment, endpoint
 from tests.unit.protocol.conftest import access_key, make_client  # noqa: F401  (fixtures)
 
@@ -77,7 +78,7 @@ def models(namespace):
 
 
 @pytest.fixture
-def chosen(monkeypatch) -> list[str]:
+def chosen(monkeypatch):
     """The containers the API's router picks, in turn (its refresh thread and the CloudWatch
     metrics' flush thread are not started)."""
     monkeypatch.setattr(Router, "_refresh_forever", lambda self: None)
@@ -91,8 +92,8 @@ def chosen(monkeypatch) -> list[str]:
         return choice
 
     monkeypatch.setattr(router, "choose", noted)
-    monkeypatch.setattr(invocations, "get_router", lambda: router)
-    return picks
+    with serve_with(monkeypatch, router):  # its loop started by the first request: in the namespace
+        yield picks
 
 
 def test_a_request_on_a_connection_to_a_lost_host_is_answered_by_a_live_container(

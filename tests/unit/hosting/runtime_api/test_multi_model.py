@@ -2,6 +2,7 @@
 container is full (LRU), where a model's requests go, and the load/unload exchanges with the
 example multi-model container (examples/multi_model/serve.py, run in this process)."""
 
+import asyncio
 import importlib.util
 import json
 import threading
@@ -11,10 +12,10 @@ import pytest
 
 from hosting import multi_model as hosting_multi_model
 from hosting.runtime_api import contract, multi_model, multi_model_metrics
-from hosting.runtime_api.blocking_upstream import new_pool
 from hosting.runtime_api.model_cache import ModelCache
 from hosting.runtime_api.router import Choice, Router
 from hosting.runtime_api.routing import Backend, EndpointRoute, MultiModelSource, RouteGroup
+from hosting.runtime_api.upstream import Upstream
 from protocol.context import RequestContext
 
 ARN = "arn:aws:sagemaker:us-east-1:111111111111:endpoint/mme"
@@ -111,16 +112,13 @@ class OneContainer:
     """The router's part that multi_model.forward uses, with one container."""
 
     def __init__(self, backend: Backend):
-        self.backend, self._pool = backend, new_pool(backend.address, backend.port)
+        self.backend = backend
 
     def choose(self, arn, target, avoid, prefer=frozenset()):
         return Choice("AllTraffic", self.backend)
 
     def release(self, choice):
         pass
-
-    def pool(self, backend):
-        return self._pool
 
 
 @pytest.fixture
@@ -147,14 +145,28 @@ def staged(tmp_path, monkeypatch, settings):
     return recorded
 
 
-def invoke(router, target_model: str, value: float = 10) -> dict:
+async def forward(upstream: Upstream, router, target_model: str, body: bytes):
     headers = {"Content-Type": "application/json", multi_model.TARGET_MODEL_HEADER: target_model}
     params = {"TargetModel": target_model}
-    answer, _ = multi_model.forward(
-        router, ARN, CTX, "mme", params, json.dumps(value).encode(), headers, lambda invocation: None
+    answer, _ = await multi_model.forward(
+        router, upstream, ARN, CTX, "mme", params, body, headers, lambda invocation: None
     )
     assert answer.status == 200, answer.body
     return json.loads(answer.body)
+
+
+async def at_once(router, *target_models: str, value: float = 10) -> list[dict]:
+    """The requests sent together, on one event loop as the data plane sends them."""
+    upstream = Upstream(5.0)
+    try:
+        body = json.dumps(value).encode()
+        return await asyncio.gather(*(forward(upstream, router, model, body) for model in target_models))
+    finally:
+        await upstream.close()
+
+
+def invoke(router, target_model: str, value: float = 10) -> dict:
+    return asyncio.run(at_once(router, target_model, value=value))[0]
 
 
 def test_each_model_answers_with_its_own_data_and_the_least_recently_used_one_is_unloaded(container, staged):
@@ -194,10 +206,13 @@ def test_a_model_the_container_cannot_load_is_a_model_error(container, staged):
     invoke(router, "a.tar.gz")
 
     with pytest.raises(contract.ModelError, match="Failed to load model broken.tar.gz"):
-        multi_model.forward(
-            router, ARN, CTX, "mme", {"TargetModel": "broken.tar.gz"}, b"1",
-            {multi_model.TARGET_MODEL_HEADER: "broken.tar.gz"}, lambda invocation: None,
-        )
+        invoke(router, "broken.tar.gz")
+
+
+def test_requests_for_a_model_not_loaded_yet_wait_for_one_load(container, staged):
+    answers = asyncio.run(at_once(OneContainer(container), *["a.tar.gz"] * 4))
+
+    assert [answer["loads"] for answer in answers] == [1, 1, 1, 1]
 
 
 def test_a_model_a_request_is_about_to_invoke_is_not_unloaded():

@@ -57,9 +57,13 @@ def slots(monkeypatch):
     return state
 
 
+def admit(router, route, arn, target, ctx, endpoint_name, request_id):
+    return asyncio.run(serverless_gate.admit(router, route, arn, target, ctx, endpoint_name, request_id))
+
+
 def test_a_warm_container_serves_at_once_without_scaling(slots):
     router = _Router(_route(desired=1, backends=1))
-    admission = serverless_gate.admit_blocking(router, router.route, ARN, None, CTX, "e", "r1")
+    admission = admit(router, router.route, ARN, None, CTX, "e", "r1")
     assert admission.variant_name == "AllTraffic" and slots["held"] == ["r1"]
     assert slots["scaled"] == []
     serverless_gate.leave(admission)
@@ -69,9 +73,9 @@ def test_a_warm_container_serves_at_once_without_scaling(slots):
 def test_requests_past_max_concurrency_are_throttled(slots):
     router = _Router(_route(desired=2, backends=2, max_concurrency=2))
     for request_id in ("r1", "r2"):
-        serverless_gate.admit_blocking(router, router.route, ARN, None, CTX, "e", request_id)
+        admit(router, router.route, ARN, None, CTX, "e", request_id)
     with pytest.raises(serverless_gate.ThrottlingException) as throttled:
-        serverless_gate.admit_blocking(router, router.route, ARN, None, CTX, "e", "r3")
+        admit(router, router.route, ARN, None, CTX, "e", "r3")
     assert (throttled.value.code, throttled.value.status) == ("ThrottlingException", 400)
     assert "MaxConcurrency of 2" in str(throttled.value)
 
@@ -89,11 +93,11 @@ def test_a_cold_start_past_the_invocation_timeout_gives_the_slot_back(slots, set
     settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS = 0.2
     router = _Router(_route(desired=0))
     with pytest.raises(ServiceUnavailable, match="cold start"):
-        serverless_gate.admit_blocking(router, router.route, ARN, None, CTX, "e", "r1")
+        admit(router, router.route, ARN, None, CTX, "e", "r1")
     assert slots["held"] == []
 
 
-def test_the_data_plane_waits_on_its_loop_and_gives_the_slot_back(slots, settings):
+def test_the_wait_is_on_the_loop_and_the_slot_is_given_back_either_way(slots, settings):
     settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS = 0.2
     router = _Router(_route(desired=0))
     with pytest.raises(ServiceUnavailable):
@@ -107,7 +111,7 @@ def test_the_data_plane_waits_on_its_loop_and_gives_the_slot_back(slots, setting
 
 def test_instance_based_endpoints_are_not_gated(slots):
     route = EndpointRoute("e", "a", "r", "InService", (RouteGroup("v", 1.0, ()),))
-    assert serverless_gate.admit_blocking(_Router(route), route, ARN, None, CTX, "e", "r1") is None
+    assert admit(_Router(route), route, ARN, None, CTX, "e", "r1") is None
     serverless_gate.refuse_stream(route, "e")
     with pytest.raises(Exception, match="InvokeEndpointWithResponseStream is not supported"):
         serverless_gate.refuse_stream(_route(0), "e")

@@ -218,6 +218,25 @@ def test_a_header_value_with_a_newline_is_never_sent():
     assert run(scenario) == []
 
 
+def test_model_management_requests_go_on_the_same_connections_with_their_method_and_path():
+    async def scenario():
+        client = Upstream(timeout_seconds=5)
+        async with Container(lambda n: answer_of(b"{}")) as container:
+            listed = await client.post("127.0.0.1", container.port, b"", {}, method="GET", path="/models")
+            invoked = await client.post("127.0.0.1", container.port, b"1", {}, path="/models/m1/invoke")
+            with pytest.raises(ValueError, match="request line"):
+                await client.post("127.0.0.1", container.port, b"", {}, method="GET", path="/models?a b")
+            await client.close()
+            return (listed.status, invoked.status), container
+
+    statuses, container = run(scenario)
+    assert statuses == (200, 200)
+    assert [head.split(b"\r\n")[0] for head in container.heads] == [
+        b"GET /models HTTP/1.1", b"POST /models/m1/invoke HTTP/1.1"
+    ]
+    assert container.connections == 1
+
+
 def test_a_kept_connection_unused_for_the_idle_time_is_closed(monkeypatch):
     monkeypatch.setattr(upstream, "IDLE_SECONDS", 0.05)
 
