@@ -25,13 +25,14 @@ from protocol.errors import (
     UnknownOperationException,
 )
 from protocol.serialization import AMZ_JSON_11, REST_JSON, error_response
+from protocol.shapes import last_path_segments
 from protocol.views import json_protocol_view
 
 # Paths that serve HTML on purpose: the admin site, the console and their static files.
 _HTML_PREFIXES = ("/admin/", "/console/", "/static/")
 # Operations endpoints answer with their own bodies (a 503 from /readyz names the failing part).
 _OWN_BODY_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-_RUNTIME_SUFFIX = "/invocations"
+_RUNTIME_SUFFIXES = last_path_segments("sagemaker-runtime")  # the runtime API's paths end so
 # The Kubernetes-style API (elastic/kube/): its clients read Kubernetes JSON, errors included.
 _KUBERNETES_PATHS = frozenset({"/version", "/version/", "/api", "/apis"})
 _KUBERNETES_PREFIXES = ("/api/", "/apis/")
@@ -44,7 +45,7 @@ class AwsErrorsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if "x-amz-target" in request.headers:
             return json_protocol_view(request)
-        own_protocol = request.path_info.endswith(_RUNTIME_SUFFIX) or _is_kubernetes(request.path_info)
+        own_protocol = request.path_info.endswith(_RUNTIME_SUFFIXES) or _is_kubernetes(request.path_info)
         if not own_protocol:  # a model may take any body and header; Kubernetes clients send JSON
             if cbor.is_cbor_request(request):
                 return cbor.cbor_protocol_view(request)
@@ -58,7 +59,7 @@ class AwsErrorsMiddleware:
         if _is_kubernetes(request.path_info):
             is_ours = response.get("Content-Type") == "application/json"
             return response if is_ours else _kubernetes_status(response)
-        content_type = REST_JSON if request.path_info.endswith(_RUNTIME_SUFFIX) else AMZ_JSON_11
+        content_type = REST_JSON if request.path_info.endswith(_RUNTIME_SUFFIXES) else AMZ_JSON_11
         error = _error_for(response.status_code, request)
         return error_response(error, str(uuid.uuid4()), content_type=content_type)
 

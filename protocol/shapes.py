@@ -20,6 +20,15 @@ def operation_model(botocore_name: str, operation: str) -> OperationModel | None
     return model.operation_model(operation)
 
 
+@cache
+def last_path_segments(botocore_name: str) -> tuple[str, ...]:
+    """The last segment of every operation's path ("/invocations", ...): what tells a REST
+    service's requests apart by their path alone."""
+    model = service_model(botocore_name)
+    uris = (model.operation_model(operation).http["requestUri"] for operation in model.operation_names)
+    return tuple(sorted({"/" + uri.split("?")[0].rsplit("/", 1)[-1] for uri in uris}))
+
+
 @lru_cache(maxsize=1)
 def _session() -> botocore.session.Session:
     return botocore.session.get_session()

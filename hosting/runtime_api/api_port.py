@@ -3,23 +3,21 @@ runtime requests Django receives there, so that one implementation serves both p
 
 Clients are pointed at the data plane (its own port, built for this path). The API's port serves
 the containers, which reach only the API (through their forwarder, gateway/), and clients given a
-single endpoint URL. Each API process runs the data plane's application on an event loop of its
-own, in a thread started by the process's first runtime request (after gunicorn's fork); Django's
-view hands it the request as ASGI messages and waits for the answer, read whole. Streams are not
-served here: the API's threads are too few to be held by them (contract.DATA_PLANE_ONLY), and
-the application answers them as an unserved operation naming the data plane's port.
+single endpoint URL. Each of gunicorn's request threads runs the application on an event loop of
+its own, made on the thread's first runtime request: Django's view hands it the request as ASGI
+messages and runs the loop until the answer, read whole, is complete. The loop serves that one
+request, so what the application does off its loop elsewhere (`asyncio.to_thread`: the database,
+Redis, S3) runs inline here (`_InThisThread`), on Django's database connection for the thread,
+as for every API request. Measured against one loop per process in a thread of its own, which
+every request handed its work to and waited on: 960 and 929 req/s against 907 and 817, signed
+InvokeEndpoint with 8 clients, alternate stacks (docs/performance.md).
 
-What the application does off its loop (the database, Redis, S3: `asyncio.to_thread`) runs in
-the request's own thread, which waits for the answer anyway (`_RequestThread`): the database is
-used from the thread Django handles the request in, on that thread's connection, as for every
-other API request, and an API process opens no connections of its own for the runtime API."""
+Streams are not served here: the API's threads are too few to be held by them
+(contract.DATA_PLANE_ONLY), and the application answers them as an unserved operation naming the
+data plane's port."""
 
 import asyncio
-import contextvars
-import functools
 import logging
-import os
-import queue
 import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,17 +27,18 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import resolve
 
 from hosting.runtime_api import contract
-from hosting.runtime_api.dataplane import DataPlane, serving_app
+from hosting.runtime_api.dataplane import serving_app
 from protocol.authentication import raw_target
 from protocol.errors import InternalFailure
 from protocol.limits import declared_length
 from protocol.serialization import REST_JSON, error_response
+from protocol.shapes import last_path_segments
 
 log = logging.getLogger(__name__)
 
-# The last part of every runtime path (contract.runtime_path_suffixes): the control plane's
-# requests are told apart by it before any URL is resolved.
-_SUFFIXES = contract.runtime_path_suffixes()
+# The last part of every runtime path: the control plane's requests are told apart by it before
+# any URL is resolved.
+_SUFFIXES = last_path_segments("sagemaker-runtime")
 
 
 class RuntimeApiMiddleware:
@@ -62,103 +61,59 @@ class RuntimeApiMiddleware:
 def runtime_view(request: HttpRequest, **_path_parts) -> HttpResponse:
     """Every runtime path (the data plane tells the operations apart, as on its own port)."""
     try:
-        return _served(request, _process_loop())
+        return _served(request, _thread_serving())
     except Exception:
         log.exception("runtime request not served on the API port")
         error = InternalFailure("An internal error occurred.")
         return error_response(error, str(uuid.uuid4()), content_type=REST_JSON)
 
 
-class _ServingLoop:
-    """This process's event loop, in a thread of its own, and the application it runs."""
+class _ThreadServing:
+    """A request thread's event loop and application."""
 
-    def __init__(self, app: DataPlane):
-        self.app = app
+    def __init__(self):
         self.loop = uvloop.new_event_loop()
-        self.loop.set_default_executor(_RequestThreads())
-        threading.Thread(target=self.loop.run_forever, name="runtime-api", daemon=True).start()
-
-    def answer(self, exchange) -> None:
-        """Run the application's exchange on the loop; return once it is over."""
-        waiting = _RequestThread()
-
-        async def run() -> None:
-            _request_thread.set(waiting)  # in this task's context: what it hands off goes to `waiting`
-            await exchange
-
-        waiting.serve_until(asyncio.run_coroutine_threadsafe(run(), self.loop))
+        self.loop.set_default_executor(_InThisThread())
+        self.app = serving_app(streams=False)
 
 
-class _RequestThread:
-    """A request's thread while it waits for its answer: it runs what the application hands off."""
-
-    def __init__(self):
-        self._work: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._waiting = True
-
-    def take(self, call) -> Future | None:
-        """`call`'s future, to be run by the waiting thread; None once it no longer waits."""
-        with self._lock:
-            if not self._waiting:
-                return None
-            future: Future = Future()
-            self._work.put((call, future))
-            return future
-
-    def serve_until(self, answered: Future) -> None:
-        answered.add_done_callback(lambda _: self._work.put(None))
-        while (work := self._work.get()) is not None:
-            _run(*work)
-        with self._lock:
-            self._waiting = False
-        while not self._work.empty():  # handed off as the answer ended: still run, not dropped
-            if (work := self._work.get()) is not None:
-                _run(*work)
-        answered.result()
+_threads = threading.local()
 
 
-def _run(call, future: Future) -> None:
-    if future.set_running_or_notify_cancel():
-        try:
-            future.set_result(call())
-        except BaseException as error:
-            future.set_exception(error)
+def _thread_serving() -> _ThreadServing:
+    """Built on the thread's first runtime request, in that thread (gunicorn's threads start
+    after its fork, so no loop crosses it)."""
+    serving = getattr(_threads, "serving", None)
+    if serving is None:
+        serving = _threads.serving = _ThreadServing()
+    return serving
 
 
-# The request thread of the task running on the loop (unset outside a request's task).
-_request_thread: contextvars.ContextVar[_RequestThread | None] = contextvars.ContextVar(
-    "runtime_api_request_thread", default=None
-)
-
-
-class _RequestThreads(ThreadPoolExecutor):
-    """The loop's executor: work handed off by a request's task goes to its waiting thread; any
-    other (none is expected) to a thread of the pool."""
+class _InThisThread(ThreadPoolExecutor):
+    """The loop's executor: what the application hands off its loop runs at once, in the request's
+    thread. Django's ORM refuses to run while a loop runs in its thread; this loop waits on the
+    call, so it is set aside for the call's length."""
 
     def __init__(self):
-        super().__init__(max_workers=2, thread_name_prefix="runtime-api-spare")
+        super().__init__(max_workers=1)  # never started: nothing is submitted to the pool itself
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        waiting = _request_thread.get()
-        call = functools.partial(fn, *args, **kwargs)
-        future = waiting.take(call) if waiting is not None else None
-        return future if future is not None else super().submit(call)
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        running = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(None)
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:
+            future.set_exception(error)
+        finally:
+            asyncio.events._set_running_loop(running)
+        return future
 
 
-@functools.cache
-def _loop_of(process_id: int) -> _ServingLoop:
-    return _ServingLoop(serving_app(streams=False))
-
-
-def _process_loop() -> _ServingLoop:
-    """Created in the process that serves (a loop's thread does not survive a fork)."""
-    return _loop_of(os.getpid())
-
-
-def _served(request: HttpRequest, serving: _ServingLoop) -> HttpResponse:
+def _served(request: HttpRequest, serving: _ThreadServing) -> HttpResponse:
     answer = _Answer()
-    serving.answer(serving.app(_scope(request), _Receive(_body(request)), answer.take))
+    serving.loop.run_until_complete(serving.app(_scope(request), _Receive(_body(request)), answer.take))
     return answer.response()
 
 
@@ -214,5 +169,6 @@ class _Answer:
         response = HttpResponse(b"".join(self.parts), status=self.status)
         del response["Content-Type"]  # only the application's, when it gives one
         for name, value in self.headers:
-            response[name.decode("latin-1")] = value.decode("latin-1")
+            if name != b"date":  # gunicorn dates every answer itself
+                response[name.decode("latin-1")] = value.decode("latin-1")
         return response

@@ -108,13 +108,6 @@ def runtime_paths() -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-def runtime_path_suffixes() -> tuple[str, ...]:
-    """The last segment of every runtime operation's path ("/invocations", ...)."""
-    model = service_model("sagemaker-runtime")
-    uris = (model.operation_model(operation).http["requestUri"] for operation in model.operation_names)
-    return tuple(sorted({"/" + uri.rsplit("/", 1)[-1] for uri in uris}))
-
-
 def unserved_paths() -> tuple[tuple[str, str], ...]:
     """(path pattern, operation) of every sagemaker-runtime operation not served on both ports
     (InvokeEndpointWithResponseStream's, which the data plane matches before asking, and any the

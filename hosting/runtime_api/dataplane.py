@@ -2,16 +2,16 @@
 port of its own, a raw ASGI app served by uvicorn (asgi.py; devstack/stack.py `runtime_spec`).
 The API's port serves the same app (api_port.py): one implementation of the runtime API.
 
-Built for the hot path: one event loop per process, no Django request stack. Django is set up
-once for the ORM that only two things use, both off the loop in a thread: the routing table's
-loads (hosting/runtime_api/router.py, refreshed in the background when a change is announced) and
-an access key not yet remembered (accounts/accesskeys.py). A request reads its body (≤ 6 MB),
-verifies SigV4 (protocol/sigv4.py, with cached signing keys), validates its headers against the
-botocore shape, picks a container from the in-memory table (counted in flight there for drains),
-and forwards over a pooled keep-alive connection (upstream.py). InvokeEndpointAsync is queued
-(async_invocations.py); the other runtime operations' paths answer 501 NotImplementedException
-once authenticated. Refusals,
-routing and errors are contract.py's."""
+Built for the hot path: one event loop per process, no Django request stack. Django (set up by
+asgi.py) is there for the ORM, used only off the loop (a thread): the routing table's loads
+(hosting/runtime_api/router.py, refreshed in the background when a change is announced), an
+access key not yet remembered (accounts/accesskeys.py), the asynchronous queue, the serverless
+slots. A request reads its body (≤ 6 MB), verifies SigV4 (protocol/sigv4.py, with cached signing
+keys), validates its headers against the botocore shape, picks a container from the in-memory
+table (counted in flight there for drains), and forwards over a pooled keep-alive connection
+(upstream.py). InvokeEndpointAsync is queued (async_invocations.py); the other runtime
+operations' paths answer 501 NotImplementedException once authenticated. Refusals, routing and
+errors are contract.py's."""
 
 import asyncio
 import email.utils

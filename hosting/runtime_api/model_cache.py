@@ -18,7 +18,7 @@ class ModelCache:
     def __init__(self):
         self._lock = threading.Lock()
         self._loaded: dict[str, OrderedDict[str, None]] = {}  # container -> models, oldest first
-        self._loading: dict[tuple[str, str], asyncio.Lock] = {}
+        self._loading: dict[tuple[asyncio.AbstractEventLoop, str, str], asyncio.Lock] = {}
         self._in_use: Counter[tuple[str, str]] = Counter()  # requests between load and answer
 
     def holders(self, model_name: str) -> frozenset[str]:
@@ -77,7 +77,10 @@ class ModelCache:
                     del self._in_use[key]
 
     def loading_lock(self, container: str, model_name: str) -> asyncio.Lock:
-        """Held while the model is loaded into the container: concurrent requests for it wait for
-        one load instead of each loading it (requests of the serving process's one event loop)."""
+        """Held while the model is loaded into the container: concurrent requests for it on the
+        running event loop wait for one load instead of each loading it. Requests on other loops
+        (the API port runs one per thread) load it themselves: the container answers the second
+        load 409, which is success."""
+        key = (asyncio.get_running_loop(), container, model_name)
         with self._lock:
-            return self._loading.setdefault((container, model_name), asyncio.Lock())
+            return self._loading.setdefault(key, asyncio.Lock())

@@ -172,7 +172,7 @@ class _Container:
         return names
 
     async def _unload(self, model_name: str) -> None:
-        await self._exchange(b"", {}, method="DELETE", path=f"/models/{model_name}")
+        await self._exchange(b"", {}, method="DELETE", path=f"/models/{quote(model_name, safe='')}")
         _cache.unloaded(self.name, model_name)  # a 404 too: it is not there either way
 
 

@@ -43,7 +43,7 @@ HIGH_WATER = 256 * 1024  # bytes of an answer queued before its container's sock
 LOW_WATER = HIGH_WATER // 4  # ... and read again once the queue is down to this
 IDLE_SECONDS = 15.0  # a kept-alive connection unused this long is closed
 _BREAKS_A_LINE = re.compile("[\r\n]")
-_SPLITS_THE_LINE = re.compile("[\r\n ]")
+_SPLITS_THE_LINE = re.compile("[\x00-\x20\x7f]")  # what http.client refuses in a request line
 
 
 class Exchange(asyncio.Protocol):
@@ -338,7 +338,7 @@ def _request(
 ) -> bytes:
     """The request: Host, the headers given, the body's length; the body."""
     if _SPLITS_THE_LINE.search(method) or _SPLITS_THE_LINE.search(path):
-        raise ValueError(f"a space or a newline in {method!r} {path!r} would break the request line")
+        raise ValueError(f"a space or a control character in {method!r} {path!r} breaks the request line")
     host = f"[{address}]" if ":" in address else address
     lines = [f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"]
     for name, value in headers.items():

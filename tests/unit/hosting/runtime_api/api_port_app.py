@@ -1,11 +1,9 @@
 """The API port's runtime application (hosting/runtime_api/api_port.py) with a router of the
-test's, on an event loop of its own that the test's first runtime request starts (in that
-thread's network namespace) and that stops when the test ends."""
+test's: each thread's loop is made by its first runtime request (the socket it opens is that
+thread's, in its network namespace) and closed, its connections first, when the test ends."""
 
 import contextlib
-import functools
-
-from django.conf import settings
+import threading
 
 from hosting.runtime_api import api_port
 from hosting.runtime_api.dataplane import DataPlane
@@ -15,16 +13,22 @@ from hosting.runtime_api.upstream import Upstream
 
 @contextlib.contextmanager
 def serve_with(monkeypatch, router: Router):
-    started: list[api_port._ServingLoop] = []
+    made: list[api_port._ThreadServing] = []
 
-    def serving_loop(process_id: int) -> api_port._ServingLoop:
-        upstream = Upstream(settings.SAGEPORT_INVOCATION_TIMEOUT_SECONDS)
-        started.append(api_port._ServingLoop(DataPlane(router, upstream, streams=False)))
-        return started[-1]
+    def serving_app(streams: bool) -> DataPlane:
+        return DataPlane(router, Upstream(timeout_seconds=5), streams)
 
-    monkeypatch.setattr(api_port, "_loop_of", functools.cache(serving_loop))
+    class Noted(api_port._ThreadServing):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(api_port, "serving_app", serving_app)
+    monkeypatch.setattr(api_port, "_ThreadServing", Noted)
+    monkeypatch.setattr(api_port, "_threads", threading.local())
     try:
         yield
     finally:
-        for serving in started:
-            serving.loop.call_soon_threadsafe(serving.loop.stop)
+        for serving in made:
+            serving.loop.run_until_complete(serving.app.upstream.close())
+            serving.loop.close()
