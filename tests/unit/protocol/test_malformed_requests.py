@@ -222,6 +222,15 @@ def test_a_target_is_dispatched_to_the_json_api_on_any_path(db):
     assert_aws_json_error(response, 403, "MissingAuthenticationTokenException", "application/x-amz-json-1.1")
 
 
+@pytest.mark.parametrize("operation", ["invocations", "invocations-response-stream", "async-invocations"])
+def test_a_form_body_on_a_runtime_path_is_the_runtime_s_not_the_query_protocol_s(db, operation):
+    """A model may take a form (ContentType is the caller's): every runtime path answers it."""
+    response = Client().post(f"/endpoints/e1/{operation}", "a=1&Action=ListUsers",
+                             content_type="application/x-www-form-urlencoded")
+
+    assert_aws_json_error(response, 403, "MissingAuthenticationTokenException", "application/json")
+
+
 def test_an_invalid_host_on_the_runtime_path_is_a_rest_json_error(db):
     response = Client().post("/endpoints/e1/invocations", HTTP_HOST="bad host!")
 
