@@ -113,8 +113,20 @@ class _InThisThread(ThreadPoolExecutor):
 
 def _served(request: HttpRequest, serving: _ThreadServing) -> HttpResponse:
     answer = _Answer()
-    serving.loop.run_until_complete(serving.app(_scope(request), _Receive(_body(request)), answer.take))
+    exchange = serving.app(_scope(request), _Receive(_body(request)), answer.take)
+    serving.loop.run_until_complete(_after_idle_events(exchange))
     return answer.response()
+
+
+async def _after_idle_events(exchange) -> None:
+    """The loop stood still since this thread's last request: what its kept connections received
+    meanwhile (a container closing one, or answering unasked, as a server's 408 on an idle
+    connection) is only read now. Two turns of the loop first (one reads, one runs the closes it
+    scheduled), so that such a connection leaves the pool instead of carrying this request, whose
+    answer those bytes would otherwise be taken for."""
+    for _ in range(2):
+        await asyncio.sleep(0)
+    await exchange
 
 
 def _body(request: HttpRequest) -> bytes:

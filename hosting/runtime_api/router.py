@@ -8,7 +8,6 @@ it reads the table under a lock, picks a container, counts itself in flight ther
 travels in the process's ack, so a drain waits for it), and forwards. While Redis or the
 database is away, the refresh thread keeps the last table it could load and requests go on."""
 
-import functools
 import logging
 import os
 import random
@@ -190,7 +189,16 @@ def _weighted_choice(groups: list[RouteGroup]) -> RouteGroup:
     return random.choices(weighted, weights=[group.weight for group in weighted])[0]
 
 
-@functools.cache
+_router: Router | None = None
+_router_lock = threading.Lock()
+
+
 def get_router() -> Router:
-    """The process-wide router (created on the first invocation this process serves)."""
-    return Router()
+    """The process-wide router, created on the first invocation this process serves (the API's
+    request threads may each serve their first at once: one router for all of them)."""
+    global _router
+    if _router is None:
+        with _router_lock:
+            if _router is None:
+                _router = Router()
+    return _router

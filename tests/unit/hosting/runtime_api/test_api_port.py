@@ -3,7 +3,9 @@ boto3 client of the API (as containers reach it) gets the container's answer as 
 data plane does, and what the application does off its loop (the database) runs in the request's
 own thread, on Django's connection for it."""
 
+import socket
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -60,3 +62,62 @@ def test_the_api_port_answers_with_the_container_s_answer_routed_in_the_request_
     # The table was read from the database (rows of this test's transaction) in the test's thread.
     assert table_loads and set(table_loads) == {threading.current_thread().name}
 
+
+
+class _TimesOutIdleConnections(BaseHTTPRequestHandler):
+    """Answers `ok` to each request, then, once the connection idled a moment, says so as some
+    servers do: an unasked `408 Request Timeout`, and closes it. `idle_answered` is set then."""
+
+    protocol_version = "HTTP/1.1"
+    connections = 0
+    idle_answered = threading.Event()
+
+    def handle(self) -> None:
+        type(self).connections += 1
+        self.handle_one_request()
+        self.connection.settimeout(0.1)
+        try:
+            if self.connection.recv(1, socket.MSG_PEEK):
+                return  # another request came first: not the case this server is for
+        except TimeoutError:
+            self.wfile.write(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+                             b"Content-Length: 0\r\n\r\n")
+            self.wfile.flush()
+            type(self).idle_answered.set()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_kept_connection_the_container_spoke_on_while_idle_never_carries_the_next_request(
+    table_loads, make_client  # noqa: F811
+):
+    """The API thread's loop runs only during its requests: what a kept connection received
+    between them is read before the next request is sent, not taken for its answer."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TimesOutIdleConnections)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    container(deployment(endpoint("InService"), "Active", {"A": 1.0}), "A", "blue-a")
+    Node.objects.update(address="127.0.0.1")
+    ServingContainer.objects.update(host_port=server.server_address[1])
+    key = create_access_key(ACCOUNT)
+    runtime, transport = make_client(
+        "sagemaker-runtime", key_id=key.access_key_id, secret=key.secret_access_key, region=REGION
+    )
+    try:
+        runtime.invoke_endpoint(EndpointName="e", Body=b"1")
+        assert _TimesOutIdleConnections.idle_answered.wait(10)
+        runtime.invoke_endpoint(EndpointName="e", Body=b"2")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert transport.responses[-1].content == b"ok"
+    assert _TimesOutIdleConnections.connections == 2  # the second on a new connection
