@@ -24,5 +24,4 @@ RUN python -m compileall -q /app
 # The API (8080) and the InvokeEndpoint data plane (8081: `python -m hosting.runtime_api.serve`,
 # compose.yaml's runtime service).
 EXPOSE 8080 8081
-CMD ["gunicorn", "controlplane.wsgi:application", "--bind", "127.0.0.1:8080", \
-     "--workers", "4", "--worker-class", "gthread", "--threads", "2"]
+CMD ["python", "-m", "controlplane.serve", "--listen", "127.0.0.1:8080"]

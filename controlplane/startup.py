@@ -4,8 +4,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# gunicorn's WORKER_BOOT_ERROR: its master stops instead of starting workers again and again.
-# Any other entry point only needs a non-zero status.
+# Any non-zero status would do (the API's server reads the settings before it starts workers:
+# controlplane/serve.py); 3 is what gunicorn, the API's server before, took for a boot error.
 EXIT_STATUS = 3
 
 

@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn serves it; gunicorn keeps the raw request path SigV4 needs)."""
+"""WSGI entry point (controlplane/serve.py runs it under granian)."""
 import os
 
 from django.core.wsgi import get_wsgi_application

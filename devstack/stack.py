@@ -13,8 +13,8 @@ restarted once stopping has begun. Children get SIGKILL if the supervisor itself
 crashed stack leaves no orphan holding a port.
 
 The API's and the data plane's listening sockets belong to the supervisor, which hands them to
-gunicorn (`--bind fd://N`) and uvicorn (`--fd N`): while either restarts, connections wait in the
-kernel's backlog instead of being refused."""
+granian (controlplane/serve.py) and uvicorn (hosting/runtime_api/serve.py) as `--fd N`: while
+either restarts, connections wait in the kernel's backlog instead of being refused."""
 import ipaddress
 import json
 import logging
@@ -86,7 +86,7 @@ class ServiceSpec:
     ports: tuple[int, ...] = ()  # must be free before start, or readiness could see a stranger
     address: str = LOOPBACK  # the address those ports are on
     leftovers: tuple[Path, ...] = ()  # files the program leaves behind when it stops
-    listener: socket.socket | None = field(default=None, compare=False)  # passed down, kept here
+    listeners: tuple[socket.socket, ...] = field(default=(), compare=False)  # passed down, kept here
     start_timeout: float = 60.0
     stop_timeout: float = 10.0
 
@@ -317,7 +317,7 @@ class Supervisor:
         for port in spec.ports:
             _require_free_port(spec.name, spec.address, port)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        pass_fds = (spec.listener.fileno(),) if spec.listener else ()
+        pass_fds = tuple(listener.fileno() for listener in spec.listeners)
         with open(self.log_path(spec.name), "ab") as log_file:
             return subprocess.Popen(
                 spec.argv, cwd=PROJECT_DIR, env=_child_env(spec), stdin=subprocess.DEVNULL,
@@ -344,8 +344,8 @@ class Supervisor:
         """Kill what is left of a child that supervision has let go of, and its files."""
         _signal_group(child.process, signal.SIGKILL)
         child.process.wait()
-        if child.spec.listener:
-            child.spec.listener.close()
+        for listener in child.spec.listeners:
+            listener.close()
         for path in child.spec.leftovers:
             path.unlink(missing_ok=True)
 
@@ -476,23 +476,19 @@ def platform_s3_key() -> tuple[str, str]:
 
 
 def api_spec(data_dir: Path, address: str, port: int, workers: int = 4) -> ServiceSpec:
-    """Binds the API's port now: the socket outlives every gunicorn that serves it. `workers`:
-    fewer for a test's second API, which few clients use and whose start-up would cost more."""
+    """The API under granian (controlplane/serve.py), on a socket the supervisor binds now: it
+    outlives every server that serves it. `workers`: fewer for a test's second API, which few
+    clients use and whose start-up would cost more."""
     url = f"http://{_url_host(address)}:{port}"
-    listener = _listening_socket("api", address, port)
-    # No access log: formatting a line per request cost InvokeEndpoint ~8% of the API's CPU.
-    # Four processes of 2 threads measured best on 2 cores for Describe/List (bench/api.py: p99
-    # about half of 2 x 8 threads', whose GIL queues made the tail); gunicorn's master replaces a
-    # worker that dies while the others keep serving.
+    listeners = _listening_sockets("api", address, port, count=workers)
     return ServiceSpec(
         name="api",
-        argv=[sys.executable, "-m", "gunicorn", "controlplane.wsgi:application",
-              "--bind", f"fd://{listener.fileno()}", "--workers", str(workers), "--worker-class", "gthread",
-              "--threads", "2"],
+        argv=[sys.executable, "-m", "controlplane.serve",
+              *(argument for listener in listeners for argument in ("--fd", str(listener.fileno())))],
         listens=url,
         ready=lambda: http_answers(f"{url}/"),
         env=_django_env(data_dir),
-        listener=listener,
+        listeners=listeners,
     )
 
 
@@ -501,7 +497,7 @@ def runtime_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
     the supervisor binds now (as the API's). One process: on 2 cores a second one measured no
     faster with bench/invoke.py (the clients and the container need the other core)."""
     url = f"http://{_url_host(address)}:{port}"
-    listener = _listening_socket("runtime", address, port)
+    (listener,) = _listening_sockets("runtime", address, port)
     return ServiceSpec(
         name="runtime",
         argv=[sys.executable, "-m", "hosting.runtime_api.serve", "--fd", str(listener.fileno()),
@@ -509,7 +505,7 @@ def runtime_spec(data_dir: Path, address: str, port: int) -> ServiceSpec:
         listens=url,
         ready=lambda: http_answers(f"{url}/"),
         env=_django_env(data_dir),
-        listener=listener,
+        listeners=(listener,),
     )
 
 
@@ -719,15 +715,29 @@ def _socket_for(address: str) -> socket.socket:
     return socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
 
 
-def _listening_socket(name: str, address: str, port: int) -> socket.socket:
+def _listening_sockets(name: str, address: str, port: int, count: int = 1) -> tuple[socket.socket, ...]:
+    """`count` sockets on one port, one per server process that accepts on its own: with
+    SO_REUSEPORT the kernel spreads new connections over them by their addresses' hash. On one
+    socket shared by all, the process that woke first took a burst of new connections (the API's
+    8 clients on one of its 4 processes halved its throughput in some runs). A plain bind first
+    proves the port free: a group of ours elsewhere would let another SO_REUSEPORT bind join it."""
+    _bound(name, address, port, reuse_port=False).close()
+    listeners = tuple(_bound(name, address, port, reuse_port=count > 1) for _ in range(count))
+    for listener in listeners:
+        listener.listen(LISTEN_BACKLOG)
+    return listeners
+
+
+def _bound(name: str, address: str, port: int, reuse_port: bool) -> socket.socket:
     sock = _socket_for(address)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((address, port))
     except OSError as error:
         sock.close()
         raise ServiceFailed(f"cannot start {name}: {address}:{port} is taken ({error.strerror})") from None
-    sock.listen(LISTEN_BACKLOG)
     return sock
 
 

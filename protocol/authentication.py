@@ -62,7 +62,10 @@ def signed_request(request: HttpRequest) -> sigv4.SignedRequest:
 
 def raw_target(request: HttpRequest) -> str:
     """The request target as the client sent it. The signature covers the undecoded path, so
-    prefer the server's copy of the request line (gunicorn: RAW_URI; uWSGI: REQUEST_URI)."""
+    prefer the server's copy of the request line where it gives one (gunicorn: RAW_URI; uWSGI:
+    REQUEST_URI). granian, the API's server, gives none: the decoded path is quoted again, which
+    is the client's path unless that encoded a reserved character such as a slash (no valid path
+    of the served APIs does)."""
     for key in ("RAW_URI", "REQUEST_URI"):
         if request.META.get(key):
             return request.META[key]

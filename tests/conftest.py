@@ -270,7 +270,7 @@ def stack(supervisor, s3_service, redis_service) -> Iterator[LiveStack]:
         data_dir=data_dir,
         supervisor=supervisor,
     )
-    # Together, before the storage and Redis they use: the worker's warm shutdown and gunicorn's
+    # Together, before the storage and Redis they use: the worker's warm shutdown and the API's
     # take seconds each, which one after the other added up at the end of every session.
     supervisor.stop_together(spec.name for spec in servers)
 

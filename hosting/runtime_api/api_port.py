@@ -3,7 +3,7 @@ runtime requests Django receives there, so that one implementation serves both p
 
 Clients are pointed at the data plane (its own port, built for this path). The API's port serves
 the containers, which reach only the API (through their forwarder, gateway/), and clients given a
-single endpoint URL. Each of gunicorn's request threads runs the application on an event loop of
+single endpoint URL. Each of the API's request threads runs the application on an event loop of
 its own, made on the thread's first runtime request: Django's view hands it the request as ASGI
 messages and runs the loop until the answer, read whole, is complete. The loop serves that one
 request, so what the application does off its loop elsewhere (`asyncio.to_thread`: the database,
@@ -81,8 +81,8 @@ _threads = threading.local()
 
 
 def _thread_serving() -> _ThreadServing:
-    """Built on the thread's first runtime request, in that thread (gunicorn's threads start
-    after its fork, so no loop crosses it)."""
+    """Built on the thread's first runtime request, in that thread (the server's threads start in
+    its worker processes, so no loop crosses a fork)."""
     serving = getattr(_threads, "serving", None)
     if serving is None:
         serving = _threads.serving = _ThreadServing()
@@ -181,6 +181,6 @@ class _Answer:
         response = HttpResponse(b"".join(self.parts), status=self.status)
         del response["Content-Type"]  # only the application's, when it gives one
         for name, value in self.headers:
-            if name != b"date":  # gunicorn dates every answer itself
+            if name != b"date":  # granian dates every answer itself
                 response[name.decode("latin-1")] = value.decode("latin-1")
         return response

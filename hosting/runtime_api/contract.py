@@ -56,7 +56,7 @@ _MEMBERS_BY_HEADER = {
     operation: tuple((member, header.lower()) for member, header in headers.items())
     for operation, headers in (("InvokeEndpoint", REQUEST_HEADERS), (STREAM, STREAM_REQUEST_HEADERS))
 }
-# The operations only the data plane serves: the API port's gunicorn threads are too few to be
+# The operations only the data plane serves: the API port's request threads are too few to be
 # held by streams (its view answers 501 naming the port that serves them).
 DATA_PLANE_ONLY = (STREAM,)
 # Container response headers InvokeEndpoint returns (besides Content-Type).

@@ -11,8 +11,8 @@ invocations up per endpoint variant and minute in memory, and a background threa
 the process exits normally. A process that crashes loses at most the last interval's counts; a
 write that fails (the database away) is kept and tried again at the next flush."""
 
-import atexit
 import logging
+import multiprocessing.util
 import threading
 import time
 from dataclasses import dataclass, field
@@ -115,7 +115,7 @@ _Key = tuple[str, str, str, str, str, int]
 
 class InvocationMetrics:
     """One per process (`get_metrics()`); the flush thread starts with the first invocation, so
-    that it runs in the serving process (gunicorn forks workers after loading the app)."""
+    that it runs in the serving process (not in a server's main process, which forks them)."""
 
     def __init__(self, flush_seconds: float, *, background: bool = True):
         """`background=False`: no flush thread and no flush at exit (tests call `flush`)."""
@@ -139,7 +139,10 @@ class InvocationMetrics:
             if not self._started:
                 self._started = True
                 threading.Thread(target=self._flush_forever, name="invocation-metrics", daemon=True).start()
-                atexit.register(self.flush)
+                # Once more at exit. Not atexit: the API's workers are multiprocessing's children
+                # (granian's), which end with os._exit; multiprocessing runs its finalizers at the
+                # end of its children and, through atexit, of any other process.
+                multiprocessing.util.Finalize(None, self.flush, exitpriority=0)
 
     def flush(self) -> None:
         """Write what was added up since the last flush; on a database error keep it for the next."""

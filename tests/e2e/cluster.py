@@ -119,7 +119,7 @@ class Cluster:
                    what="the cluster's servers and nodes to answer")
 
     def stop(self) -> None:
-        """Stop every server at once (a Celery worker's warm shutdown, gunicorn's, take seconds)."""
+        """Stop every server at once (a Celery worker's warm shutdown, the API's, take seconds)."""
         lost = {spec.name for node in self.nodes if node.lost for spec in node.specs}
         names = [name for name in self.started if name not in lost]
         with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:

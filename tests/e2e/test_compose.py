@@ -184,7 +184,7 @@ def test_the_secret_key_lives_in_the_data_dir_and_survives_recreating_the_api(co
     assert "TrainingJobSummaries" in compose_stack.client("sagemaker").list_training_jobs()
 
 
-def test_stopping_the_stack_reaches_gunicorn_and_celery_through_the_init(compose_stack):
+def test_stopping_the_stack_reaches_the_api_server_and_celery_through_the_init(compose_stack):
     engine = docker.from_env()
     selector = {"label": f"{COMPOSE_PROJECT_LABEL}={compose_stack.project}"}
     containers = {c.labels["com.docker.compose.service"]: c for c in engine.containers.list(filters=selector)}

@@ -79,7 +79,7 @@ def _json_or_none(line: str) -> dict | None:
     try:
         value = json.loads(line)
     except ValueError:
-        return None  # a third party's line (Celery's banner, gunicorn's)
+        return None  # a third party's line (Celery's banner, the API server's)
     return value if isinstance(value, dict) else None
 
 

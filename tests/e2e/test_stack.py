@@ -98,7 +98,7 @@ def test_a_crashed_api_is_restarted_and_a_request_sent_while_it_is_down_is_answe
         assert time.monotonic() < deadline
         time.sleep(0.05)
 
-    # The supervisor keeps the listening socket: the connection waits for the new gunicorn.
+    # The supervisor keeps the listening sockets: the connection waits for the new server.
     assert client.list_training_jobs()["TrainingJobSummaries"] is not None
     assert stack.supervisor.pid("api") not in (None, crashed)
 

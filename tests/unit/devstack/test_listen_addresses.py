@@ -37,25 +37,42 @@ def test_a_url_without_an_ip_address_and_port_is_refused_with_the_setting_named(
         stack.redis_spec(tmp_path, url)
 
 
-def test_the_api_listens_on_its_address(tmp_path):
+def test_the_api_listens_on_its_address_with_a_socket_per_process(tmp_path):
     port = stack.free_port()
-    spec = stack.api_spec(tmp_path, stack.LOOPBACK, port)
+    spec = stack.api_spec(tmp_path, stack.LOOPBACK, port, workers=3)
     try:
-        assert spec.listener.getsockname() == (stack.LOOPBACK, port)
+        assert [listener.getsockname() for listener in spec.listeners] == [(stack.LOOPBACK, port)] * 3
+        handed = [int(spec.argv[i + 1]) for i, word in enumerate(spec.argv) if word == "--fd"]
+        assert handed == [listener.fileno() for listener in spec.listeners]
         assert spec.listens == f"http://127.0.0.1:{port}"
     finally:
-        spec.listener.close()
+        for listener in spec.listeners:
+            listener.close()
+
+
+def test_a_port_the_api_holds_cannot_be_joined_by_another_stack(tmp_path):
+    # The API's sockets share their port (SO_REUSEPORT): a second stack's group would be let in
+    # by the kernel and take a share of the first one's connections, without the check first.
+    port = stack.free_port()
+    spec = stack.api_spec(tmp_path, stack.LOOPBACK, port, workers=2)
+    try:
+        with pytest.raises(stack.ServiceFailed, match="is taken"):
+            stack.api_spec(tmp_path, stack.LOOPBACK, port, workers=2)
+    finally:
+        for listener in spec.listeners:
+            listener.close()
 
 
 def test_the_data_plane_listens_on_its_address_on_a_socket_uvicorn_is_handed(tmp_path):
     port = stack.free_port()
     spec = stack.runtime_spec(tmp_path, stack.LOOPBACK, port)
     try:
-        assert spec.listener.getsockname() == (stack.LOOPBACK, port)
+        (listener,) = spec.listeners
+        assert listener.getsockname() == (stack.LOOPBACK, port)
         assert spec.listens == f"http://127.0.0.1:{port}"
-        assert spec.argv[spec.argv.index("--fd") + 1] == str(spec.listener.fileno())
+        assert spec.argv[spec.argv.index("--fd") + 1] == str(listener.fileno())
     finally:
-        spec.listener.close()
+        listener.close()
 
 
 def test_the_data_plane_takes_the_inherited_socket_as_tcp_so_its_connections_get_no_nagle_delay(tmp_path):
@@ -63,11 +80,12 @@ def test_the_data_plane_takes_the_inherited_socket_as_tcp_so_its_connections_get
     # each answer waited ~40 ms for the client's delayed ACK.
     spec = stack.runtime_spec(tmp_path, stack.LOOPBACK, stack.free_port())
     try:
-        inherited = serve.listening_socket(serve._arguments(["--fd", str(spec.listener.fileno())]))
+        (listener,) = spec.listeners
+        inherited = serve.listening_socket(serve._arguments(["--fd", str(listener.fileno())]))
         assert (inherited.family, inherited.type) == (socket.AF_INET, socket.SOCK_STREAM)
         inherited.detach()  # the descriptor stays the spec's
     finally:
-        spec.listener.close()
+        listener.close()
 
 
 def test_a_lasting_port_is_free_and_below_the_range_the_kernel_hands_out_for_outgoing_connections():

@@ -195,8 +195,9 @@ def test_a_child_killed_for_good_is_not_restarted(supervisor, reports):
 def test_connections_wait_in_the_backlog_while_the_server_restarts(supervisor, monkeypatch, reports):
     monkeypatch.setattr(stack, "RESTART_DELAY_SECONDS", 1.0)  # the server is surely down a while
     port = stack.free_port()
-    listener = stack._listening_socket("echo", LOOPBACK, port)
-    supervisor.start(ServiceSpec(name="echo", argv=[*ECHO_SERVER, str(listener.fileno())], listener=listener))
+    (listener,) = stack._listening_sockets("echo", LOOPBACK, port)
+    echo = ServiceSpec(name="echo", argv=[*ECHO_SERVER, str(listener.fileno())], listeners=(listener,))
+    supervisor.start(echo)
 
     with supervisor.watching():
         supervisor.signal("echo", signal.SIGKILL)

@@ -1,7 +1,12 @@
 """Endpoint invocation metrics: added up in memory per variant and minute, written as CloudWatch
 statistic sets, and read back through GetMetricStatistics (boto3, in-process)."""
 
+import multiprocessing
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.db import DatabaseError
@@ -154,3 +159,43 @@ def test_the_component_an_arn_routes_to():
     arn = "arn:aws:sagemaker:us-east-1:123456789012:{}"
     assert components.named_in(arn.format("inference-component/small")) == "small"
     assert components.named_in(arn.format("endpoint/ep")) == ""
+
+
+class _FlushNoted(InvocationMetrics):
+    def __init__(self, noted: "multiprocessing.Queue"):
+        super().__init__(flush_seconds=3600)
+        self._noted = noted
+
+    def flush(self) -> None:
+        self._noted.put(len(self._minutes))
+
+
+def _serve_one_invocation(noted) -> None:
+    _FlushNoted(noted).record(invocation("123456789012"), 0.003)
+
+
+@pytest.mark.parametrize("process_end", ["a server's worker process", "a process of its own"])
+def test_what_a_process_added_up_is_flushed_when_it_ends(process_end, tmp_path):
+    # The API's workers are multiprocessing's children (granian's), which end with os._exit:
+    # an atexit handler never ran there.
+    if process_end == "a server's worker process":
+        context = multiprocessing.get_context("fork")
+        noted = context.Queue()
+        worker = context.Process(target=_serve_one_invocation, args=(noted,))
+        worker.start()
+        worker.join(timeout=30)
+        assert worker.exitcode == 0
+        assert noted.get(timeout=30) == 1
+    else:
+        program = (
+            "import django, pathlib, sys\ndjango.setup()\n"
+            "from hosting.runtime_api.invocation_metrics import InvocationMetrics, Invocation\n"
+            "class Noted(InvocationMetrics):\n"
+            "    def flush(self): pathlib.Path(sys.argv[1]).write_text(str(len(self._minutes)))\n"
+            "Noted(3600).record(Invocation('123456789012', 'us-east-1', 'ep', 'v', 0.002, 200), 0.003)"
+        )
+        environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlplane.settings",
+                       "SAGEPORT_DATA_DIR": str(tmp_path)}
+        subprocess.run([sys.executable, "-c", program, str(tmp_path / "noted")], check=True, timeout=60,
+                       cwd=Path(__file__).parents[4], env=environment)
+        assert (tmp_path / "noted").read_text() == "1"

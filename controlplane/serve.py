@@ -1,0 +1,125 @@
+"""Runs the API (controlplane.wsgi) under granian's WSGI server:
+
+    python -m controlplane.serve --fd N [--fd M ...]   # sockets the supervisor listens on, one per process
+    python -m controlplane.serve --listen HOST:PORT [--workers 4]
+
+granian parses HTTP and writes answers in Rust, outside the GIL; gunicorn (the server before)
+spent ~27 % of the API's CPU doing it in Python. Measured with bench/api.py on 2 cores, the same
+4 processes x 2 threads: 1.15-1.5x gunicorn's replayed DescribeTrainingJob and ListTrainingJobs
+(docs/performance.md). Each process accepts on a socket of its own on the one port
+(SO_REUSEPORT): the kernel spreads connections over them. One place for the server's options
+(devstack/stack.py, compose.yaml and the Dockerfile all start this)."""
+
+import argparse
+import os
+import socket
+from collections.abc import Callable
+
+from granian.constants import HTTPModes, Interfaces, Loops
+from granian.log import LogLevels
+from granian.net import SocketHolder
+from granian.server import Server
+
+from controlplane.startup import exit_on_settings_error
+from runtime.child_process import die_with_parent
+
+APP = "controlplane.wsgi:application"
+# A thread that outlives every pause between requests: the API port's runtime requests keep an
+# event loop and connections to the containers per thread (hosting/runtime_api/api_port.py).
+THREAD_IDLE_SECONDS = 600  # granian's most
+STOP_SECONDS = 30  # what a request still running at SIGTERM gets before its worker is killed
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = _arguments(argv)
+    _read_settings()
+    settings = dict(
+        interface=Interfaces.WSGI,
+        blocking_threads=options.threads,
+        blocking_threads_idle_timeout=THREAD_IDLE_SECONDS,
+        http=HTTPModes.http1,
+        websockets=False,
+        loop=Loops.uvloop,
+        log_level=LogLevels.error,  # not its advice on workers per core: 4 x 2 was measured
+        log_access=False,  # a line per request is a measurable share of its cost
+        respawn_failed_workers=True,  # a worker that dies is replaced; the others keep serving
+        respawn_interval=1.0,
+        workers_kill_timeout=STOP_SECONDS,
+    )
+    if options.fd:
+        server = _InheritedSockets(options.fd, APP, workers=len(options.fd), **settings)
+    else:
+        host, _, port = options.listen.rpartition(":")
+        server = Server(APP, address=host.strip("[]"), port=int(port), workers=options.workers, **settings)
+    server.serve(target_loader=load_application)
+
+
+def _read_settings() -> None:
+    """A bad setting stops the server here, with one line on stderr, before any worker starts:
+    granian starts a worker that exits again and again."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+    with exit_on_settings_error():
+        from django.conf import settings
+
+        settings.INSTALLED_APPS  # noqa: B018 (the first read imports the settings module)
+
+
+def load_application(target: str) -> Callable:
+    """Runs in each worker before it serves: the worker dies with the server's main process (a
+    worker orphaned by a SIGKILL would go on accepting connections), then imports the
+    application."""
+    die_with_parent(os.getppid())()
+    module, _, name = target.partition(":")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+class _InheritedSockets(Server):
+    """granian's server on listening sockets it is given, worker i on the i-th. granian binds its
+    own; the supervisor's outlive every server that serves them, so that connections wait in
+    their backlogs while the API restarts."""
+
+    def __init__(self, fds: list[int], *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._sockets = [_tcp_listener(fd) for fd in fds]
+
+    def _init_shared_socket(self):
+        self._ssp = None  # nothing for the workers to bind
+
+    def _spawn_worker(self, idx, target, callback_loader):
+        # The socket granian hands every worker, chosen per worker (respawns keep the index).
+        sock = self._sockets[idx]
+        self._sso, self._sfd = sock, sock.fileno()
+        self._shd = SocketHolder(sock.fileno(), False, self.backlog)  # TCP, not a Unix socket
+        return super()._spawn_worker(idx, target, callback_loader)
+
+    def _drop_shared_socket(self):
+        for sock in self._sockets:
+            sock.close()
+        self._sockets, self._sso = [], None
+
+
+def _tcp_listener(fd: int) -> socket.socket:
+    sock = socket.socket(fileno=fd)  # family and type read from the descriptor
+    sock.set_inheritable(True)
+    # granian sets TCP_NODELAY on the sockets it binds, not on connections: Linux copies it from
+    # the listener to what it accepts. Without it each answer's last write waited for the
+    # client's delayed ACK (p99 ~50 ms).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--fd", type=int, action="append",
+                       help="a listening socket inherited from the supervisor; one per process")
+    where.add_argument("--listen", help="HOST:PORT to bind (a socket per process)")
+    # Four processes of 2 threads measured best on 2 cores for Describe/List (bench/api.py: p99
+    # about half of 2 x 8 threads', whose GIL queues made the tail).
+    parser.add_argument("--workers", type=int, default=4, help="processes, with --listen")
+    parser.add_argument("--threads", type=int, default=2, help="request threads per process")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    main()
