@@ -11,9 +11,11 @@ spent ~27 % of the API's CPU doing it in Python. Measured with bench/api.py on 2
 (devstack/stack.py, compose.yaml and the Dockerfile all start this)."""
 
 import argparse
+import multiprocessing
 import os
 import socket
 from collections.abc import Callable
+from functools import partial
 
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.log import LogLevels
@@ -24,9 +26,6 @@ from controlplane.startup import exit_on_settings_error
 from runtime.child_process import die_with_parent
 
 APP = "controlplane.wsgi:application"
-# A thread that outlives every pause between requests: the API port's runtime requests keep an
-# event loop and connections to the containers per thread (hosting/runtime_api/api_port.py).
-THREAD_IDLE_SECONDS = 600  # granian's most
 STOP_SECONDS = 30  # what a request still running at SIGTERM gets before its worker is killed
 
 
@@ -36,14 +35,12 @@ def main(argv: list[str] | None = None) -> None:
     settings = dict(
         interface=Interfaces.WSGI,
         blocking_threads=options.threads,
-        blocking_threads_idle_timeout=THREAD_IDLE_SECONDS,
         http=HTTPModes.http1,
         websockets=False,
         loop=Loops.uvloop,
         log_level=LogLevels.error,  # not its advice on workers per core: 4 x 2 was measured
         log_access=False,  # a line per request is a measurable share of its cost
-        respawn_failed_workers=True,  # a worker that dies is replaced; the others keep serving
-        respawn_interval=1.0,
+        respawn_failed_workers=True,  # a worker that dies is replaced at once
         workers_kill_timeout=STOP_SECONDS,
     )
     if options.fd:
@@ -51,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         host, _, port = options.listen.rpartition(":")
         server = Server(APP, address=host.strip("[]"), port=int(port), workers=options.workers, **settings)
-    server.serve(target_loader=load_application)
+    server.serve(target_loader=partial(load_application, server_pid=os.getpid()))
 
 
 def _read_settings() -> None:
@@ -64,13 +61,29 @@ def _read_settings() -> None:
         settings.INSTALLED_APPS  # noqa: B018 (the first read imports the settings module)
 
 
-def load_application(target: str) -> Callable:
+def load_application(target: str, server_pid: int) -> Callable:
     """Runs in each worker before it serves: the worker dies with the server's main process (a
     worker orphaned by a SIGKILL would go on accepting connections), then imports the
     application."""
-    die_with_parent(os.getppid())()
+    die_with_parent(server_pid)()
     module, _, name = target.partition(":")
-    return getattr(__import__(module, fromlist=[name]), name)
+    return _without_server_environment(getattr(__import__(module, fromlist=[name]), name))
+
+
+def _without_server_environment(application: Callable) -> Callable:
+    """granian starts each request's environ from a copy of the process's environment
+    (granian/wsgi.py). Those variables are no part of the request: an `HTTP_PROXY` would read as
+    a request header, and the settings' URLs would sit in request.META. They are taken out, but
+    a key the request itself set to another value stays."""
+    inherited = dict(os.environ)
+
+    def request_environ_only(environ: dict, start_response: Callable):
+        for key, value in inherited.items():
+            if environ.get(key) == value:
+                del environ[key]
+        return application(environ, start_response)
+
+    return request_environ_only
 
 
 class _InheritedSockets(Server):
@@ -79,6 +92,9 @@ class _InheritedSockets(Server):
     their backlogs while the API restarts."""
 
     def __init__(self, fds: list[int], *args, **kwargs):
+        # Forked workers inherit the descriptors at their numbers, which is what granian hands
+        # them; a worker started afresh (spawn, forkserver: Python 3.14's default) would have none.
+        multiprocessing.set_start_method("fork", force=True)
         super().__init__(*args, **kwargs)
         self._sockets = [_tcp_listener(fd) for fd in fds]
 

@@ -3,14 +3,15 @@ runtime requests Django receives there, so that one implementation serves both p
 
 Clients are pointed at the data plane (its own port, built for this path). The API's port serves
 the containers, which reach only the API (through their forwarder, gateway/), and clients given a
-single endpoint URL. Each of the API's request threads runs the application on an event loop of
-its own, made on the thread's first runtime request: Django's view hands it the request as ASGI
-messages and runs the loop until the answer, read whole, is complete. The loop serves that one
-request, so what the application does off its loop elsewhere (`asyncio.to_thread`: the database,
-Redis, S3) runs inline here (`_InThisThread`), on Django's database connection for the thread,
-as for every API request. Measured against one loop per process in a thread of its own, which
-every request handed its work to and waited on: 960 and 929 req/s against 907 and 817, signed
-InvokeEndpoint with 8 clients, alternate stacks (docs/performance.md).
+single endpoint URL. Each runtime request takes an event loop no other request is using (made
+when none is free), with the application on it: Django's view hands it the request as ASGI
+messages and runs the loop in the request's thread until the answer, read whole, is complete.
+The loop serves that one request, so what the application does off its loop elsewhere
+(`asyncio.to_thread`: the database, Redis, S3) runs inline here (`_InThisThread`), on Django's
+database connection for the thread, as for every API request. Measured against one loop per
+process in a thread of its own, which every request handed its work to and waited on: 960 and
+929 req/s against 907 and 817, signed InvokeEndpoint with 8 clients, alternate stacks
+(docs/performance.md).
 
 Streams are not served here: the API's threads are too few to be held by them
 (contract.DATA_PLANE_ONLY), and the application answers them as an unserved operation naming the
@@ -18,8 +19,8 @@ data plane's port."""
 
 import asyncio
 import logging
-import threading
 import uuid
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import uvloop
@@ -60,16 +61,19 @@ class RuntimeApiMiddleware:
 
 def runtime_view(request: HttpRequest, **_path_parts) -> HttpResponse:
     """Every runtime path (the data plane tells the operations apart, as on its own port)."""
+    serving = _take()
     try:
-        return _served(request, _thread_serving())
+        return _served(request, serving)
     except Exception:
         log.exception("runtime request not served on the API port")
         error = InternalFailure("An internal error occurred.")
         return error_response(error, str(uuid.uuid4()), content_type=REST_JSON)
+    finally:
+        _idle.append(serving)
 
 
-class _ThreadServing:
-    """A request thread's event loop and application."""
+class _Serving:
+    """An event loop and the application on it, used by one request at a time."""
 
     def __init__(self):
         self.loop = uvloop.new_event_loop()
@@ -77,16 +81,20 @@ class _ThreadServing:
         self.app = serving_app(streams=False)
 
 
-_threads = threading.local()
+# The loops no request is using. Last in, first out: the loop used last has the connections
+# most likely still open. Not a loop per thread: granian ends request threads that stay idle,
+# and a thread's loop was then dropped with its connections open (uvloop frees nothing of a loop
+# that was not closed).
+_idle: deque[_Serving] = deque()
 
 
-def _thread_serving() -> _ThreadServing:
-    """Built on the thread's first runtime request, in that thread (the server's threads start in
-    its worker processes, so no loop crosses a fork)."""
-    serving = getattr(_threads, "serving", None)
-    if serving is None:
-        serving = _threads.serving = _ThreadServing()
-    return serving
+def _take() -> _Serving:
+    """Made in the worker process that serves (the server forks its workers before any request,
+    so no loop crosses a fork)."""
+    try:
+        return _idle.pop()
+    except IndexError:
+        return _Serving()
 
 
 class _InThisThread(ThreadPoolExecutor):
@@ -111,7 +119,7 @@ class _InThisThread(ThreadPoolExecutor):
         return future
 
 
-def _served(request: HttpRequest, serving: _ThreadServing) -> HttpResponse:
+def _served(request: HttpRequest, serving: _Serving) -> HttpResponse:
     answer = _Answer()
     exchange = serving.app(_scope(request), _Receive(_body(request)), answer.take)
     serving.loop.run_until_complete(_after_idle_events(exchange))
@@ -119,7 +127,7 @@ def _served(request: HttpRequest, serving: _ThreadServing) -> HttpResponse:
 
 
 async def _after_idle_events(exchange) -> None:
-    """The loop stood still since this thread's last request: what its kept connections received
+    """The loop stood still since its last request: what its kept connections received
     meanwhile (a container closing one, or answering unasked, as a server's 408 on an idle
     connection) is only read now. Two turns of the loop first (one reads, one runs the closes it
     scheduled), so that such a connection leaves the pool instead of carrying this request, whose

@@ -27,6 +27,18 @@ def test_connections_accepted_on_an_inherited_socket_send_without_nagle_delay():
                 assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
 
 
+def test_the_application_sees_the_request_s_environ_without_the_server_process_s_variables(monkeypatch):
+    # granian copies the process's environment into every request's environ.
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("SAGEPORT_DATABASE_URL", "postgres://sageport:pw@db/sageport")
+    application = serve._without_server_environment(lambda environ, start_response: dict(environ))
+    request = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "HTTP_X_AMZ_TARGET": "SageMaker.ListModels"}
+
+    assert application({**os.environ, **request}, None) == request
+    with_a_proxy_header = {**request, "HTTP_PROXY": "sent by the client"}
+    assert application({**os.environ, **with_a_proxy_header}, None) == with_a_proxy_header
+
+
 @pytest.fixture
 def two_ports_served(tmp_path):
     """The server on two sockets of different ports (so that each worker's is told apart)."""

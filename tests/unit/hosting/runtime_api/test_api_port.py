@@ -3,6 +3,7 @@ boto3 client of the API (as containers reach it) gets the container's answer as 
 data plane does, and what the application does off its loop (the database) runs in the request's
 own thread, on Django's connection for it."""
 
+import contextlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,26 +65,15 @@ def test_the_api_port_answers_with_the_container_s_answer_routed_in_the_request_
 
 
 
-class _TimesOutIdleConnections(BaseHTTPRequestHandler):
-    """Answers `ok` to each request, then, once the connection idled a moment, says so as some
-    servers do: an unasked `408 Request Timeout`, and closes it. `idle_answered` is set then."""
+class _AnswersOk(BaseHTTPRequestHandler):
+    """Answers `ok` to each request, keeping connections alive; counts them."""
 
     protocol_version = "HTTP/1.1"
     connections = 0
-    idle_answered = threading.Event()
 
-    def handle(self) -> None:
+    def setup(self) -> None:
+        super().setup()
         type(self).connections += 1
-        self.handle_one_request()
-        self.connection.settimeout(0.1)
-        try:
-            if self.connection.recv(1, socket.MSG_PEEK):
-                return  # another request came first: not the case this server is for
-        except TimeoutError:
-            self.wfile.write(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
-                             b"Content-Length: 0\r\n\r\n")
-            self.wfile.flush()
-            type(self).idle_answered.set()
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
@@ -96,28 +86,72 @@ class _TimesOutIdleConnections(BaseHTTPRequestHandler):
         pass
 
 
+class _TimesOutIdleConnections(_AnswersOk):
+    """Once a connection idled a moment after an answer, says so as some servers do: an unasked
+    `408 Request Timeout`, and closes it. `idle_answered` is set then."""
+
+    connections = 0
+    idle_answered = threading.Event()
+
+    def handle(self) -> None:
+        self.handle_one_request()
+        self.connection.settimeout(0.1)
+        try:
+            if self.connection.recv(1, socket.MSG_PEEK):
+                return  # another request came first: not the case this server is for
+        except TimeoutError:
+            self.wfile.write(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+                             b"Content-Length: 0\r\n\r\n")
+            self.wfile.flush()
+            type(self).idle_answered.set()
+
+
 def test_a_kept_connection_the_container_spoke_on_while_idle_never_carries_the_next_request(
     table_loads, make_client  # noqa: F811
 ):
     """The API thread's loop runs only during its requests: what a kept connection received
     between them is read before the next request is sent, not taken for its answer."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TimesOutIdleConnections)
+    with _endpoint_served_by(_TimesOutIdleConnections, make_client) as (runtime, transport):
+        runtime.invoke_endpoint(EndpointName="e", Body=b"1")
+        assert _TimesOutIdleConnections.idle_answered.wait(10)
+        runtime.invoke_endpoint(EndpointName="e", Body=b"2")
+
+    assert transport.responses[-1].content == b"ok"
+    assert _TimesOutIdleConnections.connections == 2  # the second on a new connection
+
+
+@pytest.mark.django_db(transaction=True)  # the rows seen from the requests' own threads
+def test_a_request_thread_that_ends_leaves_its_loop_and_connections_to_the_next_request(
+    table_loads, make_client  # noqa: F811
+):
+    # granian ends a request thread that stays idle; the loop it used (and the connections kept
+    # on it) must not end with it: the next request, in another thread, goes on with them.
+    with _endpoint_served_by(_AnswersOk, make_client) as (runtime, transport):
+        for _ in range(2):
+            request = {"EndpointName": "e", "Body": b"1"}
+            thread = threading.Thread(target=runtime.invoke_endpoint, kwargs=request)
+            thread.start()
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+
+    assert [answer.content for answer in transport.responses] == [b"ok", b"ok"]
+    assert _AnswersOk.connections == 1
+
+
+@contextlib.contextmanager
+def _endpoint_served_by(handler: type[BaseHTTPRequestHandler], make_client):  # noqa: F811
+    """Endpoint `e`'s one container answered by a server with `handler`; a runtime client of the
+    API port and its transport."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     container(deployment(endpoint("InService"), "Active", {"A": 1.0}), "A", "blue-a")
     Node.objects.update(address="127.0.0.1")
     ServingContainer.objects.update(host_port=server.server_address[1])
     key = create_access_key(ACCOUNT)
-    runtime, transport = make_client(
-        "sagemaker-runtime", key_id=key.access_key_id, secret=key.secret_access_key, region=REGION
-    )
     try:
-        runtime.invoke_endpoint(EndpointName="e", Body=b"1")
-        assert _TimesOutIdleConnections.idle_answered.wait(10)
-        runtime.invoke_endpoint(EndpointName="e", Body=b"2")
+        yield make_client("sagemaker-runtime", key_id=key.access_key_id, secret=key.secret_access_key,
+                          region=REGION)
     finally:
         server.shutdown()
         server.server_close()
-
-    assert transport.responses[-1].content == b"ok"
-    assert _TimesOutIdleConnections.connections == 2  # the second on a new connection
