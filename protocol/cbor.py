@@ -17,13 +17,12 @@ from botocore.model import ShapeResolver, StructureShape
 from botocore.parsers import RpcV2CBORParser
 from botocore.serialize import RpcV2CBORSerializer
 from django.http import HttpRequest, HttpResponse
-from django.utils.http import http_date
 
 from protocol import dispatch, registry
 from protocol.errors import SerializationException, ServiceError, UnknownOperationException
 from protocol.json_body import MAX_DEPTH
 from protocol.limits import echo
-from protocol.serialization import MAX_MESSAGE_CHARS, mark_query_error
+from protocol.serialization import MAX_MESSAGE_CHARS, date_header, mark_query_error
 from protocol.shapes import operation_model
 
 CBOR_CONTENT_TYPE = "application/cbor"
@@ -117,6 +116,6 @@ def _cbor_response(payload: bytes, status: int, request_id: str) -> HttpResponse
     response = HttpResponse(payload, status=status, content_type=CBOR_CONTENT_TYPE)
     response["smithy-protocol"] = "rpc-v2-cbor"
     response["x-amzn-RequestId"] = request_id
-    response["Date"] = http_date()
+    response["Date"] = date_header()
     response["Content-Length"] = str(len(payload))
     return response

@@ -33,6 +33,7 @@ _KINDS: dict[type, tuple[Callable[[int], object], Callable[[object, object], obj
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
+    driver_sql: str  # `sql` as the backend's cursor hands it to the database driver
     params: tuple
     positions: tuple[int, ...]  # where each call's values go among `params`, in call order
     adapters: tuple[Callable[[object, object], object], ...]  # how each value reaches the database
@@ -61,11 +62,8 @@ class PreparedQuery:
         params = list(compiled.params)
         for position, adapt, value in zip(compiled.positions, compiled.adapters, values, strict=True):
             params[position] = adapt(value, connection.ops)
-        with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
         return [compiled.model.from_db(using, compiled.attnames, _converted(row, compiled, connection))
-                for row in rows]
+                for row in _rows(connection, compiled, params)]
 
     def _compile(self, connection, using: str) -> _Compiled:
         markers = [_KINDS[kind][0](index) for index, kind in enumerate(self._types)]
@@ -82,6 +80,7 @@ class PreparedQuery:
         columns = [expression for expression, _, _ in compiler.select]
         compiled = _Compiled(
             sql=sql,
+            driver_sql=_driver_sql(connection, sql),
             params=tuple(params),
             positions=tuple(
                 _position(params, adapt(marker, connection.ops), sql)
@@ -97,6 +96,39 @@ class PreparedQuery:
         )
         self._compiled[connection] = compiled
         return compiled
+
+
+def _driver_sql(connection, sql: str) -> str:
+    """What the backend's cursor would send the driver: SQLite's turns Django's `%s` into `?`
+    (and `%%` into `%`); psycopg reads `%s` itself."""
+    connection.ensure_connection()
+    cursor = connection.create_cursor()
+    try:
+        convert = getattr(cursor, "convert_query", None)
+        return convert(sql) if convert is not None else sql
+    finally:
+        cursor.close()
+
+
+def _rows(connection, compiled: _Compiled, params: list) -> list[tuple]:
+    """The rows, read through the driver's own cursor: Django's cursor wrappers around it cost
+    about as much as SQLite's own execution of these queries (~13 µs a query). Only while queries
+    are logged (DEBUG, tests that count them) does Django's cursor run them, which records them.
+    Django's checks before a query and its errors are kept."""
+    if connection.queries_logged:
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            return cursor.fetchall()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_no_broken_transaction()
+    with connection.wrap_database_errors:
+        cursor = connection.connection.cursor()
+        try:
+            cursor.execute(compiled.driver_sql, params)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
 
 
 def _position(params: list, marker: object, sql: str) -> int:

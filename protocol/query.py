@@ -15,12 +15,11 @@ from xml.etree import ElementTree
 
 from botocore.model import Shape
 from django.http import HttpRequest, HttpResponse
-from django.utils.http import http_date
 
 from protocol import dispatch, registry
 from protocol.errors import SerializationException, ServiceError, UnknownOperationException
 from protocol.limits import echo
-from protocol.serialization import MAX_MESSAGE_CHARS, query_error_code
+from protocol.serialization import MAX_MESSAGE_CHARS, date_header, query_error_code
 from protocol.shapes import operation_model, service_model
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -281,6 +280,6 @@ def _xml_response(document: ElementTree.Element, status: int, request_id: str) -
     payload = ElementTree.tostring(document, encoding="utf-8", xml_declaration=True)
     response = HttpResponse(payload, status=status, content_type=XML_CONTENT_TYPE)
     response["x-amzn-RequestId"] = request_id
-    response["Date"] = http_date()
+    response["Date"] = date_header()
     response["Content-Length"] = str(len(payload))
     return response

@@ -2,9 +2,10 @@
 (CloudWatch) and REST-JSON (the SageMaker runtime), successes and errors. The query protocol's
 XML is `protocol/query.py`."""
 
-import json
+import time
 from datetime import UTC, datetime
 
+import orjson
 from django.http import HttpResponse
 from django.utils.http import http_date
 
@@ -35,12 +36,28 @@ def to_wire(value: object) -> object:
 def json_response(
     body: dict | None, request_id: str, *, status: int = 200, content_type: str = AMZ_JSON_11
 ) -> HttpResponse:
-    payload = json.dumps(to_wire(body or {}), separators=(",", ":")).encode()
+    # orjson writes compact UTF-8 JSON in one pass in C: the standard library's encoder was
+    # about a third of the cost of answering a DescribeTrainingJob (docs/performance.md).
+    payload = orjson.dumps(to_wire(body or {}))
     response = HttpResponse(payload, status=status, content_type=content_type)
     response["x-amzn-RequestId"] = request_id
-    response["Date"] = http_date()
+    response["Date"] = date_header()
     response["Content-Length"] = str(len(payload))
     return response
+
+
+_date_of_second: tuple[int, str] = (0, "")
+
+
+def date_header() -> str:
+    """The `Date` header's value (RFC 7231), formatted once per second rather than per answer."""
+    global _date_of_second
+    second = int(time.time())
+    cached_second, text = _date_of_second
+    if cached_second != second:
+        text = http_date(second)
+        _date_of_second = (second, text)  # one tuple: threads read either the old or the new
+    return text
 
 
 def error_response(error: ServiceError, request_id: str, *, content_type: str = AMZ_JSON_11) -> HttpResponse:

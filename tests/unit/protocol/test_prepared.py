@@ -2,6 +2,8 @@
 from datetime import UTC, datetime
 
 import pytest
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.transaction import TransactionManagementError
 from django.forms.models import model_to_dict
 
 from protocol.prepared import PreparedQuery
@@ -27,12 +29,17 @@ by_account_and_name = PreparedQuery(
 
 
 @pytest.mark.django_db
-def test_each_call_reads_with_its_own_values_what_the_orm_reads(django_assert_num_queries):
+@pytest.mark.parametrize("queries_logged", [True, False], ids=["django-cursor", "driver-cursor"])
+def test_each_call_reads_with_its_own_values_what_the_orm_reads(queries_logged, django_assert_num_queries):
     first, second = _job("first"), _job("second")
     _job("second", account_id="444455556666")
 
     for job in (first, second, first):
-        with django_assert_num_queries(1):
+        if queries_logged:
+            with django_assert_num_queries(1):
+                (found,) = by_account_and_name("111122223333", job.training_job_name)
+        else:
+            assert not connection.queries_logged  # read through the driver's own cursor
             (found,) = by_account_and_name("111122223333", job.training_job_name)
         assert isinstance(found, TrainingJob)
         assert model_to_dict(found) == model_to_dict(TrainingJob.objects.get(pk=job.pk))
@@ -85,3 +92,23 @@ def test_a_parameter_the_lookup_transforms_is_refused_rather_than_answered_wrong
 def test_only_strings_integers_and_datetimes_can_be_parameters():
     with pytest.raises(TypeError, match="only str, int and datetime parameters"):
         PreparedQuery(lambda size: TrainingJob.objects.filter(restart_count__lt=size), float)
+
+
+@pytest.mark.django_db
+def test_the_driver_s_errors_arrive_as_django_s():
+    by_account_and_name("111122223333", "compiled-first")
+    with pytest.raises(DatabaseError, match="no such table"), transaction.atomic():
+        with connection.cursor() as cursor:  # rolled back with the block
+            cursor.execute('ALTER TABLE "jobs_trainingjob" RENAME TO "moved_away"')
+        by_account_and_name("111122223333", "anything")
+    assert by_account_and_name("111122223333", "anything") == []  # the table is back
+
+
+@pytest.mark.django_db
+def test_a_read_inside_a_transaction_that_failed_is_refused_as_the_orm_refuses_it():
+    job = _job("taken")
+    with transaction.atomic():
+        with pytest.raises(IntegrityError):
+            _job("taken")  # the same name in the same account: the atomic block is now broken
+        with pytest.raises(TransactionManagementError):
+            by_account_and_name("111122223333", job.training_job_name)

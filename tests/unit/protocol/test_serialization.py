@@ -1,0 +1,34 @@
+"""JSON answers: the wire values botocore reads, and the Date header."""
+import json
+from datetime import UTC, datetime
+
+from django.utils.http import http_date
+
+from protocol import serialization
+
+
+def test_an_answer_carries_epoch_seconds_drops_absent_members_and_counts_utf8_bytes():
+    body = {
+        "CreationTime": datetime(2026, 11, 29, 23, 0, 1, 234567, tzinfo=UTC),
+        "Naive": datetime(2026, 11, 29, 23, 0, 1),
+        "FailureReason": None,
+        "Tags": [{"Key": "équipe", "Value": "模型"}, None],
+        "Nested": {"Count": 3, "Ratio": 0.5, "On": True, "Gone": None},
+    }
+    response = serialization.json_response(body, "request-1")
+
+    assert json.loads(response.content) == {
+        "CreationTime": 1795993201.235,
+        "Naive": 1795993201.0,  # read as UTC
+        "Tags": [{"Key": "équipe", "Value": "模型"}],
+        "Nested": {"Count": 3, "Ratio": 0.5, "On": True},
+    }
+    assert response["Content-Length"] == str(len(response.content))
+    assert response["Content-Type"] == serialization.AMZ_JSON_11
+    assert response["x-amzn-RequestId"] == "request-1"
+
+
+def test_the_date_header_follows_the_clock_to_the_second(monkeypatch):
+    for now in (1796000401.2, 1796000401.9, 1796000402.0):
+        monkeypatch.setattr(serialization.time, "time", lambda now=now: now)
+        assert serialization.date_header() == http_date(int(now))
