@@ -5,11 +5,10 @@
 
 granian parses HTTP and writes answers in Rust, outside the GIL; gunicorn (the server before)
 spent ~27 % of the API's CPU doing it in Python. Measured with bench/api.py on 2 cores, the same
-4 processes x 2 threads: 1.15-1.5x gunicorn's replayed DescribeTrainingJob and ListTrainingJobs;
-4 processes x 1 thread is the default since (docs/performance.md). Each process accepts on a
-socket of its own on the one port (SO_REUSEPORT): the kernel spreads connections over them. One
-place for the server's options (devstack/stack.py, compose.yaml and the Dockerfile all start
-this)."""
+4 processes x 2 threads: 1.15-1.5x gunicorn's replayed DescribeTrainingJob and ListTrainingJobs
+(docs/performance.md). Each process accepts on a socket of its own on the one port
+(SO_REUSEPORT): the kernel spreads connections over them. One place for the server's options
+(devstack/stack.py, compose.yaml and the Dockerfile all start this)."""
 
 import argparse
 import multiprocessing
@@ -131,14 +130,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     where.add_argument("--fd", type=int, action="append",
                        help="a listening socket inherited from the supervisor; one per process")
     where.add_argument("--listen", help="HOST:PORT to bind (a socket per process)")
-    # Four processes of one request thread each measured best on 2 cores for Describe/List
-    # (bench/api.py): 1.12-1.26x the throughput of 4 x 2 and a p99 of 8-12 ms against 14-20 ms.
-    # With a second thread each request took ~25 % more CPU in the application (thread CPU time
-    # 700-740 us against 525-620 us); 6 x 1 was 7-10 % below 4 x 1 (docs/performance.md). The
-    # price: a request that waits (InvokeEndpoint on this port, a console download) holds its
-    # process, and connections the kernel gives that process's socket wait behind it.
+    # Four processes of 2 threads. One thread per process served 1.12-1.26x the replayed
+    # Describe on 2 cores (a second thread costs each request ~25 % more CPU under full load),
+    # but then a runtime request on this port holds its process while the container answers,
+    # and a container that calls this API meanwhile (its credentials, STS, another endpoint:
+    # containers reach Sageport only through this port) lands on that process one time in
+    # four and waits until the invocation times out (docs/performance.md).
     parser.add_argument("--workers", type=int, default=4, help="processes, with --listen")
-    parser.add_argument("--threads", type=int, default=1, help="request threads per process")
+    parser.add_argument("--threads", type=int, default=2, help="request threads per process")
     return parser.parse_args(argv)
 
 

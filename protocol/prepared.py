@@ -11,6 +11,7 @@ Parameters are strings, integers and aware datetimes, compared as they are (`=`,
 function of the value such as `Lower(Value(...))`); a lookup that transforms its value
 (`icontains` wraps it in `%`) is refused when the query is first compiled, never answered wrongly."""
 
+import re
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ _KINDS: dict[type, tuple[Callable[[int], object], Callable[[object, object], obj
     datetime: (lambda n: datetime(1, 1, 1, tzinfo=UTC) + timedelta(microseconds=n + 1),
                lambda value, ops: ops.adapt_datetimefield_value(value)),
 }
+
+_DJANGO_PLACEHOLDER = re.compile(r"(?<!%)%s")  # what Django's SQLite cursor turns into `?`
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class PreparedQuery:
         columns = [expression for expression, _, _ in compiler.select]
         compiled = _Compiled(
             sql=sql,
-            driver_sql=_driver_sql(connection, sql),
+            driver_sql=_driver_sql(connection, sql, params),
             params=tuple(params),
             positions=tuple(
                 _position(params, adapt(marker, connection.ops), sql)
@@ -98,16 +101,15 @@ class PreparedQuery:
         return compiled
 
 
-def _driver_sql(connection, sql: str) -> str:
-    """What the backend's cursor would send the driver: SQLite's turns Django's `%s` into `?`
-    (and `%%` into `%`); psycopg reads `%s` itself."""
-    connection.ensure_connection()
-    cursor = connection.create_cursor()
-    try:
-        convert = getattr(cursor, "convert_query", None)
-        return convert(sql) if convert is not None else sql
-    finally:
-        cursor.close()
+def _driver_sql(connection, sql: str, params: list) -> str:
+    """The SQL as the driver reads it: sqlite3 takes `?` where Django writes `%s` (and `%` for
+    `%%`), which Django's SQLite cursor rewrites on every query; psycopg reads Django's SQL."""
+    if connection.vendor != "sqlite":
+        return sql
+    driver_sql = _DJANGO_PLACEHOLDER.sub("?", sql).replace("%%", "%")
+    if driver_sql.count("?") != len(params):  # a literal `?` or `%s` in the SQL: never guess
+        raise TypeError(f"the SQL's placeholders do not match its parameters: {sql}")
+    return driver_sql
 
 
 def _rows(connection, compiled: _Compiled, params: list) -> list[tuple]:

@@ -2,6 +2,7 @@
 (CloudWatch) and REST-JSON (the SageMaker runtime), successes and errors. The query protocol's
 XML is `protocol/query.py`."""
 
+import math
 import time
 from datetime import UTC, datetime
 
@@ -21,8 +22,9 @@ REST_JSON = "application/json"
 
 
 def to_wire(value: object) -> object:
-    """Handler output as JSON values: datetimes become epoch seconds (millisecond precision)
-    and None members are dropped at every depth (botocore treats null as absent anyway)."""
+    """Handler output as JSON values: datetimes become epoch seconds (millisecond precision),
+    NaN and infinities AWS's strings for them, and None members are dropped at every depth
+    (botocore treats null as absent anyway)."""
     if isinstance(value, dict):
         return {key: to_wire(item) for key, item in value.items() if item is not None}
     if isinstance(value, list | tuple):
@@ -30,7 +32,14 @@ def to_wire(value: object) -> object:
     if isinstance(value, datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=UTC)
         return round(aware.timestamp(), 3)
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[str(value)]
     return value
+
+
+# AWS's JSON protocols write a double that is not a number as these strings (botocore sends
+# them so too); JSON has no literal for them, and orjson would write null.
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def json_response(

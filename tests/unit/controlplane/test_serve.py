@@ -45,7 +45,7 @@ def two_ports_served(tmp_path):
     listeners = [socket.create_server((stack.LOOPBACK, 0)) for _ in range(2)]
     fds = [listener.fileno() for listener in listeners]
     server = subprocess.Popen(
-        [sys.executable, "-m", "controlplane.serve",
+        [sys.executable, "-m", "controlplane.serve", "--threads", "1",
          *(word for fd in fds for word in ("--fd", str(fd)))],
         cwd=stack.PROJECT_DIR, pass_fds=fds, start_new_session=True,
         env={**os.environ, "SAGEPORT_DATA_DIR": str(tmp_path),

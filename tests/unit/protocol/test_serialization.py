@@ -14,6 +14,7 @@ def test_an_answer_carries_epoch_seconds_drops_absent_members_and_counts_utf8_by
         "FailureReason": None,
         "Tags": [{"Key": "équipe", "Value": "模型"}, None],
         "Nested": {"Count": 3, "Ratio": 0.5, "On": True, "Gone": None},
+        "Weights": [float("nan"), float("inf"), -float("inf")],
     }
     response = serialization.json_response(body, "request-1")
 
@@ -22,6 +23,7 @@ def test_an_answer_carries_epoch_seconds_drops_absent_members_and_counts_utf8_by
         "Naive": 1795993201.0,  # read as UTC
         "Tags": [{"Key": "équipe", "Value": "模型"}],
         "Nested": {"Count": 3, "Ratio": 0.5, "On": True},
+        "Weights": ["NaN", "Infinity", "-Infinity"],  # as AWS's JSON protocols write them
     }
     assert response["Content-Length"] == str(len(response.content))
     assert response["Content-Type"] == serialization.AMZ_JSON_11
