@@ -19,7 +19,8 @@ final sync knowing the object may exist (it is deleted if its file went, uploade
 not)."""
 import json
 import logging
-import time
+import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -91,15 +92,24 @@ def final_sync(directory: Path, name: str) -> None:
 
 
 def run(spec: dict) -> None:
-    """The helper's loop: a pass every scan interval until the directory is gone."""
+    """The helper's main. SIGTERM (the job is over: `jobs/sidecars.stop_all`) lets the pass under
+    way finish before the helper exits: a PUT cut off once its body was sent can still complete
+    in S3 after the final sync deleted the object of a file that went, leaving it there."""
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    sync_until(spec, stopping)
+
+
+def sync_until(spec: dict, stopping: threading.Event) -> None:
+    """A pass every scan interval until the directory is gone or `stopping` is set."""
     local_dir = Path(spec["local_dir"])
     previous: dict[str, Signature] = {}
-    while local_dir.is_dir():
+    while local_dir.is_dir() and not stopping.is_set():
         try:
             previous = sync_once(spec, previous, final=False)
         except s3.StorageError as error:  # the final sync will try again; keep the job running
             log.warning("checkpoint sync of %s: %s", local_dir, error)
-        time.sleep(settings.SAGEPORT_CHECKPOINT_SCAN_SECONDS)
+        stopping.wait(settings.SAGEPORT_CHECKPOINT_SCAN_SECONDS)
 
 
 def sync_once(spec: dict, previous: dict[str, Signature], final: bool) -> dict[str, Signature]:

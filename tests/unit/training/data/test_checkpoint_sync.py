@@ -1,5 +1,7 @@
 """Checkpoint sync: which files a pass uploads or deletes, and a pass against real S3."""
 import os
+import shutil
+import signal
 from pathlib import Path
 
 from storage.s3 import list_keys, put_bytes
@@ -120,3 +122,43 @@ def test_a_helper_killed_between_an_upload_and_its_record_leaves_no_stray_object
     checkpoint_sync.final_sync(helpers, "checkpoints-algo-1")
 
     assert list_keys(bucket, "") == ["ckpt/real/step.pt"]
+
+
+def test_a_helper_asked_to_stop_during_an_upload_finishes_it_then_ends(
+    bucket, tmp_path, monkeypatch, settings
+):
+    # An upload cut off once its body was sent can still complete in S3 after the final sync
+    # deleted the object: SIGTERM (the job's end) lets the pass under way finish instead.
+    settings.SAGEPORT_CHECKPOINT_SCAN_SECONDS = 0.01
+    local, helpers = tmp_path / "checkpoints", tmp_path / "sidecars"
+    local.mkdir()
+    checkpoint_sync.define(helpers, "checkpoints-algo-1", local, (bucket, "ckpt"))
+    checkpoint_sync.restore(helpers, "checkpoints-algo-1")
+    write(local / "step.pt", b"step", 10**18)
+    spec = checkpoint_sync.sidecars.spec_of(helpers, "checkpoints-algo-1")
+    upload, passes = checkpoint_sync.s3.upload_contained, []
+
+    def terminated_while_uploading(root, items):
+        os.kill(os.getpid(), signal.SIGTERM)  # what sidecars.stop_all sends
+        return upload(root, items)
+
+    monkeypatch.setattr(checkpoint_sync.s3, "upload_contained", terminated_while_uploading)
+    monkeypatch.setattr(checkpoint_sync, "sync_once", _counted(checkpoint_sync.sync_once, passes, local))
+    default_handler = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # never this process's end
+    try:
+        checkpoint_sync.run(spec)  # returns: the helper process would exit here
+    finally:
+        signal.signal(signal.SIGTERM, default_handler)
+
+    assert list_keys(bucket, "ckpt/") == ["ckpt/step.pt"]  # the upload under way finished
+    assert len(passes) == 2  # a scan, then the pass that uploaded; none after the signal
+
+
+def _counted(function, calls: list, local: Path):
+    def counted(*args, **kwargs):
+        calls.append(args)
+        if len(calls) > 5:  # a helper that did not stop: end its loop (its directory went)
+            shutil.rmtree(local)
+        return function(*args, **kwargs)
+
+    return counted
