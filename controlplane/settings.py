@@ -206,9 +206,13 @@ SAGEPORT_API_ADDRESS = _env_address("SAGEPORT_API_ADDRESS", "127.0.0.1")
 _API_HOST = f"[{SAGEPORT_API_ADDRESS}]" if ":" in SAGEPORT_API_ADDRESS else SAGEPORT_API_ADDRESS
 SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://{_API_HOST}:{SAGEPORT_PORT}"
 # The data plane (InvokeEndpoint, hosting/runtime_api/dataplane.py) listens on the API's address
-# and this port; clients reach it at SAGEPORT_RUNTIME_URL (<data>/env's AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME).
+# and this port; clients, other nodes and containers reach it at SAGEPORT_RUNTIME_URL (<data>/env's
+# AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME). By default on SAGEPORT_API_URL's host: the API's address, or
+# the API's host for a node whose API runs elsewhere.
 SAGEPORT_RUNTIME_PORT = _env_int("SAGEPORT_RUNTIME_PORT", 8081)
-SAGEPORT_RUNTIME_URL = os.environ.get("SAGEPORT_RUNTIME_URL") or f"http://{_API_HOST}:{SAGEPORT_RUNTIME_PORT}"
+_RUNTIME_HOST = urlsplit(SAGEPORT_API_URL).hostname or SAGEPORT_API_ADDRESS
+_RUNTIME_HOST = f"[{_RUNTIME_HOST}]" if ":" in _RUNTIME_HOST else _RUNTIME_HOST
+SAGEPORT_RUNTIME_URL = os.environ.get("SAGEPORT_RUNTIME_URL") or f"http://{_RUNTIME_HOST}:{SAGEPORT_RUNTIME_PORT}"
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
 SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_signing_key"
@@ -265,6 +269,8 @@ SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES
 # the API and S3 there. Two stacks sharing one Docker engine need different ports; their defaults
 # are the stack's own API and S3 ports, which already differ on one machine.
 SAGEPORT_SERVICES_API_PORT = _env_int("SAGEPORT_SERVICES_API_PORT", SAGEPORT_PORT)
+# Containers' runtime calls (InvokeEndpoint and its stream) reach the data plane on this one.
+SAGEPORT_SERVICES_RUNTIME_PORT = _env_int("SAGEPORT_SERVICES_RUNTIME_PORT", SAGEPORT_RUNTIME_PORT)
 SAGEPORT_SERVICES_S3_PORT = _env_int(
     "SAGEPORT_SERVICES_S3_PORT", urlsplit(SAGEPORT_S3_ENDPOINT_URL).port or 8333
 )

@@ -5,8 +5,9 @@ credentials); any other joins the services network and gets
 - its resource's region: AWS_REGION, AWS_DEFAULT_REGION (the region the job or endpoint was
   created in: the SigV4 scope of the request that created it);
 - endpoints for every service Sageport serves, on the forwarder's ports of the gateway address
-  (AWS_ENDPOINT_URL_<service id>, the names botocore's configprovider reads), and S3's as the
-  global AWS_ENDPOINT_URL too;
+  (AWS_ENDPOINT_URL_<service id>, the names botocore's configprovider reads): the runtime's leads
+  to the data plane, as clients' does (response streams are served only there, and invocations
+  never hold the API's threads), the others to the API; S3's is the global AWS_ENDPOINT_URL too;
 - role credentials the ECS/SageMaker way: AWS_CONTAINER_CREDENTIALS_FULL_URI, the API's
   credentials endpoint through the forwarder, and AWS_CONTAINER_AUTHORIZATION_TOKEN, its
   training job's or endpoint's grant for the resource's execution role
@@ -24,8 +25,9 @@ from accounts.container_credentials import grant
 from accounts.views import CREDENTIALS_PATH
 from gateway.network import GATEWAY_ADDRESS, SERVICES_NETWORK
 
-# botocore's service ids of what the API port serves, as AWS_ENDPOINT_URL_* spells them.
-API_SERVICE_IDS = ("SAGEMAKER", "SAGEMAKER_RUNTIME", "CLOUDWATCH_LOGS", "CLOUDWATCH", "STS", "IAM")
+# botocore's service ids of what the API port serves, as AWS_ENDPOINT_URL_* spells them (the
+# runtime's is the data plane's).
+API_SERVICE_IDS = ("SAGEMAKER", "CLOUDWATCH_LOGS", "CLOUDWATCH", "STS", "IAM")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ def container_reach(
     if isolated:
         return Reach()
     api = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_API_PORT}"
+    runtime = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_RUNTIME_PORT}"
     s3 = f"http://{GATEWAY_ADDRESS}:{settings.SAGEPORT_SERVICES_S3_PORT}"
     environment = {
         "AWS_REGION": region,
@@ -53,6 +56,7 @@ def container_reach(
         # services Sageport does not serve, which a container could not have reached anyway.
         "AWS_ENDPOINT_URL": s3,
         **{f"AWS_ENDPOINT_URL_{service_id}": api for service_id in API_SERVICE_IDS},
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": runtime,
         "AWS_CONTAINER_CREDENTIALS_FULL_URI": api + CREDENTIALS_PATH,
         "AWS_CONTAINER_AUTHORIZATION_TOKEN": grant(holder, account_id, role_arn or ""),
         "AWS_EC2_METADATA_DISABLED": "true",

@@ -1,5 +1,6 @@
-"""The forwarder: TCP from containers on the services network's gateway address to the API and
-S3 upstreams this node is configured with (SAGEPORT_API_URL, SAGEPORT_S3_ENDPOINT_URL), so that
+"""The forwarder: TCP from containers on the services network's gateway address to the API, data
+plane and S3 upstreams this node is configured with (SAGEPORT_API_URL, SAGEPORT_RUNTIME_URL,
+SAGEPORT_S3_ENDPOINT_URL), so that
 a container reaches Sageport without any access to the host's loopback, on a node whose API and
 S3 are on another host as well as on the API's own host.
 
@@ -38,7 +39,7 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Route:
-    name: str  # "api" | "s3", for the log
+    name: str  # "api" | "runtime" | "s3", for the log
     host: str  # where containers connect
     port: int
     upstream: str  # an http(s) URL: scheme, host and port are used

@@ -1,9 +1,9 @@
 """The runtime API on the API's port: the data plane's own application (dataplane.py) answers the
 runtime requests Django receives there, so that one implementation serves both ports.
 
-Clients are pointed at the data plane (its own port, built for this path). The API's port serves
-the containers, which reach only the API (through their forwarder, gateway/), and clients given a
-single endpoint URL. Each runtime request takes an event loop no other request is using (made
+Clients and containers (through their forwarder, gateway/) are pointed at the data plane (its own
+port, built for this path). The API's port serves clients given a single endpoint URL. Each
+runtime request takes an event loop no other request is using (made
 when none is free), with the application on it: Django's view hands it the request as ASGI
 messages and runs the loop in the request's thread until the answer, read whole, is complete.
 The loop serves that one request, so what the application does off its loop elsewhere

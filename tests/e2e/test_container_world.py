@@ -158,6 +158,27 @@ def test_a_training_jobs_code_acts_as_the_jobs_role(stack, sagemaker, s3, bucket
     assert report["role"] == role_arn
 
 
+def test_a_training_jobs_code_streams_an_endpoints_answer_as_a_client_does(
+    sagemaker, runtime, s3, bucket, aws_probe_image, stream_image, hosting
+):
+    """A job's code calling InvokeEndpointWithResponseStream (a pipeline step asking a deployed
+    model, say) is served as on SageMaker: its runtime endpoint leads to the data plane, which
+    streams, not to the API's port, which does not."""
+    endpoint = hosting.endpoint(hosting.config(("AllTraffic", hosting.model(stream_image), 1, 1.0)))
+    wait_for_endpoint(sagemaker, endpoint)
+    body = json.dumps({"inputs": "hello", "parameters": {"max_new_tokens": 6}})
+    name = unique_name("stream")
+    environment = {"STREAM_ENDPOINT": endpoint, "STREAM_BODY": body}
+    sagemaker.create_training_job(**training_request(name, aws_probe_image, bucket, Environment=environment))
+
+    job = wait_for_status(sagemaker, name)
+
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    parts = given(s3, bucket, name)["stream"]
+    whole = runtime.invoke_endpoint(EndpointName=endpoint, Body=body, ContentType="application/json")["Body"]
+    assert "".join(parts) == whole.read().decode() and len(parts) > 1  # as the tokens came, not one piece
+
+
 def test_a_jobs_credentials_stop_working_when_it_ends(stack, sagemaker, s3, bucket, aws_probe_image):
     name = unique_name("aws")
     sagemaker.create_training_job(**training_request(name, aws_probe_image, bucket))

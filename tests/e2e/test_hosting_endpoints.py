@@ -148,7 +148,7 @@ def test_serving_container_gets_the_sagemaker_contract(
     # node), which Python 3.13+ counts through PYTHON_CPU_COUNT (runtime/cpusets.py).
     cpus = min(2, os.cpu_count())
     assert (report["affinity_cpus"], report["python_cpu_count"]) == (cpus, str(cpus))
-    # The same through the API port's view (what containers reach through their forwarder).
+    # The same through the API port's view (what clients given a single endpoint URL reach).
     through_api = stack.client("sagemaker-runtime", endpoint_url=stack.endpoint_url)
     answer = through_api.invoke_endpoint(EndpointName=name, Body=b"{}", ContentType="application/json")
     assert json.loads(answer["Body"].read())["headers"]["user-agent"] == "AHC/2.0"

@@ -5,7 +5,8 @@ or endpoints of its own, only what the platform gives it. Built into the tests' 
 /opt/ml/model, what it was given: the AWS_* variable names, the key it was handed, who STS says
 it is and the role IAM answers for it (as `sagemaker.get_execution_role()` looks it up), whether
 the network reaches the services gateway, whether it reaches $PEER:8080 (another container), and
-what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives.
+what reading s3://$FORBIDDEN_BUCKET/$FORBIDDEN_KEY (another account's) gives, and the parts
+InvokeEndpointWithResponseStream returns from $STREAM_ENDPOINT (the token-stream example).
 `serve`: answers /ping, and /invocations with the object s3://<bucket>/<key> named by the
 request body, read with boto3, and who STS says the container is."""
 
@@ -71,7 +72,18 @@ def train() -> None:
         print("copied", os.environ["IN_KEY"], "to", os.environ["OUT_KEY"], flush=True)
     if os.environ.get("FORBIDDEN_KEY"):  # another account's object: what does reading it give?
         report["forbidden"] = read_outcome(os.environ["FORBIDDEN_BUCKET"], os.environ["FORBIDDEN_KEY"])
+    if os.environ.get("STREAM_ENDPOINT"):
+        report["stream"] = streamed(os.environ["STREAM_ENDPOINT"], os.environ["STREAM_BODY"])
     Path("/opt/ml/model/given.json").write_text(json.dumps(report))
+
+
+def streamed(endpoint: str, body: str) -> list[str]:
+    import boto3
+
+    answer = boto3.client("sagemaker-runtime").invoke_endpoint_with_response_stream(
+        EndpointName=endpoint, Body=body, ContentType="application/json"
+    )
+    return [event["PayloadPart"]["Bytes"].decode() for event in answer["Body"]]
 
 
 def read_outcome(bucket: str, key: str) -> str:

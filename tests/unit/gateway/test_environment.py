@@ -17,6 +17,7 @@ ROLE = "arn:aws:iam::111122223333:role/service-role/TrainingRole"
 @pytest.fixture(autouse=True)
 def ports(settings):
     settings.SAGEPORT_SERVICES_API_PORT = 18080
+    settings.SAGEPORT_SERVICES_RUNTIME_PORT = 18081
     settings.SAGEPORT_SERVICES_S3_PORT = 18333
 
 
@@ -44,7 +45,7 @@ def test_any_other_container_joins_the_services_network_with_region_endpoints_an
         "AWS_ENDPOINT_URL_S3": "http://169.254.170.2:18333",
         "AWS_ENDPOINT_URL": "http://169.254.170.2:18333",
         "AWS_ENDPOINT_URL_SAGEMAKER": api,
-        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": api,
+        "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": "http://169.254.170.2:18081",  # the data plane
         "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": api,
         "AWS_ENDPOINT_URL_CLOUDWATCH": api,
         "AWS_ENDPOINT_URL_STS": api,
@@ -68,7 +69,7 @@ def test_the_credentials_act_as_the_resources_role_or_the_accounts_own_without_o
     [
         ("s3", 18333),
         ("sagemaker", 18080),
-        ("sagemaker-runtime", 18080),
+        ("sagemaker-runtime", 18081),
         ("logs", 18080),
         ("cloudwatch", 18080),
     ],
