@@ -234,7 +234,12 @@ def _size_violations(shape: Shape, size: int) -> list[str]:
 
 
 def _range_violations(shape: Shape, value: float) -> list[str]:
-    return _bound_violations(shape, value, "value")
+    violations = _bound_violations(shape, value, "value")
+    if violations or math.isfinite(value) or not {"min", "max"} & shape.metadata.keys():
+        return violations
+    # NaN compares false with every bound, and an infinity passes a bound on its other side alone
+    # (VariantWeight has only a min): a member with a declared range holds finite numbers only.
+    return ["Member must be a finite number"]
 
 
 def _bound_violations(shape: Shape, amount: float, what: str) -> list[str]:

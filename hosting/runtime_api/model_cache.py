@@ -18,7 +18,8 @@ class ModelCache:
     def __init__(self):
         self._lock = threading.Lock()
         self._loaded: dict[str, OrderedDict[str, None]] = {}  # container -> models, oldest first
-        self._loading: dict[tuple[asyncio.AbstractEventLoop, str, str], asyncio.Lock] = {}
+        # (loop, container, model) -> its lock and the requests holding or waiting for it
+        self._loading: dict[tuple[asyncio.AbstractEventLoop, str, str], tuple[asyncio.Lock, int]] = {}
         self._in_use: Counter[tuple[str, str]] = Counter()  # requests between load and answer
 
     def holders(self, model_name: str) -> frozenset[str]:
@@ -76,11 +77,25 @@ class ModelCache:
                 if not self._in_use[key]:
                     del self._in_use[key]
 
-    def loading_lock(self, container: str, model_name: str) -> asyncio.Lock:
+    @contextlib.asynccontextmanager
+    async def loading(self, container: str, model_name: str):
         """Held while the model is loaded into the container: concurrent requests for it on the
         running event loop wait for one load instead of each loading it. Requests on other loops
-        (the API port runs one per thread) load it themselves: the container answers the second
-        load 409, which is success."""
+        (the API port runs one per request) load it themselves: the container answers the second
+        load 409, which is success. A lock lives only while requests hold or wait for it: one
+        kept per model and container ever loaded would grow without bound."""
         key = (asyncio.get_running_loop(), container, model_name)
         with self._lock:
-            return self._loading.setdefault(key, asyncio.Lock())
+            lock, users = self._loading.get(key, (None, 0))
+            lock = lock or asyncio.Lock()
+            self._loading[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            with self._lock:
+                users = self._loading[key][1] - 1
+                if users:
+                    self._loading[key] = (lock, users)
+                else:
+                    del self._loading[key]

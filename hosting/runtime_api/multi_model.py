@@ -121,7 +121,7 @@ class _Container:
             self._note_load(True, 0.0)
             return
         started = time.perf_counter()
-        async with _cache.loading_lock(self.name, model_name):
+        async with _cache.loading(self.name, model_name):
             if not _cache.hit(self.name, model_name):  # else another request loaded it meanwhile
                 # The download is blocking I/O (S3, the disk): off the loop.
                 await asyncio.to_thread(_stage, self.choice.backend, target_model)

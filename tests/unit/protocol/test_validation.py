@@ -175,3 +175,17 @@ def test_scalar_list_item_violations_are_reported_once_on_the_list():
         "constraint: Member must satisfy constraint: "
         "[Member must satisfy regular expression pattern: ^[-0-9a-zA-Z]+]"
     )
+
+
+@pytest.mark.parametrize("weight", ["NaN", "Infinity"])
+def test_a_non_finite_number_is_outside_any_declared_range(weight):
+    # botocore sends float("nan") and float("inf") as these strings; a weight of either would
+    # leave the endpoint's traffic split without meaning.
+    variant = {"VariantName": "v", "ModelName": "m", "InitialInstanceCount": 1}
+    variant["InitialVariantWeight"] = weight
+    params = {"EndpointConfigName": "c", "ProductionVariants": [variant]}
+    assert validation_message("sagemaker", "CreateEndpointConfig", params).endswith(
+        "at 'productionVariants.1.member.initialVariantWeight' failed to satisfy constraint: "
+        "Member must be a finite number"
+    )
+

@@ -213,6 +213,25 @@ def test_requests_for_a_model_not_loaded_yet_wait_for_one_load(container, staged
     answers = asyncio.run(at_once(OneContainer(container), *["a.tar.gz"] * 4))
 
     assert [answer["loads"] for answer in answers] == [1, 1, 1, 1]
+    assert multi_model._cache._loading == {}  # no lock kept per model once loaded
+
+
+def test_a_request_cancelled_while_waiting_for_a_load_leaves_no_lock_behind():
+    cache = ModelCache()
+
+    async def cancelled_waiter():
+        async with cache.loading("c1", "a"):
+            waiter = asyncio.create_task(wait_for_the_load())
+            await asyncio.sleep(0)  # the waiter queues on the lock
+            waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+
+    async def wait_for_the_load():
+        async with cache.loading("c1", "a"):
+            pass
+
+    asyncio.run(cancelled_waiter())
+    assert cache._loading == {}
 
 
 def test_a_model_a_request_is_about_to_invoke_is_not_unloaded():
