@@ -207,12 +207,9 @@ _API_HOST = f"[{SAGEPORT_API_ADDRESS}]" if ":" in SAGEPORT_API_ADDRESS else SAGE
 SAGEPORT_API_URL = os.environ.get("SAGEPORT_API_URL") or f"http://{_API_HOST}:{SAGEPORT_PORT}"
 # The data plane (InvokeEndpoint, hosting/runtime_api/dataplane.py) listens on the API's address
 # and this port; clients, other nodes and containers reach it at SAGEPORT_RUNTIME_URL (<data>/env's
-# AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME). By default on SAGEPORT_API_URL's host: the API's address, or
-# the API's host for a node whose API runs elsewhere.
+# AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME). A node (`runnode`) not given it looks on SAGEPORT_API_URL's host.
 SAGEPORT_RUNTIME_PORT = _env_int("SAGEPORT_RUNTIME_PORT", 8081)
-_RUNTIME_HOST = urlsplit(SAGEPORT_API_URL).hostname or SAGEPORT_API_ADDRESS
-_RUNTIME_HOST = f"[{_RUNTIME_HOST}]" if ":" in _RUNTIME_HOST else _RUNTIME_HOST
-SAGEPORT_RUNTIME_URL = os.environ.get("SAGEPORT_RUNTIME_URL") or f"http://{_RUNTIME_HOST}:{SAGEPORT_RUNTIME_PORT}"
+SAGEPORT_RUNTIME_URL = os.environ.get("SAGEPORT_RUNTIME_URL") or f"http://{_API_HOST}:{SAGEPORT_RUNTIME_PORT}"
 SAGEPORT_DEFAULT_ACCOUNT_ID = os.environ.get("SAGEPORT_DEFAULT_ACCOUNT_ID", "123456789012")
 SAGEPORT_SIGV4_MAX_SKEW_SECONDS = _env_int("SAGEPORT_SIGV4_MAX_SKEW_SECONDS", 15 * 60)
 SAGEPORT_CREDENTIAL_RESOLVER = "accounts.accesskeys.resolve_signing_key"
@@ -266,14 +263,20 @@ SAGEPORT_MAX_MODEL_DATA_BYTES = _env_positive_int("SAGEPORT_MAX_MODEL_DATA_BYTES
 # --- What containers reach (gateway/, docs/containers.md "What a container can reach") ---------------------
 # SAGEPORT_API_URL (above) is also the upstream of the forwarder that containers use.
 # The ports of the forwarder on the services network's gateway (169.254.170.2): containers reach
-# the API and S3 there. Two stacks sharing one Docker engine need different ports; their defaults
-# are the stack's own API and S3 ports, which already differ on one machine.
+# the API, the data plane and S3 there. Two stacks sharing one Docker engine need different ports;
+# their defaults are the stack's own API, data plane and S3 ports, which already differ on one machine.
 SAGEPORT_SERVICES_API_PORT = _env_int("SAGEPORT_SERVICES_API_PORT", SAGEPORT_PORT)
 # Containers' runtime calls (InvokeEndpoint and its stream) reach the data plane on this one.
 SAGEPORT_SERVICES_RUNTIME_PORT = _env_int("SAGEPORT_SERVICES_RUNTIME_PORT", SAGEPORT_RUNTIME_PORT)
 SAGEPORT_SERVICES_S3_PORT = _env_int(
     "SAGEPORT_SERVICES_S3_PORT", urlsplit(SAGEPORT_S3_ENDPOINT_URL).port or 8333
 )
+_SERVICES_PORTS = (SAGEPORT_SERVICES_API_PORT, SAGEPORT_SERVICES_RUNTIME_PORT, SAGEPORT_SERVICES_S3_PORT)
+if len(set(_SERVICES_PORTS)) < len(_SERVICES_PORTS):
+    raise SettingsError(
+        "SAGEPORT_SERVICES_API_PORT, SAGEPORT_SERVICES_RUNTIME_PORT and SAGEPORT_SERVICES_S3_PORT must "
+        f"differ, got {', '.join(map(str, _SERVICES_PORTS))}"
+    )
 # How long a container's access key lives (SDKs fetch a new one before it expires); at least
 # 900 s, AWS's shortest session, since the SDKs refresh 15 minutes ahead of expiry.
 SAGEPORT_CONTAINER_CREDENTIALS_SECONDS = _env_int("SAGEPORT_CONTAINER_CREDENTIALS_SECONDS", 3600)

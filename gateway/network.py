@@ -6,7 +6,8 @@ One internal bridge per Docker engine, `sageport-services`, on the link-local su
 SageMaker serve container credentials on: botocore fetches credentials over plain HTTP only from
 loopback, 169.254.170.2 or 169.254.170.23, and a container's loopback is its own. Every
 non-isolated training and serving container joins it besides its own network; the forwarder
-(gateway/forwarder.py) listens on the gateway address and carries connections to the API and S3.
+(gateway/forwarder.py) listens on the gateway address and carries connections to the API, the
+data plane and S3.
 
 - Internal: the network routes nowhere. Traffic to the gateway address is delivered to the host
   (iptables INPUT, which Docker leaves alone; on this machine its policy is ACCEPT), so it

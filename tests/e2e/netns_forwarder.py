@@ -3,16 +3,17 @@ listening sockets in the network namespace of the node's engine.
 
 On a real host a node's worker shares the network namespace of its engine, so its forwarder
 listens on the address the engine's containers have as their gateway (169.254.170.2, on the
-engine's `sageport-services` bridge) and reaches the API and S3 over the network. The tests'
-cluster (tests/e2e/cluster.py) runs every node's worker on the host instead, beside an engine in
-a namespace of its own: this process stands in for the worker's forwarder there. Its listening
-sockets are made inside the engine's namespace (a thread enters it only to make them), and its
-connections to the API and S3 leave from the host's, where those listen on 127.0.0.1.
+engine's `sageport-services` bridge) and reaches the API, the data plane and S3 over the network.
+The tests' cluster (tests/e2e/cluster.py) runs every node's worker on the host instead, beside an
+engine in a namespace of its own: this process stands in for the worker's forwarder there. Its
+listening sockets are made inside the engine's namespace (a thread enters it only to make them),
+and its connections to the API, the data plane and S3 leave from the host's, where those listen
+on 127.0.0.1.
 
     python -m tests.e2e.netns_forwarder /run/netns/<engine's namespace>
 
-It reads the node's settings (SAGEPORT_API_URL, SAGEPORT_S3_ENDPOINT_URL, the services ports)
-from its environment, as the worker does."""
+It reads the node's settings (SAGEPORT_API_URL, SAGEPORT_RUNTIME_URL, SAGEPORT_S3_ENDPOINT_URL,
+the services ports) from its environment, as the worker does."""
 import ctypes
 import os
 import signal

@@ -8,6 +8,7 @@ broker, database, S3) belongs to the installation; the node reaches it through t
 
 import ipaddress
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -49,7 +50,14 @@ class Command(BaseCommand):
         mark(data_dir)
         reset_metrics_dir(data_dir)  # the worker's own counters: nothing scrapes them on a node
         name = settings.SAGEPORT_NODE_NAME
-        spec = worker_spec(data_dir, name=f"worker-{name}")
+        runtime_url = data_plane_url(os.environ)
+        if runtime_url is None:
+            raise CommandError(
+                f"runnode cannot tell where the data plane is from SAGEPORT_API_URL "
+                f"{settings.SAGEPORT_API_URL} (https: a proxy's); set SAGEPORT_RUNTIME_URL "
+                "(see docs/operations.md, \"Adding a node\")"
+            )
+        spec = worker_spec(data_dir, name=f"worker-{name}", env={"SAGEPORT_RUNTIME_URL": runtime_url})
         with stop_on_signals() as stop_event:
             supervisor = supervisor_for(self.stdout, data_dir, stop_event)
             try:
@@ -67,6 +75,19 @@ class Command(BaseCommand):
             finally:
                 supervisor.stop_all()
         self.stdout.write("Stopped.")
+
+
+def data_plane_url(environment: Mapping[str, str]) -> str | None:
+    """Where this node's containers' runtime calls go (its forwarder's upstream): SAGEPORT_RUNTIME_URL
+    as given, else the data plane's port on SAGEPORT_API_URL's host, where the API host's stack
+    serves it; None for an https API URL, a proxy's, behind which the port is not known."""
+    if environment.get("SAGEPORT_RUNTIME_URL"):
+        return environment["SAGEPORT_RUNTIME_URL"]
+    api = urlsplit(environment["SAGEPORT_API_URL"])
+    if api.scheme != "http" or not api.hostname:
+        return None
+    host = f"[{api.hostname}]" if ":" in api.hostname else api.hostname
+    return f"http://{host}:{settings.SAGEPORT_RUNTIME_PORT}"
 
 
 def _is_loopback(host: str) -> bool:

@@ -99,24 +99,7 @@ def test_a_subnet_pool_too_small_to_halve_into_two_24s_is_refused(tmp_path):
     assert "SAGEPORT_TRAINING_SUBNET_POOL must hold at least a /23 (two /24s" in error
 
 
-def runtime_url(tmp_path, **variables) -> str:
-    """SAGEPORT_RUNTIME_URL as a process started with `variables` (and none of its own) reads it."""
-    own = ("SAGEPORT_API", "SAGEPORT_RUNTIME")
-    env = {key: value for key, value in os.environ.items() if not key.startswith(own)}
-    result = subprocess.run(
-        [sys.executable, "-c", "import controlplane.settings as s; print(s.SAGEPORT_RUNTIME_URL)"],
-        cwd=PROJECT_DIR, env={**env, "SAGEPORT_DATA_DIR": str(tmp_path), **variables},
-        capture_output=True, text=True, timeout=60, check=True,
-    )
-    return result.stdout.strip()
 
-
-def test_the_data_plane_is_found_on_the_apis_host_where_a_node_is_told_only_the_api(tmp_path):
-    # A node of docs/operations.md's "Adding a node": its containers' runtime calls go there.
-    assert runtime_url(tmp_path, SAGEPORT_API_URL="http://10.0.0.5:8080") == "http://10.0.0.5:8081"
-    assert runtime_url(tmp_path, SAGEPORT_API_URL="http://[fd00::5]:8080", SAGEPORT_RUNTIME_PORT="9081") == (
-        "http://[fd00::5]:9081"
-    )
-    assert runtime_url(tmp_path, SAGEPORT_API_ADDRESS="10.0.0.7") == "http://10.0.0.7:8081"
-    given = {"SAGEPORT_API_URL": "http://10.0.0.5:8080", "SAGEPORT_RUNTIME_URL": "http://rt:1"}
-    assert runtime_url(tmp_path, **given) == "http://rt:1"
+def test_the_forwarders_three_ports_must_differ(tmp_path):
+    error = settings_error(tmp_path, SAGEPORT_SERVICES_API_PORT="9000", SAGEPORT_SERVICES_RUNTIME_PORT="9000")
+    assert "SAGEPORT_SERVICES_S3_PORT must differ, got 9000, 9000," in error
