@@ -186,6 +186,8 @@ class DeploymentEventKind(models.TextChoices):
     # ... and its instance counts were reached, or could not be.
     CAPACITY_APPLIED = "CapacityApplied"
     CAPACITY_NOT_APPLIED = "CapacityNotApplied"
+    # The engine failed to start a container through a fault of its own: another is started.
+    ENGINE_FAULT = "EngineFault"
 
 
 class EndpointDeploymentEvent(models.Model):

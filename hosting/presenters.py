@@ -188,6 +188,7 @@ FAILED_EVENT_KINDS = frozenset(
         DeploymentEventKind.DEPLOYMENT_FAILED,
         DeploymentEventKind.ROLLED_BACK,
         DeploymentEventKind.CAPACITY_NOT_APPLIED,
+        DeploymentEventKind.ENGINE_FAULT,
     }
 )
 

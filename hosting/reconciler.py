@@ -57,7 +57,7 @@ from logs import container_logs, store
 from reconcile import leases
 from reconcile.loop import reconcile_once
 from runtime import labels
-from runtime.base import ContainerStartFailed, ContainerState, NoSuchImage
+from runtime.base import ContainerStartFailed, ContainerState, EngineFault, NoSuchImage
 from runtime.docker import get_runtime
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,8 @@ AT_ONCE = 0.0
 # Container output is copied into CloudWatch at most this often per container (and at its end).
 LOG_COPY_INTERVAL_SECONDS = 5.0
 LIVE = (ContainerStatus.STARTING, ContainerStatus.IN_SERVICE)
+# A deployment's containers the engine may fail to start through its own fault before it fails.
+ENGINE_FAULT_STARTS = 3
 
 States = dict[str, ContainerState]
 _last_log_copy: dict[str, float] = {}
@@ -195,6 +197,30 @@ def _ended(endpoint: Endpoint, row: ServingContainer, state: ContainerState | No
     )
     tail = "\n".join(store.tail(_log_stream(endpoint, row), settings.SAGEPORT_LOG_TAIL_LINES))
     return f"{code} {when}." + (f" Last output:\n{tail}" if tail else "")
+
+
+def _engine_fault(endpoint, deployment, row: ServingContainer, fault: EngineFault) -> None:
+    """The engine failed to start a container through a fault of its own (a 5xx: an address it
+    could not allocate, an attach that timed out), which says nothing of the model: the container
+    is stopped and the next count check starts another, as SageMaker retries its own faults. A
+    deployment gives up after ENGINE_FAULT_STARTS of them, as on any other failed start."""
+    faults = endpoint.events.filter(
+        kind=DeploymentEventKind.ENGINE_FAULT,
+        endpoint_config_name=deployment.endpoint_config_name,
+        time__gte=deployment.created_at,
+    ).count() + 1
+    if faults >= ENGINE_FAULT_STARTS:
+        return _give_up_on_start(
+            endpoint, deployment, row, f"could not be started ({faults} faults of the engine): {fault}"
+        )
+    message = (
+        f"The engine failed to start the container for production variant {row.variant_name} "
+        f"through a fault of its own ({fault}); starting another ({faults} of {ENGINE_FAULT_STARTS} "
+        "starts failed)."
+    )
+    with transaction.atomic():
+        _stop_now(row)
+        _record(endpoint, deployment, DeploymentEventKind.ENGINE_FAULT, message)
 
 
 def _give_up_on_start(endpoint, deployment, row: ServingContainer, problem: str) -> None:
@@ -500,6 +526,8 @@ def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContain
         spec = containers.spec_for(endpoint, deployment, row)
         gateway_network.ensure(get_runtime(), spec.extra_networks)
         state = get_runtime().run(spec)
+    except EngineFault as fault:
+        return _engine_fault(endpoint, deployment, row, fault)
     except (ContainerStartFailed, NoSuchImage, hosting_model_data.ModelDataError) as error:
         return _give_up_on_start(endpoint, deployment, row, f"could not be started: {error}")
     ServingContainer.objects.filter(pk=row.pk).update(started_at=timezone.now(), host_port=state.host_port)

@@ -19,6 +19,7 @@ from hosting import transitions as t
 from hosting.health import PingResult
 from hosting.models import (
     ContainerStatus,
+    DeploymentEventKind,
     DeploymentPhase,
     Endpoint,
     EndpointDeployment,
@@ -149,6 +150,49 @@ def test_a_new_endpoint_whose_container_exits_before_passing_ping_fails(engine):
     )
     settle(endpoint, lambda: not EndpointDeployment.objects.filter(endpoint=endpoint).exists())
     assert engine.containers == {}
+
+
+class FaultsOnEveryStart(dict):
+    """FakeRuntime.faulting for an engine that fails every container start through its own fault."""
+
+    def __init__(self, fault: str):
+        super().__init__()
+        self.fault = fault
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def pop(self, name, *default) -> str:
+        return self.fault
+
+
+def test_a_container_the_engine_fails_to_start_through_its_own_fault_is_started_again(engine):
+    deployment = make_deployment("ml.m5.large")
+    endpoint = deployment.endpoint
+    first = hosting_containers.container_name(deployment, "AllTraffic", 1, "node-a")
+    engine.faulting[first] = "no available IPv4 addresses on this network's address pools"
+
+    settle(endpoint, lambda: any(container.state.running for container in engine.containers.values()))
+
+    assert endpoint.endpoint_status == EndpointStatus.CREATING  # not failed: the model is not to blame
+    (name,) = engine.containers
+    engine.set_health(name, True)
+    settle(endpoint, lambda: endpoint.endpoint_status == EndpointStatus.IN_SERVICE)
+    (event,) = endpoint.events.filter(kind=DeploymentEventKind.ENGINE_FAULT)
+    assert "through a fault of its own" in event.message and "no available IPv4 addresses" in event.message
+
+
+def test_a_new_endpoint_fails_once_the_engine_has_faulted_on_every_start_it_allows(engine):
+    deployment = make_deployment("ml.m5.large")
+    endpoint = deployment.endpoint
+    engine.faulting = FaultsOnEveryStart("failed to set up container networking")
+
+    settle(endpoint, lambda: endpoint.endpoint_status == EndpointStatus.FAILED)
+
+    assert "could not be started (3 faults of the engine)" in endpoint.failure_reason
+    assert "failed to set up container networking" in endpoint.failure_reason
+    faults = endpoint.events.filter(kind=DeploymentEventKind.ENGINE_FAULT).count()
+    assert faults == hosting.ENGINE_FAULT_STARTS - 1  # the last one is the failure itself
 
 
 def test_blue_green_update_provisions_shifts_then_retires_the_old_fleet(engine):
