@@ -2,14 +2,15 @@
 env-only mode: the container's NVIDIA_VISIBLE_DEVICES selects them). Serving containers of NVIDIA
 types get their own devices, never shared with training jobs; a fleet that cannot have its GPUs
 fails clearly (create: Failed; update: rolled back; capacity change: not applied); a deleted
-endpoint gives its GPUs back."""
+endpoint gives its GPUs back; an engine that fails each start through its own fault is retried
+before a new endpoint fails."""
 
 import docker
 
 from runtime import labels
 from tests.e2e.conftest import unique_name, wait_for_status
 from tests.e2e.hosting import invoke_json, unique, wait_for_endpoint
-from tests.e2e.test_training_gpus import devices_of, gpu_job
+from tests.e2e.test_training_gpus import devices_of, gpu_job, second_node
 
 pytest_plugins = ["tests.e2e.hosting_fixtures"]  # hosting, runtime, serve_image, probe_image
 
@@ -109,3 +110,22 @@ def test_changes_needing_more_gpus_than_are_free_are_not_applied_and_the_fleet_k
     )
     assert invoke_json(runtime, name)["tag"] == "one-gpu"
     assert visible_devices(sagemaker, name) == {"AllTraffic": "0"}
+
+
+def test_an_engine_failing_every_start_by_a_fault_of_its_own_is_retried_then_fails_a_new_endpoint(
+    stack, sagemaker, hosting, probe_image
+):
+    """As for training jobs (test_training_gpus): a node whose engine has no NVIDIA runtime, in
+    the default device-request mode, answers each start with its 500 (no device driver). That is
+    the platform's fault, not the model's: other containers are started, and the endpoint fails
+    only at the third."""
+    model = hosting.model(probe_image)
+    with second_node(stack, SAGEPORT_GPU_DEVICE_MODE="device-request"):  # the only node of 8 GPUs
+        name = hosting.endpoint(gpu_config(sagemaker, model, ("AllTraffic", "ml.p3.16xlarge", 1)))
+        failed = wait_for_endpoint(sagemaker, name, statuses={"Failed"})
+
+    assert failed["FailureReason"].startswith("The container ")
+    assert "for production variant AllTraffic could not be started (3 faults of the engine): " in (
+        failed["FailureReason"]
+    )
+    assert 'could not select device driver "nvidia" with capabilities: [[gpu]]' in failed["FailureReason"]
