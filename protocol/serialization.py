@@ -2,6 +2,7 @@
 (CloudWatch) and REST-JSON (the SageMaker runtime), successes and errors. The query protocol's
 XML is `protocol/query.py`."""
 
+import json
 import math
 import time
 from datetime import UTC, datetime
@@ -47,12 +48,19 @@ def json_response(
 ) -> HttpResponse:
     # orjson writes compact UTF-8 JSON in one pass in C: the standard library's encoder was
     # about a third of the cost of answering a DescribeTrainingJob (docs/performance.md).
-    payload = orjson.dumps(to_wire(body or {}))
+    payload = _json_bytes(to_wire(body or {}))
     response = HttpResponse(payload, status=status, content_type=content_type)
     response["x-amzn-RequestId"] = request_id
     response["Date"] = date_header()
     response["Content-Length"] = str(len(payload))
     return response
+
+
+def _json_bytes(wire: object) -> bytes:
+    try:
+        return orjson.dumps(wire)
+    except orjson.JSONEncodeError:  # an int beyond 64 bits, a key that is not a string: never a 500
+        return json.dumps(wire, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 _date_of_second: tuple[int, str] = (0, "")

@@ -34,3 +34,12 @@ def test_the_date_header_follows_the_clock_to_the_second(monkeypatch):
     for now in (1796000401.2, 1796000401.9, 1796000402.0):
         monkeypatch.setattr(serialization.time, "time", lambda now=now: now)
         assert serialization.date_header() == http_date(int(now))
+
+
+def test_what_the_fast_encoder_refuses_is_still_answered():
+    # orjson refuses integers beyond 64 bits and keys that are not strings; no answer may fail on them.
+    response = serialization.json_response({"Bytes": 2**70, "ByCode": {404: 1}}, "request-2")
+
+    assert response.status_code == 200
+    assert json.loads(response.content) == {"Bytes": 2**70, "ByCode": {"404": 1}}
+    assert response["Content-Length"] == str(len(response.content))
