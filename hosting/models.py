@@ -110,6 +110,8 @@ class EndpointDeployment(models.Model):
     status_message = models.CharField(max_length=1024, blank=True, default="")
     traffic_percent = models.FloatField(default=0.0)  # meaningful while Shifting
     traffic_step = models.IntegerField(default=0)  # how many steps of the traffic plan are done
+    # Container starts the engine failed through its own fault since the last start that worked.
+    engine_faults = models.IntegerField(default=0)
     created_at = models.DateTimeField()
     model_data_ready_at = models.DateTimeField(null=True)
     last_shift_at = models.DateTimeField(null=True)

@@ -6,7 +6,9 @@ health-check them, then let each deployment take its next step according to its 
 - Provisioning: stage the model data and resolve the images once, start the containers, wait for
   every one to pass /ping. Then it becomes Active (CreateEndpoint) or starts Shifting (update).
   A container that exits or misses its startup deadline fails the deployment: the endpoint goes
-  Failed (create) or back to InService on the old fleet with a FailureReason (update).
+  Failed (create) or back to InService on the old fleet with a FailureReason (update). A start
+  the engine fails through its own fault is tried again, at most one a pass, until
+  ENGINE_FAULT_STARTS of them in a row fail the deployment.
 - Shifting: move traffic to the new fleet step by step (hosting/rollout.py), then retire
   the old fleet; past MaximumExecutionTimeoutInSeconds, roll back.
 - Active: keep each variant at its desired count: replace containers that died or failed /ping,
@@ -33,6 +35,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from accounts import container_credentials
@@ -66,7 +69,8 @@ AT_ONCE = 0.0
 # Container output is copied into CloudWatch at most this often per container (and at its end).
 LOG_COPY_INTERVAL_SECONDS = 5.0
 LIVE = (ContainerStatus.STARTING, ContainerStatus.IN_SERVICE)
-# A deployment's containers the engine may fail to start through its own fault before it fails.
+# A new fleet fails at this many container starts in a row that the engine failed through its
+# own fault (a start that works resets the count).
 ENGINE_FAULT_STARTS = 3
 
 States = dict[str, ContainerState]
@@ -202,25 +206,24 @@ def _ended(endpoint: Endpoint, row: ServingContainer, state: ContainerState | No
 def _engine_fault(endpoint, deployment, row: ServingContainer, fault: EngineFault) -> None:
     """The engine failed to start a container through a fault of its own (a 5xx: an address it
     could not allocate, an attach that timed out), which says nothing of the model: the container
-    is stopped and the next count check starts another, as SageMaker retries its own faults. A
-    deployment gives up after ENGINE_FAULT_STARTS of them, as on any other failed start."""
-    faults = endpoint.events.filter(
-        kind=DeploymentEventKind.ENGINE_FAULT,
-        endpoint_config_name=deployment.endpoint_config_name,
-        time__gte=deployment.created_at,
-    ).count() + 1
-    if faults >= ENGINE_FAULT_STARTS:
-        return _give_up_on_start(
-            endpoint, deployment, row, f"could not be started ({faults} faults of the engine): {fault}"
-        )
+    is stopped and the next pass starts another, as SageMaker retries its own faults. A new fleet
+    fails at the ENGINE_FAULT_STARTS-th in a row; a serving fleet keeps trying, as for any
+    container it lost, its first faults in a row in the history and every one in the log."""
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(engine_faults=F("engine_faults") + 1)
+    deployment.refresh_from_db(fields=["engine_faults"])
+    faults = deployment.engine_faults
+    log.warning("endpoint %s: the engine failed to start %s (%d in a row): %s",
+                endpoint.endpoint_name, row.name, faults, fault)
+    if deployment.phase == DeploymentPhase.PROVISIONING and faults >= ENGINE_FAULT_STARTS:
+        problem = f"could not be started ({faults} faults of the engine in a row): {fault}"
+        return _give_up_on_start(endpoint, deployment, row, problem)
     message = (
         f"The engine failed to start the container for production variant {row.variant_name} "
-        f"through a fault of its own ({fault}); starting another ({faults} of {ENGINE_FAULT_STARTS} "
-        "starts failed)."
+        f"through a fault of its own ({fault}); starting another ({faults} in a row)."
     )
     with transaction.atomic():
-        _stop_now(row)
-        _record(endpoint, deployment, DeploymentEventKind.ENGINE_FAULT, message)
+        if _stop_now(row) and faults <= ENGINE_FAULT_STARTS:
+            _record(endpoint, deployment, DeploymentEventKind.ENGINE_FAULT, message)
 
 
 def _give_up_on_start(endpoint, deployment, row: ServingContainer, problem: str) -> None:
@@ -470,7 +473,8 @@ def _keep_counts(endpoint: Endpoint, deployment: EndpointDeployment, token: str)
     if deployment.phase == DeploymentPhase.RETIRING:
         return  # failed for want of GPUs: nothing more to start
     for row in _here(deployment.containers.filter(status=ContainerStatus.STARTING, started_at__isnull=True)):
-        _run(endpoint, deployment, row, token)
+        if not _run(endpoint, deployment, row, token):
+            return  # an engine that faulted on one start is not asked for the next in this pass
 
 
 def _container_count(deployment: EndpointDeployment, variant_name: str, desired: dict) -> int:
@@ -519,7 +523,8 @@ def _capacity_unavailable(
             _record(endpoint, deployment, DeploymentEventKind.CAPACITY_NOT_APPLIED, refused)
 
 
-def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer, token: str) -> None:
+def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContainer, token: str) -> bool:
+    """Start the row's container; False when the engine failed it through a fault of its own."""
     try:
         with leases.kept_alive(Endpoint, endpoint.pk, token):
             _prepare_here(endpoint, deployment)  # a node's first container of the deployment
@@ -527,10 +532,14 @@ def _run(endpoint: Endpoint, deployment: EndpointDeployment, row: ServingContain
         gateway_network.ensure(get_runtime(), spec.extra_networks)
         state = get_runtime().run(spec)
     except EngineFault as fault:
-        return _engine_fault(endpoint, deployment, row, fault)
+        _engine_fault(endpoint, deployment, row, fault)
+        return False
     except (ContainerStartFailed, NoSuchImage, hosting_model_data.ModelDataError) as error:
-        return _give_up_on_start(endpoint, deployment, row, f"could not be started: {error}")
+        _give_up_on_start(endpoint, deployment, row, f"could not be started: {error}")
+        return True
     ServingContainer.objects.filter(pk=row.pk).update(started_at=timezone.now(), host_port=state.host_port)
+    EndpointDeployment.objects.filter(pk=deployment.pk, engine_faults__gt=0).update(engine_faults=0)
+    return True
 
 
 def _at_strength(deployment: EndpointDeployment) -> bool:
@@ -562,14 +571,13 @@ def _record_drain_version(row: ServingContainer) -> None:
     row.drain_version = version
 
 
-def _stop_now(row: ServingContainer) -> None:
+def _stop_now(row: ServingContainer) -> bool:
     """SIGTERM now when the container is on this node; otherwise its node signals it when the
-    chain reaches it (Stopping without a signal time)."""
+    chain reaches it (Stopping without a signal time). False when the row moved meanwhile."""
     if row.node.name != nodes.local_name():
-        t.move_container(row, ContainerStatus.STOPPING, stop_signalled_at=None)
-        return
+        return t.move_container(row, ContainerStatus.STOPPING, stop_signalled_at=None)
     get_runtime().signal(row.name, "SIGTERM")
-    t.move_container(row, ContainerStatus.STOPPING, stop_signalled_at=timezone.now())
+    return t.move_container(row, ContainerStatus.STOPPING, stop_signalled_at=timezone.now())
 
 
 def _advance_stop(endpoint: Endpoint, row: ServingContainer, state: ContainerState | None) -> None:

@@ -60,7 +60,7 @@ def _json_bytes(wire: object) -> bytes:
     try:
         return orjson.dumps(wire)
     except orjson.JSONEncodeError:  # an int beyond 64 bits, a key that is not a string: never a 500
-        return json.dumps(wire, ensure_ascii=False, separators=(",", ":")).encode()
+        return json.dumps(wire, separators=(",", ":")).encode()  # \u escapes: any string encodes
 
 
 _date_of_second: tuple[int, str] = (0, "")

@@ -125,7 +125,7 @@ def test_an_engine_failing_every_start_by_a_fault_of_its_own_is_retried_then_fai
         failed = wait_for_endpoint(sagemaker, name, statuses={"Failed"})
 
     assert failed["FailureReason"].startswith("The container ")
-    assert "for production variant AllTraffic could not be started (3 faults of the engine): " in (
+    assert "for production variant AllTraffic could not be started (3 faults of the engine in a row): " in (
         failed["FailureReason"]
     )
     assert 'could not select device driver "nvidia" with capabilities: [[gpu]]' in failed["FailureReason"]

@@ -182,6 +182,25 @@ def test_a_container_the_engine_fails_to_start_through_its_own_fault_is_started_
     assert "through a fault of its own" in event.message and "no available IPv4 addresses" in event.message
 
 
+def test_an_engine_fault_costs_a_fleet_one_start_a_pass_and_a_start_that_works_resets_the_count(engine):
+    deployment = make_deployment("ml.m5.large")
+    EndpointDeployment.objects.filter(pk=deployment.pk).update(
+        desired={"AllTraffic": {"DesiredWeight": 1.0, "DesiredInstanceCount": 3}}
+    )
+    endpoint = deployment.endpoint
+    engine.faulting = FaultsOnEveryStart("timed out attaching the network")  # for one pass
+    step(endpoint)
+    engine.faulting = {}
+
+    assert endpoint.events.filter(kind=DeploymentEventKind.ENGINE_FAULT).count() == 1  # not one a container
+    settle(endpoint, lambda: len([c for c in engine.containers.values() if c.state.running]) == 3)
+    for name in engine.containers:
+        engine.set_health(name, True)
+    settle(endpoint, lambda: endpoint.endpoint_status == EndpointStatus.IN_SERVICE)
+    deployment.refresh_from_db()
+    assert deployment.engine_faults == 0  # the next fault starts a new count
+
+
 def test_a_new_endpoint_fails_once_the_engine_has_faulted_on_every_start_it_allows(engine):
     deployment = make_deployment("ml.m5.large")
     endpoint = deployment.endpoint
@@ -189,7 +208,7 @@ def test_a_new_endpoint_fails_once_the_engine_has_faulted_on_every_start_it_allo
 
     settle(endpoint, lambda: endpoint.endpoint_status == EndpointStatus.FAILED)
 
-    assert "could not be started (3 faults of the engine)" in endpoint.failure_reason
+    assert "could not be started (3 faults of the engine in a row)" in endpoint.failure_reason
     assert "failed to set up container networking" in endpoint.failure_reason
     faults = endpoint.events.filter(kind=DeploymentEventKind.ENGINE_FAULT).count()
     assert faults == hosting.ENGINE_FAULT_STARTS - 1  # the last one is the failure itself
